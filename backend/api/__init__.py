@@ -1,0 +1,1 @@
+"""HTTP routers. The only layer that knows about status codes."""

@@ -1,0 +1,65 @@
+"""FastAPI dependencies: what routes get from the app (settings, database, models, world)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Annotated
+
+from fastapi import Depends, Header, Request
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from backend.config import Settings
+from backend.errors import InvalidInput
+from backend.llm.base import LLM, Embedder
+from backend.tasks import TaskRunner
+from backend.world.models import DEFAULT_WORLD
+
+WORLD_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+def get_settings(request: Request) -> Settings:
+    return request.app.state.settings  # type: ignore[no-any-return]
+
+
+def get_engine(request: Request) -> Engine:
+    return request.app.state.engine  # type: ignore[no-any-return]
+
+
+def get_session(request: Request) -> Iterator[Session]:
+    with Session(request.app.state.engine, expire_on_commit=False) as session:
+        yield session
+
+
+def get_llm(request: Request) -> LLM:
+    return request.app.state.llm  # type: ignore[no-any-return]
+
+
+def get_embedder(request: Request) -> Embedder:
+    return request.app.state.embedder  # type: ignore[no-any-return]
+
+
+def get_tasks(request: Request) -> TaskRunner:
+    return request.app.state.tasks  # type: ignore[no-any-return]
+
+
+def get_world(x_machi_world: Annotated[str | None, Header()] = None) -> str:
+    """The world a request works in, from the `X-Machi-World` header (default `default`)."""
+    if x_machi_world is None or x_machi_world == "":
+        return DEFAULT_WORLD
+    if not WORLD_ID.match(x_machi_world):
+        raise InvalidInput(
+            "X-Machi-World must be 1-64 characters of letters, digits, '_', '-' or '.'",
+            details={"header": "X-Machi-World", "value": x_machi_world[:80]},
+        )
+    return x_machi_world
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+EngineDep = Annotated[Engine, Depends(get_engine)]
+SessionDep = Annotated[Session, Depends(get_session)]
+LLMDep = Annotated[LLM, Depends(get_llm)]
+EmbedderDep = Annotated[Embedder, Depends(get_embedder)]
+TasksDep = Annotated[TaskRunner, Depends(get_tasks)]
+WorldDep = Annotated[str, Depends(get_world)]

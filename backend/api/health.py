@@ -1,0 +1,40 @@
+"""GET /health: is the server up, and what is it running on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from sqlalchemy import text
+
+from backend import PROTOCOL_VERSION, __version__
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/health")
+def health(request: Request) -> dict[str, Any]:
+    """Always public. Reports the provider's reachability instead of failing when it is down."""
+    state = request.app.state
+    settings = state.settings
+    try:
+        with state.engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+        database_ok = True
+    except Exception:  # noqa: BLE001 - reported, not raised
+        database_ok = False
+    return {
+        "status": "ok" if database_ok else "degraded",
+        "version": __version__,
+        "protocol_version": PROTOCOL_VERSION,
+        "llm_provider": settings.llm_provider,
+        "llm_model": settings.provider_model(),
+        "llm_models": settings.role_models(),
+        "llm_reachable": state.provider_status.get("reachable"),
+        "llm_detail": state.provider_status.get("detail"),
+        "embedding_provider": settings.embedding_provider,
+        "embedding_model": settings.embedding_model_name(),
+        "database": settings.database_kind(),
+        "database_ok": database_ok,
+        "background_tasks": state.tasks.pending,
+    }

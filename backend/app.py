@@ -1,0 +1,101 @@
+"""The one place that wires Machi together: settings, database, model, embedder, routers."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+
+from backend import PROTOCOL_VERSION, __version__
+from backend.api.errors import install_error_handlers
+from backend.config import Settings, load_settings
+from backend.llm.base import LLM, Embedder
+from backend.llm.registry import build_embedder, build_provider, wrap
+from backend.storage.db import create_db_engine, init_db
+from backend.tasks import TaskRunner
+
+log = logging.getLogger("machi")
+
+#: Routers, one module per concept under backend/api/ (each defines `router`).
+ROUTERS = (
+    "backend.api.health",
+    "backend.api.llm_calls",
+)
+
+#: Start-up steps run after the database is ready, in order: `async def step(app) -> None`.
+STARTUP_STEPS: tuple[str, ...] = ()
+
+
+def create_app(
+    settings: Settings | None = None,
+    llm: LLM | None = None,
+    embedder: Embedder | None = None,
+) -> FastAPI:
+    """Build the app. `llm`/`embedder` replace the configured providers (tests pass a scripted one)."""
+    settings = settings or load_settings()
+    app = FastAPI(
+        title="Machi",
+        version=__version__,
+        summary="Minds for the characters of a Unity world.",
+        lifespan=_lifespan,
+    )
+    app.state.settings = settings
+    app.state.injected_llm = llm
+    app.state.injected_embedder = embedder
+    install_error_handlers(app)
+    for module in ROUTERS:
+        app.include_router(importlib.import_module(module).router)
+    return app
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    settings: Settings = app.state.settings
+    engine = create_db_engine(settings.database_url)
+    migrated = init_db(engine)
+    if migrated:
+        log.warning("database schema upgraded (%d change(s)), no data dropped", len(migrated))
+    provider = app.state.injected_llm or build_provider(settings)
+    app.state.engine = engine
+    app.state.provider = provider
+    app.state.llm = wrap(provider, settings, engine)
+    app.state.embedder = app.state.injected_embedder or build_embedder(settings)
+    app.state.tasks = TaskRunner()
+    app.state.provider_status = {"reachable": None, "detail": "not checked yet"}
+    for path in STARTUP_STEPS:
+        module_name, _, attr = path.partition(":")
+        step: Callable[[FastAPI], Awaitable[Any]] = getattr(importlib.import_module(module_name), attr)
+        await step(app)
+    probe = asyncio.create_task(_probe_provider(app))
+    try:
+        yield
+    finally:
+        probe.cancel()
+        await app.state.tasks.drain(timeout=10)
+        await app.state.tasks.cancel_all()
+        await app.state.llm.aclose()
+        await app.state.embedder.aclose()
+        engine.dispose()
+
+
+async def _probe_provider(app: FastAPI) -> None:
+    """Ask the provider whether it is reachable; an unreachable Ollama is reported, never fatal."""
+    check = getattr(app.state.provider, "check", None)
+    if check is None:
+        app.state.provider_status = {"reachable": True, "detail": "in-process"}
+        return
+    try:
+        detail = await asyncio.wait_for(check(), timeout=10)
+        app.state.provider_status = {"reachable": True, "detail": detail}
+    except Exception as exc:  # noqa: BLE001 - any failure means "not reachable", reported by /health
+        app.state.provider_status = {"reachable": False, "detail": str(exc)[:300]}
+        log.warning("LLM provider %s is not reachable: %s", app.state.settings.llm_provider, exc)
+
+
+def protocol_version() -> int:
+    return PROTOCOL_VERSION

@@ -1,0 +1,186 @@
+"""Every setting Machi reads, in one place (env vars and `.env`)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+LLMProviderName = Literal["scripted", "ollama", "openai", "vllm"]
+EmbeddingProviderName = Literal["local", "ollama", "openai"]
+RelevanceMode = Literal["embedding", "keyword", "hybrid"]
+
+#: The model roles: each purpose of a model call maps to one of these (see `Settings.model_for`).
+ROLES = ("dialogue", "emotion", "importance", "reflection", "plan", "council", "judge")
+
+DEFAULT_FAREWELLS = [
+    "またね",
+    "じゃあね",
+    "さようなら",
+    "さよなら",
+    "バイバイ",
+    "ばいばい",
+    "また明日",
+    "またあとで",
+    "お疲れさま",
+    "おやすみ",
+    "bye",
+    "goodbye",
+    "see you",
+    "see ya",
+    "farewell",
+    "take care",
+    "good night",
+]
+
+
+class Settings(BaseSettings):
+    """Machi's configuration. Field names are the env var names, case-insensitive."""
+
+    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
+
+    # --- server ---
+    machi_host: str = "127.0.0.1"
+    machi_port: int = Field(8000, ge=1, le=65535)
+    machi_api_key: SecretStr | None = None
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    load_demo_world: bool = True
+    max_body_bytes: int = Field(1_000_000, ge=1024)
+
+    # --- storage ---
+    database_url: str = "sqlite:///./data/machi.db"
+
+    # --- language model ---
+    llm_provider: LLMProviderName = "scripted"
+    llm_timeout_s: float = Field(30.0, gt=0, le=600)
+    llm_max_retries: int = Field(2, ge=0, le=10)
+    llm_retry_backoff_s: float = Field(0.5, ge=0, le=30)
+    llm_temperature: float = Field(0.7, ge=0, le=2)
+    scripted_seed: int = 0
+
+    ollama_host: str = "http://127.0.0.1:11434"
+    ollama_model: str = "gemma3n:e4b"
+    ollama_keep_alive: str = "30m"
+
+    openai_api_key: SecretStr | None = None
+    openai_model: str = "gpt-4o-mini"
+    openai_base_url: str | None = None
+
+    vllm_base_url: str = "http://127.0.0.1:8000/v1"
+    vllm_model: str = "Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4"
+    vllm_api_key: SecretStr = SecretStr("EMPTY")
+
+    # Model per role; empty means "the provider's model".
+    model_dialogue: str | None = None
+    model_emotion: str | None = None
+    model_importance: str | None = None
+    model_reflection: str | None = None
+    model_plan: str | None = None
+    model_council: str | None = None
+    model_judge: str | None = None
+
+    # --- embeddings ---
+    embedding_provider: EmbeddingProviderName = "local"
+    embedding_model: str | None = None
+    embedding_dim: int = Field(384, ge=16, le=8192)
+
+    # --- memory retrieval ---
+    relevance: RelevanceMode = "hybrid"
+    retrieval_k: int = Field(10, ge=1, le=100)
+    retrieval_decay: float = Field(0.99, gt=0, le=1)
+    weight_recency: float = Field(1.0, ge=0)
+    weight_importance: float = Field(1.0, ge=0)
+    weight_relevance: float = Field(1.0, ge=0)
+    reflection_threshold: float = Field(150.0, gt=0)
+
+    # --- conversation ---
+    max_turns: int = Field(8, ge=2, le=64)
+    turn_deadline_s: float = Field(20.0, gt=0, le=600)
+    farewell_phrases: list[str] = Field(default_factory=lambda: list(DEFAULT_FAREWELLS))
+
+    @field_validator("database_url")
+    @classmethod
+    def _check_database_url(cls, value: str) -> str:
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        try:
+            url = make_url(value)
+        except ArgumentError as exc:
+            raise ValueError(
+                f"cannot parse {value!r}; use e.g. sqlite:///./data/machi.db or "
+                "postgresql+psycopg://user:pass@host/db"
+            ) from exc
+        if url.get_backend_name() not in {"sqlite", "postgresql"}:
+            raise ValueError(f"unsupported database {url.get_backend_name()!r}; use sqlite or postgresql")
+        return value
+
+    @field_validator("ollama_host", "vllm_base_url", "openai_base_url")
+    @classmethod
+    def _check_http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"{value!r} must start with http:// or https://")
+        return value
+
+    @model_validator(mode="after")
+    def _check_provider_needs(self) -> Settings:
+        needs_openai_key = self.llm_provider == "openai" or self.embedding_provider == "openai"
+        if needs_openai_key and not (self.openai_api_key and self.openai_api_key.get_secret_value()):
+            raise ValueError(
+                "OPENAI_API_KEY is required when LLM_PROVIDER or EMBEDDING_PROVIDER is openai"
+            )
+        return self
+
+    def provider_model(self) -> str:
+        """The model name the configured provider uses when a role names none."""
+        return {
+            "scripted": "scripted",
+            "ollama": self.ollama_model,
+            "openai": self.openai_model,
+            "vllm": self.vllm_model,
+        }[self.llm_provider]
+
+    def model_for(self, role: str) -> str:
+        """The model for a role (dialogue, emotion, ...), falling back to the provider's model."""
+        if role not in ROLES:
+            return self.provider_model()
+        override: str | None = getattr(self, f"model_{role}")
+        return override or self.provider_model()
+
+    def role_models(self) -> dict[str, str]:
+        return {role: self.model_for(role) for role in ROLES}
+
+    def embedding_model_name(self) -> str:
+        if self.embedding_model:
+            return self.embedding_model
+        return {
+            "local": f"hashed-char-ngrams-{self.embedding_dim}",
+            "ollama": "nomic-embed-text",
+            "openai": "text-embedding-3-small",
+        }[self.embedding_provider]
+
+    def database_kind(self) -> str:
+        from sqlalchemy.engine import make_url
+
+        return make_url(self.database_url).get_backend_name()
+
+
+def describe_settings_error(exc: ValidationError) -> str:
+    """Turn a settings validation error into one line per problem, naming the variable to set."""
+    lines = []
+    for error in exc.errors():
+        loc = [str(part) for part in error.get("loc", ()) if part != "__root__"]
+        message = str(error.get("msg", "invalid value")).removeprefix("Value error, ")
+        if loc:
+            given = error.get("input")
+            shown = "" if isinstance(given, dict) or given is None else f" (got {given!r})"
+            lines.append(f"config error: {loc[0].upper()}{shown}: {message}")
+        else:
+            lines.append(f"config error: {message}")
+    return "\n".join(lines)
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Build settings from env/.env plus explicit overrides (used by tests and the CLI)."""
+    return Settings(**overrides)  # type: ignore[arg-type]

@@ -1,0 +1,1 @@
+"""Conversation: turns between two agents, end rules, transcripts."""

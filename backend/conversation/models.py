@@ -1,0 +1,51 @@
+"""Conversation and turn tables."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+from backend.gametime import utcnow
+from backend.world.models import DEFAULT_WORLD
+
+
+class Conversation(SQLModel, table=True):
+    world_id: str = Field(default=DEFAULT_WORLD, primary_key=True, max_length=64)
+    session_id: str = Field(primary_key=True, max_length=128)
+    agent_a: str = Field(max_length=64)
+    agent_b: str = Field(max_length=64)
+    location_name: str | None = Field(default=None, max_length=200)
+    start_day: int = 1
+    start_time_of_day: float = 0.0
+    end_day: int | None = None
+    end_time_of_day: float | None = None
+    ended: bool = False
+    end_reason: str | None = Field(default=None, max_length=32)
+    turn_count: int = 0
+    reflected: bool = False
+    judge: dict[str, Any] | None = Field(default=None, sa_type=JSON)
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class Turn(SQLModel, table=True):
+    __table_args__ = (UniqueConstraint("world_id", "session_id", "turn_index", name="uq_turn_index"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    world_id: str = Field(default=DEFAULT_WORLD, index=True, max_length=64)
+    session_id: str = Field(index=True, max_length=128)
+    turn_index: int
+    speaker_id: str = Field(max_length=64)
+    target_id: str = Field(max_length=64)
+    dialogue: str
+    emotion: str = Field(default="neutral", max_length=16)
+    is_conversation_end: bool = False
+    end_reason: str | None = Field(default=None, max_length=32)
+    fallback: bool = False
+    reply: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    day: int = 1
+    time_of_day: float = 0.0
+    created_at: datetime = Field(default_factory=utcnow)

@@ -1,0 +1,1 @@
+"""Council: several characters deliberate on a proposal and leave a decision record."""

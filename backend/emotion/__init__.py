@@ -1,0 +1,1 @@
+"""Emotion: Plutchik's eight values per agent, re-evaluated in the background."""

@@ -1,0 +1,89 @@
+"""The MachiError family. Domain code raises these; only `api/` turns them into HTTP answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class MachiError(Exception):
+    """Base of every error Machi raises on purpose."""
+
+    status_code = 400
+    code = "bad_request"
+
+    def __init__(self, message: str, *, details: Any = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+        if code is not None:
+            self.code = code
+
+
+class NotFound(MachiError):
+    status_code = 404
+    code = "not_found"
+
+
+class Conflict(MachiError):
+    status_code = 409
+    code = "conflict"
+
+
+class InvalidInput(MachiError):
+    """A request that is well-formed JSON but makes no sense (names the field in `details`)."""
+
+    status_code = 422
+    code = "invalid_input"
+
+
+class PayloadTooLarge(MachiError):
+    status_code = 413
+    code = "payload_too_large"
+
+
+class Unauthorized(MachiError):
+    status_code = 401
+    code = "unauthorized"
+
+
+class Forbidden(MachiError):
+    status_code = 403
+    code = "forbidden"
+
+
+class ConfigError(MachiError):
+    """Start-up configuration that cannot work."""
+
+    status_code = 500
+    code = "config_error"
+
+
+class LLMError(MachiError):
+    """A model call failed. Never reaches Unity as a 5xx: callers fall back."""
+
+    status_code = 503
+    code = "llm_error"
+
+
+class LLMUnavailable(LLMError):
+    """The provider could not be reached or answered with a server error (worth retrying)."""
+
+    code = "llm_unavailable"
+
+
+class LLMTimeout(LLMError):
+    code = "llm_timeout"
+
+
+class LLMReplyError(LLMError):
+    """The model answered, but not with what the schema asks for."""
+
+    code = "llm_bad_reply"
+
+    def __init__(self, message: str, *, raw: str = "", details: Any = None) -> None:
+        super().__init__(message, details=details)
+        self.raw = raw
+
+
+class MissingDependency(ConfigError):
+    code = "missing_dependency"

@@ -1,0 +1,1 @@
+"""The language-model layer: interface, provider adapters, wrappers, embedders. See README.md."""

@@ -1,0 +1,273 @@
+"""The language-model boundary: one small async interface, adapters and wrappers implement it."""
+
+from __future__ import annotations
+
+import abc
+import json
+import re
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from backend.errors import LLMReplyError
+
+Role = Literal["system", "user", "assistant"]
+Message = dict[str, str]  # {"role": Role, "content": str}
+T = TypeVar("T", bound=BaseModel)
+
+#: Priorities, lower is more urgent (a live turn beats everything else).
+PRIORITY_TURN = 0
+PRIORITY_COUNCIL = 1
+PRIORITY_PLAN = 2
+PRIORITY_BACKGROUND = 3
+
+#: Which model role serves each purpose of a call (see Settings.model_for).
+PURPOSE_ROLES = {
+    "dialogue": "dialogue",
+    "turn": "dialogue",
+    "fallback": "dialogue",
+    "emotion": "emotion",
+    "importance": "importance",
+    "reflection": "reflection",
+    "insight": "reflection",
+    "questions": "reflection",
+    "person": "reflection",
+    "plan": "plan",
+    "council": "council",
+    "opinion": "council",
+    "aggregate": "council",
+    "response": "council",
+    "consensus": "council",
+    "judge": "judge",
+}
+
+
+class GenerateOptions(BaseModel):
+    """Per-call options. Unknown keys are an error, so a typo never becomes a silent default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    purpose: str = "generic"
+    model: str | None = None
+    temperature: float | None = Field(None, ge=0, le=2)
+    max_tokens: int | None = Field(None, ge=1, le=32_768)
+    seed: int | None = None
+    timeout_s: float | None = Field(None, gt=0)
+    priority: int = PRIORITY_BACKGROUND
+    world_id: str = "default"
+    agent_id: str | None = None
+    session_id: str | None = None
+    council_id: str | None = None
+    stage: str | None = None
+    round: int | None = None
+    language: str | None = None
+    #: The structured facts the caller built the prompt from (speaker, place, memories...). Real models
+    #: read the prompt; the scripted engine reads these, and the tracer keeps them for the dashboard.
+    facts: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def role(self) -> str:
+        return PURPOSE_ROLES.get(self.purpose, PURPOSE_ROLES.get(self.stage or "", "dialogue"))
+
+
+@dataclass
+class Completion:
+    """What one provider call gave back."""
+
+    text: str
+    model: str = ""
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    trace_id: int | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def json_schema_for(schema: type[BaseModel]) -> dict[str, Any]:
+    """The JSON Schema sent to providers for a reply model (inlined, strict-mode friendly)."""
+    raw = schema.model_json_schema()
+    return _strictify(_inline_refs(raw, raw.get("$defs", {})))
+
+
+def _inline_refs(node: Any, defs: dict[str, Any]) -> Any:
+    if isinstance(node, dict):
+        if "$ref" in node:
+            name = node["$ref"].rsplit("/", 1)[-1]
+            return _inline_refs(defs[name], defs)
+        return {k: _inline_refs(v, defs) for k, v in node.items() if k != "$defs"}
+    if isinstance(node, list):
+        return [_inline_refs(item, defs) for item in node]
+    return node
+
+
+def _strictify(node: Any) -> Any:
+    # OpenAI's strict mode wants every object closed and every property required.
+    if isinstance(node, dict):
+        node = {k: _strictify(v) for k, v in node.items()}
+        if node.get("type") == "object" and "properties" in node:
+            node["additionalProperties"] = False
+            node["required"] = list(node["properties"])
+        return node
+    if isinstance(node, list):
+        return [_strictify(item) for item in node]
+    return node
+
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+
+
+def extract_json_text(text: str) -> str:
+    """Repair the usual damage: code fences, prose around the object. Returns the first JSON object."""
+    fenced = _FENCE.search(text)
+    if fenced:
+        text = fenced.group(1)
+    start = text.find("{")
+    if start < 0:
+        raise LLMReplyError("the reply holds no JSON object", raw=text)
+    decoder = json.JSONDecoder()
+    try:
+        _, end = decoder.raw_decode(text[start:])
+    except json.JSONDecodeError as exc:
+        raise LLMReplyError(f"the reply is not valid JSON: {exc.msg}", raw=text) from exc
+    return text[start : start + end]
+
+
+def parse_reply(text: str, schema: type[T]) -> T:
+    """Repair then validate a model's reply against `schema`; raises LLMReplyError with the reason."""
+    candidate = extract_json_text(text)
+    try:
+        return schema.model_validate_json(candidate)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}" for err in exc.errors()
+        )
+        raise LLMReplyError(f"the reply does not match the schema: {problems}", raw=text) from exc
+
+
+class LLM(abc.ABC):
+    """A language model. Implement `complete` (and `stream` if the provider streams)."""
+
+    name: str = "llm"
+
+    @abc.abstractmethod
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        options: GenerateOptions,
+        schema: dict[str, Any] | None = None,
+    ) -> Completion:
+        """Run one model call.
+
+        Args:
+            messages: chat messages, oldest first.
+            options: per-call options (purpose, ids for tracing, sampling).
+            schema: a JSON Schema the reply must follow (provider-native structured output), or None.
+
+        Returns:
+            The reply text with token counts when the provider reports them.
+
+        Raises:
+            LLMUnavailable: the provider is unreachable or failed.
+            LLMTimeout: the call took longer than allowed.
+        """
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        options: GenerateOptions,
+        schema: dict[str, Any] | None = None,
+    ) -> AsyncIterator[str]:
+        """Yield the reply text in pieces as it is generated. Default: one piece from `complete`."""
+        completion = await self.complete(messages, options=options, schema=schema)
+        yield completion.text
+
+    async def generate(self, messages: Sequence[Message], *, options: GenerateOptions) -> str:
+        """Free text. Raises the same errors as `complete`."""
+        return (await self.complete(messages, options=options)).text
+
+    async def generate_json(
+        self, messages: Sequence[Message], schema: type[T], *, options: GenerateOptions
+    ) -> T:
+        """A reply validated against a pydantic model.
+
+        Raises:
+            LLMReplyError: the reply could not be repaired into a valid instance.
+            LLMUnavailable, LLMTimeout: as `complete`.
+        """
+        completion = await self.complete(messages, options=options, schema=json_schema_for(schema))
+        return parse_reply(completion.text, schema)
+
+    async def aclose(self) -> None:
+        """Release clients and connections."""
+
+
+class LLMWrapper(LLM):
+    """Base for wrappers (retry, timeout, trace...): delegates everything to `inner`."""
+
+    def __init__(self, inner: LLM) -> None:
+        self.inner = inner
+        self.name = inner.name
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        options: GenerateOptions,
+        schema: dict[str, Any] | None = None,
+    ) -> Completion:
+        return await self.inner.complete(messages, options=options, schema=schema)
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        options: GenerateOptions,
+        schema: dict[str, Any] | None = None,
+    ) -> AsyncIterator[str]:
+        async for piece in self.inner.stream(messages, options=options, schema=schema):
+            yield piece
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def unwrap(self) -> LLM:
+        """The innermost provider (tests use it to reach the scripted engine)."""
+        inner = self.inner
+        while isinstance(inner, LLMWrapper):
+            inner = inner.inner
+        return inner
+
+
+class Embedder(abc.ABC):
+    """Turns texts into L2-normalised float32 vectors of a fixed size."""
+
+    name: str = "embedder"
+    dim: int
+
+    @abc.abstractmethod
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed texts.
+
+        Args:
+            texts: the texts, any language.
+
+        Returns:
+            A float32 array of shape (len(texts), dim), each row L2-normalised (zero rows stay zero).
+
+        Raises:
+            LLMUnavailable: a remote embedding service failed.
+        """
+
+    async def aclose(self) -> None:
+        """Release clients."""
+
+
+def normalise_rows(matrix: np.ndarray) -> np.ndarray:
+    matrix = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (matrix / norms).astype(np.float32, copy=False)

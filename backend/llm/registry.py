@@ -1,0 +1,69 @@
+"""Provider registry: name -> import path, imported lazily, and the wrapper stack every call goes through."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from backend.config import Settings
+from backend.errors import ConfigError, MissingDependency
+from backend.llm.base import LLM, Embedder
+
+PROVIDERS: dict[str, str] = {
+    "scripted": "backend.llm.scripted.engine:ScriptedLLM",
+    "ollama": "backend.llm.ollama:OllamaLLM",
+    "openai": "backend.llm.openai_compat:OpenAILLM",
+    "vllm": "backend.llm.openai_compat:VLLMLLM",
+}
+
+EMBEDDERS: dict[str, str] = {
+    "local": "backend.llm.embedding:LocalEmbedder",
+    "ollama": "backend.llm.embedding:OllamaEmbedder",
+    "openai": "backend.llm.embedding:OpenAIEmbedder",
+}
+
+#: The pip extra that brings each optional client, named in the error when it is missing.
+EXTRAS: dict[str, str] = {}
+
+
+def _load(path: str, name: str) -> Callable[..., Any]:
+    module_name, _, attr = path.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        extra = EXTRAS.get(name)
+        hint = f"pip install 'machi[{extra}]'" if extra else f"pip install {exc.name}"
+        raise MissingDependency(f"provider {name!r} needs the package {exc.name!r}: {hint}") from exc
+    return getattr(module, attr)  # type: ignore[no-any-return]
+
+
+def build_provider(settings: Settings) -> LLM:
+    """The bare provider adapter named by LLM_PROVIDER (no wrappers)."""
+    name = settings.llm_provider
+    if name not in PROVIDERS:
+        raise ConfigError(f"unknown LLM_PROVIDER {name!r}; choose one of {', '.join(PROVIDERS)}")
+    factory = _load(PROVIDERS[name], name)
+    return factory.from_settings(settings)  # type: ignore[no-any-return, attr-defined]
+
+
+def build_embedder(settings: Settings) -> Embedder:
+    name = settings.embedding_provider
+    if name not in EMBEDDERS:
+        raise ConfigError(f"unknown EMBEDDING_PROVIDER {name!r}; choose one of {', '.join(EMBEDDERS)}")
+    factory = _load(EMBEDDERS[name], name)
+    return factory.from_settings(settings)  # type: ignore[no-any-return, attr-defined]
+
+
+def wrap(provider: LLM, settings: Settings, engine: Engine | None) -> LLM:
+    """The standard stack, outermost first: repair/re-ask -> retry -> trace -> timeout -> provider."""
+    from backend.llm.retry import RepairingLLM, RetryingLLM, TimeoutLLM
+    from backend.llm.trace import DatabaseTraceSink, TracingLLM
+
+    llm: LLM = TimeoutLLM(provider, timeout_s=settings.llm_timeout_s)
+    if engine is not None:
+        llm = TracingLLM(llm, DatabaseTraceSink(engine))
+    llm = RetryingLLM(llm, max_retries=settings.llm_max_retries, backoff_s=settings.llm_retry_backoff_s)
+    return RepairingLLM(llm)

@@ -1,0 +1,1 @@
+"""Memory: the per-agent memory stream, retrieval scoring and reflections."""

@@ -1,0 +1,1 @@
+"""Planning: each agent's daily plan, validated against the world before it is stored."""

@@ -1,0 +1,1 @@
+"""Storage: the SQLModel engine, sessions and additive migrations."""

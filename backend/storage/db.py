@@ -1,0 +1,76 @@
+"""Engine, sessions and start-up schema management (SQLite by default, PostgreSQL when scaled)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import Engine, make_url
+from sqlmodel import Session, SQLModel, create_engine
+
+from backend.storage.migrate import migrate
+
+#: Modules whose tables make up the schema. A new concept adds its models module here.
+MODEL_MODULES = (
+    "backend.world.models",
+    "backend.memory.models",
+    "backend.conversation.models",
+    "backend.planning.models",
+    "backend.emotion.models",
+    "backend.council.models",
+    "backend.llm.models",
+)
+
+
+def import_models() -> None:
+    for module in MODEL_MODULES:
+        importlib.import_module(module)
+
+
+def create_db_engine(url: str, *, echo: bool = False) -> Engine:
+    """An engine for `url`. SQLite gets WAL, foreign keys and a busy timeout; its folder is created."""
+    parsed = make_url(url)
+    kwargs: dict[str, Any] = {"echo": echo}
+    if parsed.get_backend_name() == "sqlite":
+        database = parsed.database or ""
+        if database and database != ":memory:" and not database.startswith("file:"):
+            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+        engine = create_engine(url, **kwargs)
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    kwargs["pool_pre_ping"] = True
+    return create_engine(url, **kwargs)
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    # NORMAL is durable across application crashes in WAL mode (only a power loss can drop the last commit).
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.close()
+
+
+def init_db(engine: Engine) -> list[str]:
+    """Create missing tables and add missing columns; never drops data. Returns what was changed."""
+    import_models()
+    SQLModel.metadata.create_all(engine)
+    return migrate(engine, SQLModel.metadata)
+
+
+@contextmanager
+def session_scope(engine: Engine) -> Iterator[Session]:
+    """A session that commits on success and rolls back on error (for background work and the CLI)."""
+    with Session(engine, expire_on_commit=False) as session:
+        try:
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise

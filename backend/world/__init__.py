@@ -1,0 +1,1 @@
+"""World: agents (personas and their reported state) and points of interest."""
