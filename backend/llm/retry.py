@@ -1,0 +1,149 @@
+"""Wrappers that make a provider dependable: per-call timeout, retry with backoff, repair and re-ask."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from backend.errors import LLMReplyError, LLMTimeout, LLMUnavailable
+from backend.llm.base import (
+    LLM,
+    Completion,
+    GenerateOptions,
+    LLMWrapper,
+    Message,
+    T,
+    json_schema_for,
+    parse_reply,
+)
+
+log = logging.getLogger(__name__)
+
+
+class TimeoutLLM(LLMWrapper):
+    """Fails a call with LLMTimeout after `timeout_s` (or the call's own `options.timeout_s`)."""
+
+    def __init__(self, inner: LLM, *, timeout_s: float) -> None:
+        super().__init__(inner)
+        self.timeout_s = timeout_s
+
+    def _limit(self, options: GenerateOptions) -> float:
+        return options.timeout_s or self.timeout_s
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        options: GenerateOptions,
+        schema: dict[str, Any] | None = None,
+    ) -> Completion:
+        limit = self._limit(options)
+        try:
+            return await asyncio.wait_for(
+                self.inner.complete(messages, options=options, schema=schema), timeout=limit
+            )
+        except TimeoutError as exc:
+            raise LLMTimeout(f"the model did not answer within {limit:g} s") from exc
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        options: GenerateOptions,
+        schema: dict[str, Any] | None = None,
+    ) -> AsyncIterator[str]:
+        limit = self._limit(options)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + limit
+        iterator = self.inner.stream(messages, options=options, schema=schema).__aiter__()
+        while True:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise LLMTimeout(f"the model did not finish within {limit:g} s")
+            try:
+                piece = await asyncio.wait_for(iterator.__anext__(), timeout=remaining)
+            except StopAsyncIteration:
+                return
+            except TimeoutError as exc:
+                raise LLMTimeout(f"the model did not finish within {limit:g} s") from exc
+            yield piece
+
+
+class RetryingLLM(LLMWrapper):
+    """Retries transient failures (unreachable provider, timeouts) with exponential backoff and jitter.
+
+    Reply errors are not retried here: `RepairingLLM` re-asks with the validation error instead.
+    """
+
+    def __init__(self, inner: LLM, *, max_retries: int = 2, backoff_s: float = 0.5) -> None:
+        super().__init__(inner)
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        options: GenerateOptions,
+        schema: dict[str, Any] | None = None,
+    ) -> Completion:
+        attempt = 0
+        while True:
+            try:
+                return await self.inner.complete(messages, options=options, schema=schema)
+            except (LLMUnavailable, LLMTimeout) as exc:
+                if attempt >= self.max_retries:
+                    raise
+                delay = self.backoff_s * (2**attempt) * (0.5 + random.random())
+                log.info("model call failed (%s); retry %d in %.2fs", exc.code, attempt + 1, delay)
+                attempt += 1
+                await asyncio.sleep(delay)
+
+
+REASK = (
+    "Your previous reply could not be used: {error}\n"
+    "Answer again with only one JSON object that matches the schema exactly. No prose, no code fences."
+)
+
+
+class RepairingLLM(LLMWrapper):
+    """JSON replies: repair (fences, surrounding prose), validate, and re-ask once with the error."""
+
+    def __init__(self, inner: LLM, *, reasks: int = 1) -> None:
+        super().__init__(inner)
+        self.reasks = reasks
+
+    async def generate_json(
+        self, messages: Sequence[Message], schema: type[T], *, options: GenerateOptions
+    ) -> T:
+        json_schema = json_schema_for(schema)
+        conversation = list(messages)
+        for attempt in range(self.reasks + 1):
+            completion = await self.complete(conversation, options=options, schema=json_schema)
+            try:
+                return parse_reply(completion.text, schema)
+            except LLMReplyError as exc:
+                await _mark_trace(self.inner, completion, exc)
+                if attempt >= self.reasks:
+                    raise
+                log.info("reply for %s invalid (%s); re-asking", options.purpose, exc.message)
+                conversation = [
+                    *messages,
+                    {"role": "assistant", "content": completion.text[:4000]},
+                    {"role": "user", "content": REASK.format(error=exc.message[:600])},
+                ]
+        raise AssertionError("unreachable")
+
+
+async def _mark_trace(llm: LLM, completion: Completion, error: LLMReplyError) -> None:
+    """Tell the tracer (if any) that the traced reply failed validation."""
+    current: LLM | None = llm
+    while current is not None:
+        mark = getattr(current, "mark_invalid", None)
+        if mark is not None and completion.trace_id is not None:
+            await mark(completion.trace_id, error.message)
+            return
+        current = getattr(current, "inner", None)

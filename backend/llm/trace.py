@@ -1,0 +1,175 @@
+"""The tracer: a wrapper that records every model call (who, why, what was sent, what came back, how long)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, Protocol
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from backend.errors import LLMError
+from backend.llm.base import LLM, Completion, GenerateOptions, LLMWrapper, Message
+from backend.llm.models import LLMCall
+
+log = logging.getLogger(__name__)
+
+MAX_STORED_CHARS = 200_000
+
+
+class TraceSink(Protocol):
+    async def record(self, call: LLMCall) -> int | None: ...
+
+    async def mark_invalid(self, call_id: int, error: str) -> None: ...
+
+
+class MemoryTraceSink:
+    """Keeps traces in a list (tests, and runs without a database)."""
+
+    def __init__(self) -> None:
+        self.calls: list[LLMCall] = []
+
+    async def record(self, call: LLMCall) -> int | None:
+        call.id = len(self.calls) + 1
+        self.calls.append(call)
+        return call.id
+
+    async def mark_invalid(self, call_id: int, error: str) -> None:
+        call = self.calls[call_id - 1]
+        call.ok, call.error = False, error
+
+
+class DatabaseTraceSink:
+    """Writes traces to the `llmcall` table off the event loop. A failed write is logged, never raised."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        #: Called with each stored call (the event bus subscribes here).
+        self.listeners: list[Callable[[LLMCall], Any]] = []
+
+    async def record(self, call: LLMCall) -> int | None:
+        try:
+            call_id = await asyncio.to_thread(self._insert, call)
+        except Exception:  # noqa: BLE001 - tracing must never break a call
+            log.exception("could not store an LLM trace")
+            return None
+        for listener in self.listeners:
+            try:
+                listener(call)
+            except Exception:  # noqa: BLE001
+                log.exception("trace listener failed")
+        return call_id
+
+    def _insert(self, call: LLMCall) -> int | None:
+        with Session(self.engine, expire_on_commit=False) as session:
+            session.add(call)
+            session.commit()
+            return call.id
+
+    async def mark_invalid(self, call_id: int, error: str) -> None:
+        def update() -> None:
+            with Session(self.engine) as session:
+                row = session.get(LLMCall, call_id)
+                if row is not None:
+                    row.ok, row.error = False, f"invalid reply: {error}"[:2000]
+                    session.add(row)
+                    session.commit()
+
+        try:
+            await asyncio.to_thread(update)
+        except Exception:  # noqa: BLE001
+            log.exception("could not update an LLM trace")
+
+
+class TracingLLM(LLMWrapper):
+    """Records one trace row per provider call, including failures and streamed calls."""
+
+    def __init__(self, inner: LLM, sink: TraceSink) -> None:
+        super().__init__(inner)
+        self.sink = sink
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        options: GenerateOptions,
+        schema: dict[str, Any] | None = None,
+    ) -> Completion:
+        started = time.perf_counter()
+        try:
+            completion = await self.inner.complete(messages, options=options, schema=schema)
+        except (LLMError, asyncio.CancelledError) as exc:
+            await self._record(messages, options, schema, started, error=exc)
+            raise
+        completion.trace_id = await self._record(messages, options, schema, started, completion=completion)
+        return completion
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        options: GenerateOptions,
+        schema: dict[str, Any] | None = None,
+    ) -> AsyncIterator[str]:
+        started = time.perf_counter()
+        pieces: list[str] = []
+        try:
+            async for piece in self.inner.stream(messages, options=options, schema=schema):
+                pieces.append(piece)
+                yield piece
+        except (LLMError, asyncio.CancelledError) as exc:
+            await self._record(messages, options, schema, started, error=exc, streamed=True, text="".join(pieces))
+            raise
+        await self._record(
+            messages, options, schema, started, completion=Completion("".join(pieces)), streamed=True
+        )
+
+    async def mark_invalid(self, call_id: int, error: str) -> None:
+        await self.sink.mark_invalid(call_id, error)
+
+    async def _record(
+        self,
+        messages: Sequence[Message],
+        options: GenerateOptions,
+        schema: dict[str, Any] | None,
+        started: float,
+        *,
+        completion: Completion | None = None,
+        error: BaseException | None = None,
+        streamed: bool = False,
+        text: str | None = None,
+    ) -> int | None:
+        reply = completion.text if completion is not None else text
+        call = LLMCall(
+            world_id=options.world_id,
+            purpose=options.purpose[:32],
+            stage=options.stage,
+            round=options.round,
+            agent_id=options.agent_id,
+            session_id=options.session_id,
+            council_id=options.council_id,
+            provider=self.inner.name,
+            model=(completion.model if completion and completion.model else options.model or "")[:200],
+            messages=[{"role": m.get("role", ""), "content": m.get("content", "")[:MAX_STORED_CHARS]} for m in messages],
+            schema_name=str(schema.get("title"))[:100] if schema else None,
+            raw_reply=reply[:MAX_STORED_CHARS] if reply is not None else None,
+            ok=error is None,
+            error=_describe(error),
+            latency_ms=round((time.perf_counter() - started) * 1000, 2),
+            prompt_tokens=completion.prompt_tokens if completion else None,
+            completion_tokens=completion.completion_tokens if completion else None,
+            streamed=streamed,
+        )
+        return await self.sink.record(call)
+
+
+def _describe(error: BaseException | None) -> str | None:
+    if error is None:
+        return None
+    if isinstance(error, asyncio.CancelledError):
+        return "cancelled (deadline reached)"
+    code = getattr(error, "code", type(error).__name__)
+    return f"{code}: {error}"[:2000]

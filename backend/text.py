@@ -1,0 +1,90 @@
+"""Text handling that works for Japanese (no spaces between words) as well as English.
+
+Japanese runs are split by script (kanji, hiragana, katakana) and turned into character bigrams; Latin
+text is split into lower-cased words. This is what keyword relevance, tag extraction and the local
+embedder share, so "カフェ" in a query meets "カフェでヒカリと話した" in a memory.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+
+_LATIN_WORD = re.compile(r"[a-z0-9\u00c0-\u024f][a-z0-9\u00c0-\u024f'_-]*")
+_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\u30fc々〆ヶ]+")
+_SCRIPT_RUN = re.compile(r"[\u3040-\u309f]+|[\u30a0-\u30ff\u30fc]+|[\u3400-\u9fff\uf900-\ufaff々〆ヶ]+")
+
+#: Words too common to mean anything (English stop words; Japanese particles are single hiragana
+#: and fall out because hiragana runs shorter than two characters are dropped).
+STOP_WORDS = frozenset(
+    "a an the and or but if of to in on at by for with from as is are was were be been it its this that "
+    "i you he she we they me my your our their him her them do did does have has had not no so very "
+    "what when where who how why just about there here then than too can will would could should".split()
+)
+_JA_STOP = frozenset(["です", "ます", "した", "して", "する", "いる", "ある", "この", "その", "あの", "こと", "もの"])
+
+
+def normalise(text: str) -> str:
+    """NFKC (full-width letters and digits to half-width, half-width kana to full-width) and lower case."""
+    return unicodedata.normalize("NFKC", text).lower()
+
+
+def is_japanese(text: str) -> bool:
+    return bool(_CJK_RUN.search(text))
+
+
+def latin_words(text: str) -> list[str]:
+    return [w for w in _LATIN_WORD.findall(normalise(text)) if w not in STOP_WORDS and len(w) > 1]
+
+
+def char_ngrams(run: str, n: int = 2) -> list[str]:
+    if len(run) <= n:
+        return [run]
+    return [run[i : i + n] for i in range(len(run) - n + 1)]
+
+
+def japanese_runs(text: str) -> list[str]:
+    """Runs of one script (kanji / hiragana / katakana): a cheap stand-in for word boundaries."""
+    runs = []
+    for chunk in _CJK_RUN.findall(normalise(text)):
+        runs.extend(_SCRIPT_RUN.findall(chunk))
+    return runs
+
+
+def tokens(text: str) -> list[str]:
+    """Keyword tokens: Latin words plus character bigrams of Japanese runs (hiragana runs of one char dropped)."""
+    out = latin_words(text)
+    for run in japanese_runs(text):
+        if len(run) < 2 and _is_hiragana(run):
+            continue
+        out.extend(g for g in char_ngrams(run, 2) if g not in _JA_STOP)
+    return out
+
+
+def token_set(text: str) -> set[str]:
+    return set(tokens(text))
+
+
+def keywords(text: str, limit: int = 8) -> list[str]:
+    """Tags for a text: Latin words and whole katakana/kanji runs (names, places, things), most frequent first."""
+    counts: dict[str, int] = {}
+    for word in latin_words(text):
+        counts[word] = counts.get(word, 0) + 1
+    for run in japanese_runs(text):
+        if _is_hiragana(run) or len(run) < 2 or run in _JA_STOP:
+            continue
+        counts[run] = counts.get(run, 0) + 1
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], -len(kv[0]), kv[0]))
+    return [word for word, _ in ranked[:limit]]
+
+
+def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
+    set_a, set_b = set(a), set(b)
+    if not set_a and not set_b:
+        return 0.0
+    return len(set_a & set_b) / len(set_a | set_b)
+
+
+def _is_hiragana(run: str) -> bool:
+    return all("\u3040" <= ch <= "\u309f" for ch in run)

@@ -1,0 +1,22 @@
+from fastapi.testclient import TestClient
+
+
+def test_health_reports_versions_and_providers(client: TestClient) -> None:
+    body = client.get("/health").json()
+    assert body["status"] == "ok"
+    assert body["protocol_version"] == 1
+    assert body["llm_provider"] == "scripted"
+    assert body["embedding_provider"] == "local"
+    assert body["database"] == "sqlite"
+    assert body["version"]
+
+
+def test_openapi_docs_are_served(client: TestClient) -> None:
+    assert client.get("/docs").status_code == 200
+    assert "/health" in client.get("/openapi.json").json()["paths"]
+
+
+def test_bad_world_header_is_a_422_naming_the_header(client: TestClient) -> None:
+    response = client.get("/v1/llm-calls", headers={"X-Machi-World": "no spaces allowed"})
+    assert response.status_code == 422
+    assert response.json()["error"]["details"]["header"] == "X-Machi-World"

@@ -1,0 +1,54 @@
+"""Shared fixtures: a scripted model, a real SQLite database in tmp_path, and the real app."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from backend.app import create_app
+from backend.config import Settings
+from backend.llm.scripted import ScriptedLLM
+
+
+@pytest.fixture
+def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    """Settings isolated from the developer's .env and environment."""
+    monkeypatch.chdir(tmp_path)
+    for key in list(__import__("os").environ):
+        if key.startswith(("MACHI_", "LLM_", "OLLAMA_", "OPENAI_", "VLLM_", "EMBEDDING_", "DATABASE_")):
+            monkeypatch.delenv(key, raising=False)
+    return Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        database_url=f"sqlite:///{tmp_path / 'machi.db'}",
+        llm_provider="scripted",
+        llm_retry_backoff_s=0.0,
+        load_demo_world=False,
+    )
+
+
+@pytest.fixture
+def scripted() -> ScriptedLLM:
+    return ScriptedLLM(seed=0)
+
+
+def make_client(settings: Settings, scripted: ScriptedLLM, **overrides: Any) -> TestClient:
+    if overrides:
+        settings = settings.model_copy(update=overrides)
+    return TestClient(create_app(settings, llm=scripted), raise_server_exceptions=True)
+
+
+@pytest.fixture
+def client(settings: Settings, scripted: ScriptedLLM) -> Iterator[TestClient]:
+    """The real app (lifespan run) over a fresh SQLite file, with the scripted engine."""
+    with make_client(settings, scripted) as test_client:
+        yield test_client
+
+
+def drain(client: TestClient, timeout: float = 30.0) -> None:
+    """Wait for the app's background work (importance ratings, reflections...) to finish."""
+    app: Any = client.app
+    client.portal.call(app.state.tasks.drain, timeout)  # type: ignore[union-attr]
