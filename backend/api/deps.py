@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, Header, Request
 from sqlalchemy.engine import Engine
@@ -15,6 +15,9 @@ from backend.errors import InvalidInput
 from backend.llm.base import LLM, Embedder
 from backend.tasks import TaskRunner
 from backend.world.models import DEFAULT_WORLD
+
+if TYPE_CHECKING:
+    from backend.memory.service import MemoryService
 
 WORLD_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
@@ -63,3 +66,10 @@ LLMDep = Annotated[LLM, Depends(get_llm)]
 EmbedderDep = Annotated[Embedder, Depends(get_embedder)]
 TasksDep = Annotated[TaskRunner, Depends(get_tasks)]
 WorldDep = Annotated[str, Depends(get_world)]
+
+
+def get_memory(request: Request) -> MemoryService:
+    return request.app.state.memory  # type: ignore[no-any-return]
+
+
+MemoryDep = Annotated["MemoryService", Depends(get_memory)]

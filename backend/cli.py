@@ -1,0 +1,58 @@
+"""The `machi` command: `machi serve`, and subcommands contributed by each concept."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from pydantic import ValidationError
+
+from backend.config import Settings, describe_settings_error, load_settings
+
+#: Modules that add subcommands: each defines `register(subparsers) -> None`, and every subparser it adds
+#: sets `func=callable(args, settings) -> int` via `set_defaults`.
+COMMAND_MODULES: tuple[str, ...] = ()
+
+
+def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    import uvicorn
+
+    host = args.host or settings.machi_host
+    port = args.port or settings.machi_port
+    if args.reload:
+        uvicorn.run("backend.app:create_app", factory=True, host=host, port=port, reload=True)
+        return 0
+    from backend.app import create_app
+
+    uvicorn.run(create_app(settings), host=host, port=port, log_level=settings.log_level)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="machi", description="Minds for the characters of a Unity world.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the HTTP server")
+    serve.add_argument("--host", help="address to bind (default MACHI_HOST, 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (default MACHI_PORT, 8000)")
+    serve.add_argument("--reload", action="store_true", help="restart on code changes (development)")
+    serve.set_defaults(func=_serve)
+    for module in COMMAND_MODULES:
+        importlib.import_module(module).register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = load_settings()
+    except ValidationError as exc:
+        print(describe_settings_error(exc), file=sys.stderr)
+        return 2
+    result: int = args.func(args, settings)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())
