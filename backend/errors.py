@@ -66,9 +66,16 @@ class LLMError(MachiError):
 
 
 class LLMUnavailable(LLMError):
-    """The provider could not be reached or answered with a server error (worth retrying)."""
+    """The provider could not be reached or refused the call.
+
+    `retryable` is False when asking again cannot help (bad API key, unknown model, rejected request).
+    """
 
     code = "llm_unavailable"
+
+    def __init__(self, message: str, *, retryable: bool = True, details: Any = None) -> None:
+        super().__init__(message, details=details)
+        self.retryable = retryable
 
 
 class LLMTimeout(LLMError):

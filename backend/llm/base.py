@@ -85,6 +85,16 @@ class Completion:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+def fill_usage(usage: Completion | None, source: Completion) -> None:
+    """Copy the model name and token counts of a finished call into a stream's `usage` sink."""
+    if usage is None:
+        return
+    usage.model = source.model or usage.model
+    usage.prompt_tokens = source.prompt_tokens
+    usage.completion_tokens = source.completion_tokens
+    usage.meta.update(source.meta)
+
+
 def json_schema_for(schema: type[BaseModel]) -> dict[str, Any]:
     """The JSON Schema sent to providers for a reply model (inlined, strict-mode friendly)."""
     raw = schema.model_json_schema()
@@ -180,9 +190,20 @@ class LLM(abc.ABC):
         *,
         options: GenerateOptions,
         schema: dict[str, Any] | None = None,
+        usage: Completion | None = None,
     ) -> AsyncIterator[str]:
-        """Yield the reply text in pieces as it is generated. Default: one piece from `complete`."""
+        """Yield the reply text in pieces as it is generated. Default: one piece from `complete`.
+
+        Args:
+            messages, options, schema: as `complete`.
+            usage: when given, filled once the stream ends with the model name and the token counts the
+                provider reported (the tracer passes one; callers usually don't).
+
+        Raises:
+            The same errors as `complete`, possibly after some pieces were yielded.
+        """
         completion = await self.complete(messages, options=options, schema=schema)
+        fill_usage(usage, completion)
         yield completion.text
 
     async def generate(self, messages: Sequence[Message], *, options: GenerateOptions) -> str:
@@ -201,7 +222,11 @@ class LLM(abc.ABC):
         completion = await self.complete(messages, options=options, schema=json_schema_for(schema))
         return parse_reply(completion.text, schema)
 
-    async def aclose(self) -> None:
+    def resolve_model(self, options: GenerateOptions) -> str:
+        """The model name a call with these options goes to (the tracer records it, even for failures)."""
+        return options.model or ""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
         """Release clients and connections."""
 
 
@@ -227,9 +252,13 @@ class LLMWrapper(LLM):
         *,
         options: GenerateOptions,
         schema: dict[str, Any] | None = None,
+        usage: Completion | None = None,
     ) -> AsyncIterator[str]:
-        async for piece in self.inner.stream(messages, options=options, schema=schema):
+        async for piece in self.inner.stream(messages, options=options, schema=schema, usage=usage):
             yield piece
+
+    def resolve_model(self, options: GenerateOptions) -> str:
+        return self.inner.resolve_model(options)
 
     async def aclose(self) -> None:
         await self.inner.aclose()
@@ -262,7 +291,7 @@ class Embedder(abc.ABC):
             LLMUnavailable: a remote embedding service failed.
         """
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
         """Release clients."""
 
 

@@ -54,11 +54,12 @@ class TimeoutLLM(LLMWrapper):
         *,
         options: GenerateOptions,
         schema: dict[str, Any] | None = None,
+        usage: Completion | None = None,
     ) -> AsyncIterator[str]:
         limit = self._limit(options)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + limit
-        iterator = self.inner.stream(messages, options=options, schema=schema).__aiter__()
+        iterator = self.inner.stream(messages, options=options, schema=schema, usage=usage).__aiter__()
         while True:
             remaining = deadline - loop.time()
             if remaining <= 0:
@@ -95,7 +96,8 @@ class RetryingLLM(LLMWrapper):
             try:
                 return await self.inner.complete(messages, options=options, schema=schema)
             except (LLMUnavailable, LLMTimeout) as exc:
-                if attempt >= self.max_retries:
+                # A refused key or an unknown model fails the same way every time: give up at once.
+                if attempt >= self.max_retries or not getattr(exc, "retryable", True):
                     raise
                 delay = self.backoff_s * (2**attempt) * (0.5 + random.random())
                 log.info("model call failed (%s); retry %d in %.2fs", exc.code, attempt + 1, delay)

@@ -113,19 +113,23 @@ class TracingLLM(LLMWrapper):
         *,
         options: GenerateOptions,
         schema: dict[str, Any] | None = None,
+        usage: Completion | None = None,
     ) -> AsyncIterator[str]:
         started = time.perf_counter()
         pieces: list[str] = []
+        # The provider fills this when the stream ends (model name, token counts).
+        sink = usage if usage is not None else Completion("")
         try:
-            async for piece in self.inner.stream(messages, options=options, schema=schema):
+            async for piece in self.inner.stream(messages, options=options, schema=schema, usage=sink):
                 pieces.append(piece)
                 yield piece
         except (LLMError, asyncio.CancelledError) as exc:
-            await self._record(messages, options, schema, started, error=exc, streamed=True, text="".join(pieces))
+            await self._record(
+                messages, options, schema, started, error=exc, streamed=True, text="".join(pieces)
+            )
             raise
-        await self._record(
-            messages, options, schema, started, completion=Completion("".join(pieces)), streamed=True
-        )
+        sink.text = "".join(pieces)
+        sink.trace_id = await self._record(messages, options, schema, started, completion=sink, streamed=True)
 
     async def mark_invalid(self, call_id: int, error: str) -> None:
         await self.sink.mark_invalid(call_id, error)
@@ -152,8 +156,11 @@ class TracingLLM(LLMWrapper):
             session_id=options.session_id,
             council_id=options.council_id,
             provider=self.inner.name,
-            model=(completion.model if completion and completion.model else options.model or "")[:200],
-            messages=[{"role": m.get("role", ""), "content": m.get("content", "")[:MAX_STORED_CHARS]} for m in messages],
+            model=((completion.model if completion else "") or self.inner.resolve_model(options))[:200],
+            messages=[
+                {"role": m.get("role", ""), "content": m.get("content", "")[:MAX_STORED_CHARS]}
+                for m in messages
+            ],
             schema_name=str(schema.get("title"))[:100] if schema else None,
             raw_reply=reply[:MAX_STORED_CHARS] if reply is not None else None,
             ok=error is None,

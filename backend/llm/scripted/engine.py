@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from backend.config import Settings
-from backend.llm.base import LLM, Completion, GenerateOptions, Message
+from backend.llm.base import LLM, Completion, GenerateOptions, Message, fill_usage
 
 Writer = Callable[["WriterContext"], Any]
 
@@ -103,6 +103,9 @@ class ScriptedLLM(LLM):
         return [c for c in self.history if purpose is None or c.options.purpose == purpose]
 
     # --- the interface ---
+    def resolve_model(self, options: GenerateOptions) -> str:
+        return options.model or "scripted"
+
     async def complete(
         self,
         messages: Sequence[Message],
@@ -128,14 +131,18 @@ class ScriptedLLM(LLM):
         *,
         options: GenerateOptions,
         schema: dict[str, Any] | None = None,
+        usage: Completion | None = None,
     ) -> AsyncIterator[str]:
         completion = await self.complete(messages, options=options, schema=schema)
+        fill_usage(usage, completion)
         text = completion.text
         for start in range(0, len(text), self.chunk_chars):
             await asyncio.sleep(0)
             yield text[start : start + self.chunk_chars]
 
-    def _reply(self, messages: Sequence[Message], options: GenerateOptions, schema: dict[str, Any] | None) -> str:
+    def _reply(
+        self, messages: Sequence[Message], options: GenerateOptions, schema: dict[str, Any] | None
+    ) -> str:
         queued = self._take_queued(options.purpose)
         if queued is not None:
             if isinstance(queued, BaseException):
@@ -156,7 +163,9 @@ class ScriptedLLM(LLM):
                 return item.value
         return None
 
-    def _rng(self, messages: Sequence[Message], options: GenerateOptions, schema: dict[str, Any] | None) -> random.Random:
+    def _rng(
+        self, messages: Sequence[Message], options: GenerateOptions, schema: dict[str, Any] | None
+    ) -> random.Random:
         digest = hashlib.sha256()
         digest.update(str(self.seed if options.seed is None else options.seed).encode())
         digest.update(options.purpose.encode())
