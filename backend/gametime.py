@@ -24,4 +24,5 @@ def format_clock(time_of_day: float) -> str:
 
 
 def utcnow() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
+    """Aware UTC now (SQLModel stores aware datetimes; SQLite reads them back as UTC)."""
+    return datetime.now(UTC)
