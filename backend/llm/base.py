@@ -85,6 +85,13 @@ class Completion:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+def models_by_role(settings: Any, default: str) -> dict[str, str]:
+    """Role -> model for an adapter: MODEL_<ROLE> where set, else the adapter's own model `default`."""
+    from backend.config import ROLES
+
+    return {role: getattr(settings, f"model_{role}", None) or default for role in ROLES}
+
+
 def fill_usage(usage: Completion | None, source: Completion) -> None:
     """Copy the model name and token counts of a finished call into a stream's `usage` sink."""
     if usage is None:

@@ -1,13 +1,17 @@
-"""Embedders. `local` needs no model and no download: hashed character n-grams and words."""
+"""Embedders. `local` needs no model and no download (hashed character n-grams); `ollama` and `openai`
+call a remote embedding model. All return L2-normalised float32 rows."""
 
 from __future__ import annotations
 
+import abc
 import zlib
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from backend.config import Settings
+from backend.errors import LLMUnavailable
 from backend.llm.base import Embedder, normalise_rows
 from backend.text import char_ngrams, japanese_runs, latin_words, normalise
 
@@ -49,3 +53,143 @@ class LocalEmbedder(Embedder):
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self.embed_sync(texts)
+
+
+#: Inputs per request: keeps a reflection's batch of memories well under the servers' request limits.
+EMBED_BATCH = 64
+
+#: Vector sizes of common models, so `dim` is right before the first call; others learn it from a reply.
+KNOWN_DIMS = {
+    "nomic-embed-text": 768,
+    "mxbai-embed-large": 1024,
+    "all-minilm": 384,
+    "bge-m3": 1024,
+    "text-embedding-3-small": 1536,
+    "text-embedding-3-large": 3072,
+    "text-embedding-ada-002": 1536,
+}
+
+
+def _known_dim(model: str, dimensions: int | None) -> int:
+    return dimensions or KNOWN_DIMS.get(model.split(":", 1)[0], 0)
+
+
+def _requested_dimensions(settings: Settings) -> int | None:
+    # EMBEDDING_DIM sizes the local embedder; a remote model is only asked to truncate when it was set.
+    return settings.embedding_dim if "embedding_dim" in settings.model_fields_set else None
+
+
+class RemoteEmbedder(Embedder):
+    """Shared batching and normalisation of the remote embedders; subclasses send one batch."""
+
+    def __init__(self, model: str, dimensions: int | None) -> None:
+        self.model = model
+        self.dimensions = dimensions
+        self.dim = _known_dim(model, dimensions)
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), EMBED_BATCH):
+            batch = list(texts[start : start + EMBED_BATCH])
+            vectors = await self.embed_batch(batch)
+            if len(vectors) != len(batch):
+                raise LLMUnavailable(f"{self.name} returned {len(vectors)} vectors for {len(batch)} texts")
+            rows.extend(vectors)
+        if not rows:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        matrix = np.asarray(rows, dtype=np.float32)
+        self.dim = int(matrix.shape[1])
+        return normalise_rows(matrix)
+
+    @abc.abstractmethod
+    async def embed_batch(self, texts: list[str]) -> Sequence[Sequence[float]]:
+        """One request: a vector per text, in order (raises LLMUnavailable / LLMTimeout)."""
+
+
+class OllamaEmbedder(RemoteEmbedder):
+    """Ollama's `/api/embed` (e.g. nomic-embed-text), through the official async client."""
+
+    name = "ollama"
+
+    def __init__(
+        self, *, host: str, model: str, dimensions: int | None = None, timeout_s: float = 30.0
+    ) -> None:
+        import httpx
+        import ollama
+
+        super().__init__(model, dimensions)
+        self.host = host
+        self.client = ollama.AsyncClient(host=host, timeout=httpx.Timeout(timeout_s, connect=5.0))
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> OllamaEmbedder:
+        return cls(
+            host=settings.ollama_host,
+            model=settings.embedding_model_name(),
+            dimensions=_requested_dimensions(settings),
+            timeout_s=settings.llm_timeout_s,
+        )
+
+    async def embed_batch(self, texts: list[str]) -> Sequence[Sequence[float]]:
+        from backend.llm.ollama import CLIENT_ERRORS, map_ollama_error
+
+        try:
+            response = await self.client.embed(model=self.model, input=texts, dimensions=self.dimensions)
+        except CLIENT_ERRORS as exc:
+            raise map_ollama_error(exc, host=self.host, model=self.model) from exc
+        return response.embeddings
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+
+class OpenAIEmbedder(RemoteEmbedder):
+    """OpenAI's embeddings endpoint (or a compatible server at OPENAI_BASE_URL)."""
+
+    name = "openai"
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        model: str,
+        base_url: str | None = None,
+        dimensions: int | None = None,
+        timeout_s: float = 30.0,
+    ) -> None:
+        import openai
+
+        super().__init__(model, dimensions)
+        self.client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s)
+        self.base_url = str(self.client.base_url).rstrip("/")
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> OpenAIEmbedder:
+        key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else ""
+        return cls(
+            api_key=key,
+            model=settings.embedding_model_name(),
+            base_url=settings.openai_base_url,
+            dimensions=_requested_dimensions(settings),
+            timeout_s=settings.llm_timeout_s,
+        )
+
+    async def embed_batch(self, texts: list[str]) -> Sequence[Sequence[float]]:
+        import openai
+
+        from backend.llm.openai_compat import map_openai_error
+
+        extra: dict[str, Any] = {"dimensions": self.dimensions} if self.dimensions else {}
+        try:
+            response = await self.client.embeddings.create(
+                model=self.model, input=texts, encoding_format="float", **extra
+            )
+        except openai.OpenAIError as exc:
+            raise map_openai_error(
+                exc, provider="openai", base_url=self.base_url, model=self.model, key_setting="OPENAI_API_KEY"
+            ) from exc
+        # The API documents `index`; sort so a server that answers out of order cannot swap vectors.
+        return [item.embedding for item in sorted(response.data, key=lambda item: item.index)]
+
+    async def aclose(self) -> None:
+        await self.client.close()
