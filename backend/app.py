@@ -11,9 +11,11 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from backend import PROTOCOL_VERSION, __version__
+from backend import __version__
 from backend.api.errors import install_error_handlers
+from backend.api.protocol import ProtocolVersionMiddleware
 from backend.config import Settings, load_settings
+from backend.events import LLM_CALL, EventBus, LLMCallPayload
 from backend.llm.base import LLM, Embedder
 from backend.llm.registry import build_embedder, build_provider, wrap
 from backend.storage.db import create_db_engine, init_db
@@ -25,6 +27,7 @@ log = logging.getLogger("machi")
 ROUTERS = (
     "backend.api.health",
     "backend.api.llm_calls",
+    "backend.api.events",
 )
 
 #: Start-up steps run after the database is ready, in order: `async def step(app) -> None`.
@@ -48,6 +51,7 @@ def create_app(
     app.state.injected_llm = llm
     app.state.injected_embedder = embedder
     install_error_handlers(app)
+    app.add_middleware(ProtocolVersionMiddleware)
     for module in ROUTERS:
         app.include_router(importlib.import_module(module).router)
     return app
@@ -66,6 +70,8 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.llm = wrap(provider, settings, engine)
     app.state.embedder = app.state.injected_embedder or build_embedder(settings)
     app.state.tasks = TaskRunner()
+    app.state.events = EventBus()
+    _publish_llm_calls(app.state.llm, app.state.events)
     app.state.provider_status = {"reachable": None, "detail": "not checked yet"}
     for path in STARTUP_STEPS:
         module_name, _, attr = path.partition(":")
@@ -97,5 +103,28 @@ async def _probe_provider(app: FastAPI) -> None:
         log.warning("LLM provider %s is not reachable: %s", app.state.settings.llm_provider, exc)
 
 
-def protocol_version() -> int:
-    return PROTOCOL_VERSION
+def _publish_llm_calls(llm: LLM, bus: EventBus) -> None:
+    """Every traced model call becomes an `llm.call` event (the dashboard's live LLM status)."""
+    from backend.llm.trace import DatabaseTraceSink, TracingLLM
+
+    current: Any = llm
+    while current is not None and not isinstance(current, TracingLLM):
+        current = getattr(current, "inner", None)
+    if current is None or not isinstance(current.sink, DatabaseTraceSink):
+        return
+
+    def publish(call: Any) -> None:
+        payload = LLMCallPayload(
+            call_id=call.id,
+            purpose=call.purpose,
+            agent_id=call.agent_id,
+            session_id=call.session_id,
+            council_id=call.council_id,
+            model=call.model,
+            ok=call.ok,
+            error=call.error,
+            latency_ms=call.latency_ms,
+        )
+        bus.publish(LLM_CALL, call.world_id, payload)
+
+    current.sink.listeners.append(publish)

@@ -17,6 +17,7 @@ from backend.tasks import TaskRunner
 from backend.world.models import DEFAULT_WORLD
 
 if TYPE_CHECKING:
+    from backend.events import EventBus
     from backend.memory.service import MemoryService
 
 WORLD_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -73,3 +74,10 @@ def get_memory(request: Request) -> MemoryService:
 
 
 MemoryDep = Annotated["MemoryService", Depends(get_memory)]
+
+
+def get_events(request: Request) -> EventBus:
+    return request.app.state.events  # type: ignore[no-any-return]
+
+
+EventsDep = Annotated["EventBus", Depends(get_events)]
