@@ -1,14 +1,22 @@
-"""The memory stream table."""
+"""The memory stream table and the shapes it takes on the wire."""
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
+from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import Field as PydanticField
 from sqlalchemy import JSON, LargeBinary
 from sqlmodel import Field, SQLModel
 
 from backend.gametime import utcnow
 from backend.world.models import DEFAULT_WORLD
+
+MemoryType = Literal["observation", "reflection", "plan"]
+#: Stable small integers for the in-memory index (the table stores the names).
+TYPE_CODES: dict[str, int] = {"observation": 0, "reflection": 1, "plan": 2}
+MAX_BATCH = 1000
 
 
 class Memory(SQLModel, table=True):
@@ -30,3 +38,109 @@ class Memory(SQLModel, table=True):
     last_accessed_time_of_day: float = 0.0
     last_accessed_at: datetime = Field(default_factory=utcnow)
     embedding: bytes | None = Field(default=None, sa_type=LargeBinary)
+    # Where the memory came from: caller (the API / another concept) | conversation (end-of-talk summary)
+    # | insight (threshold reflection). "Importance since the last reflection" counts from the last insight.
+    origin: str = Field(default="caller", max_length=16)
+
+
+class MemoryCreate(BaseModel):
+    """One memory to store. `importance=None` stores a provisional value that the model rates later."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: MemoryType
+    content: str = PydanticField(min_length=1, max_length=10_000)
+    importance: int | None = PydanticField(None, ge=1, le=10)
+    location_name: str | None = PydanticField(None, max_length=200)
+    tags: list[str] | None = PydanticField(None, max_length=32)
+    day: int = PydanticField(1, ge=1)
+    time_of_day: float = PydanticField(0.0, ge=0, le=24)
+    evidence_ids: list[int] = PydanticField(default_factory=list, max_length=200)
+
+    @field_validator("content")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        value = value.strip()
+        if not value:
+            raise ValueError("content must not be empty")
+        return value
+
+
+class MemoryBatchCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    memories: list[MemoryCreate] = PydanticField(min_length=1, max_length=MAX_BATCH)
+
+
+class MemoryPublic(BaseModel):
+    """A stored memory as the API shows it (no embedding)."""
+
+    id: int
+    world_id: str
+    agent_id: str
+    type: str
+    content: str
+    importance: int
+    importance_source: str
+    origin: str
+    location_name: str | None
+    tags: list[str]
+    evidence_ids: list[int]
+    session_id: str | None
+    created_day: int
+    created_time_of_day: float
+    created_at: datetime
+    last_accessed_day: int
+    last_accessed_time_of_day: float
+    last_accessed_at: datetime
+
+
+class MemoryList(BaseModel):
+    memories: list[MemoryPublic]
+    total: int
+    limit: int
+    offset: int
+
+
+class RetrievalWeights(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    recency: float | None = PydanticField(None, ge=0)
+    importance: float | None = PydanticField(None, ge=0)
+    relevance: float | None = PydanticField(None, ge=0)
+
+
+class RetrieveRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = PydanticField(min_length=1, max_length=4000)
+    k: int | None = PydanticField(None, ge=1, le=100)
+    weights: RetrievalWeights | None = None
+    decay: float | None = PydanticField(None, gt=0, le=1)
+    relevance: Literal["embedding", "keyword", "hybrid"] | None = None
+    types: list[MemoryType] | None = None
+    day: int | None = PydanticField(None, ge=1)
+    time_of_day: float | None = PydanticField(None, ge=0, le=24)
+
+
+class ScoredMemoryPublic(BaseModel):
+    memory: MemoryPublic
+    score: float
+    recency: float
+    importance: float
+    relevance: float
+
+
+class RetrieveResponse(BaseModel):
+    results: list[ScoredMemoryPublic]
+
+
+class ReflectRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    day: int | None = PydanticField(None, ge=1)
+    time_of_day: float | None = PydanticField(None, ge=0, le=24)
+
+
+class ReflectResponse(BaseModel):
+    reflections: list[MemoryPublic]

@@ -1,0 +1,156 @@
+"""Scripted replies for the memory concept: importance ratings, conversation reflections, salient questions
+and insights. Composed from the facts the prompts were built from (see backend/memory/prompts.py)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from backend.llm.scripted.engine import WriterContext
+from backend.text import keywords, normalise
+
+#: Words that make a memory poignant or mundane (substring match on normalised text).
+_POIGNANT = (
+    "喧嘩",
+    "告白",
+    "別れ",
+    "合格",
+    "不合格",
+    "事故",
+    "誕生日",
+    "結婚",
+    "泣",
+    "怒",
+    "約束",
+    "秘密",
+    "初めて",
+    "病気",
+    "fight",
+    "confess",
+    "break up",
+    "accident",
+    "birthday",
+    "married",
+    "cried",
+    "promise",
+    "secret",
+    "first time",
+)
+_MUNDANE = (
+    "歯磨き",
+    "朝ごはん",
+    "朝食",
+    "散歩",
+    "掃除",
+    "歩いた",
+    "寝た",
+    "起きた",
+    "座った",
+    "brushed",
+    "breakfast",
+    "walked",
+    "cleaned",
+    "slept",
+    "woke",
+    "sat ",
+)
+
+
+def rate_importance(ctx: WriterContext) -> dict[str, Any]:
+    text = normalise(str(ctx.facts.get("memory", "")))
+    if any(word in text for word in _POIGNANT):
+        value = ctx.rng.randint(7, 9)
+    elif any(word in text for word in _MUNDANE):
+        value = ctx.rng.randint(1, 3)
+    else:
+        value = ctx.rng.randint(3, 6)
+    if ctx.facts.get("type") == "reflection":
+        value = min(10, value + 1)
+    return {"importance": value}
+
+
+def _topic(lines: list[str], ja: bool) -> str:
+    spoken = " ".join(line.split(":", 1)[-1] for line in lines)
+    found = keywords(spoken, limit=3)
+    return found[0] if found else ("いろいろなこと" if ja else "all sorts of things")
+
+
+def conversation_reflection(ctx: WriterContext) -> dict[str, Any]:
+    partner = ctx.facts.get("partner_name", "")
+    lines = [str(line) for line in ctx.facts.get("transcript", [])]
+    topic = _topic(lines, ctx.ja)
+    place = ctx.facts.get("location_name")
+    if ctx.ja:
+        where = f"{place}で" if place else ""
+        feeling = ctx.pick(["楽しい時間だった。", "少し考えさせられた。", "また話したいと思った。"])
+        summary = f"{where}{partner}と話した。{topic}のことが話題になって、{feeling}"
+    else:
+        where = f" at {place}" if place else ""
+        feeling = ctx.pick(
+            ["It was a nice time.", "It gave me something to think about.", "I want to talk again."]
+        )
+        summary = f"I talked with {partner}{where}. We spoke about {topic}. {feeling}"
+    importance = min(10, 3 + len(lines) // 2 + ctx.rng.randint(0, 2))
+    return {"summary": summary, "importance": importance}
+
+
+def _subjects(memories: list[dict[str, Any]], limit: int) -> list[str]:
+    counts: Counter[str] = Counter()
+    for memory in memories:
+        counts.update(set(keywords(str(memory.get("content", "")), limit=6)))
+    return [word for word, _ in counts.most_common(limit)]
+
+
+def salient_questions(ctx: WriterContext) -> dict[str, Any]:
+    subjects = _subjects(list(ctx.facts.get("memories", [])), 3)
+    if ctx.ja:
+        forms = [
+            "{s}について、私はどう感じているのだろう?",
+            "{s}は私にとってどんな意味があるのだろう?",
+            "最近の{s}のことで、何が一番大切だったのだろう?",
+        ]
+        fallback = "最近、私にとって一番大切なことは何だろう?"
+    else:
+        forms = [
+            "How do I feel about {s}?",
+            "What does {s} mean to me?",
+            "What mattered most about {s} lately?",
+        ]
+        fallback = "What has mattered most to me lately?"
+    questions = [forms[i % len(forms)].format(s=s) for i, s in enumerate(subjects)] or [fallback]
+    return {"questions": questions}
+
+
+def insights(ctx: WriterContext) -> dict[str, Any]:
+    memories = [m for m in ctx.facts.get("memories", []) if isinstance(m.get("id"), int)]
+    out = []
+    for subject in _subjects(memories, 5):
+        cited = [m["id"] for m in memories if subject in normalise(str(m.get("content", "")))][:5]
+        if not cited:
+            continue
+        if ctx.ja:
+            content = ctx.pick(
+                [
+                    f"{subject}は私の毎日にとって大切な存在だ。",
+                    f"私は{subject}のことをよく考えている。",
+                    f"{subject}と関わる時間が私を支えている。",
+                ]
+            )
+        else:
+            content = ctx.pick(
+                [
+                    f"{subject} is an important part of my days.",
+                    f"I often think about {subject}.",
+                    f"Time spent around {subject} keeps me going.",
+                ]
+            )
+        out.append({"content": content, "evidence_ids": cited, "importance": min(10, 4 + len(cited))})
+    return {"insights": out}
+
+
+WRITERS = {
+    "ImportanceRating": rate_importance,
+    "ConversationReflection": conversation_reflection,
+    "SalientQuestions": salient_questions,
+    "InsightList": insights,
+}

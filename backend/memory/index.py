@@ -1,0 +1,152 @@
+"""The in-memory retrieval index: per (world, agent), a contiguous float32 matrix plus parallel arrays.
+
+One query is a matrix-vector product (embedding relevance), a few posting-list lookups counted with
+`np.bincount` (keyword relevance), vectorised scoring and a partial sort: no Python loop over memories.
+
+Rows are kept in id order (inserts for one agent are serialised by the index lock and ids only grow), so an
+id is found with `np.searchsorted`. Arrays grow by doubling (amortised O(1) append, never a vstack per
+insert). Deleted rows are tombstoned; the owner drops the index when too many are dead and it is rebuilt
+lazily from the database.
+"""
+
+from __future__ import annotations
+
+import threading
+from array import array
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from backend.memory.models import TYPE_CODES
+from backend.text import token_set
+
+INITIAL_CAPACITY = 64
+
+
+@dataclass
+class IndexRow:
+    """What the index keeps of one memory."""
+
+    id: int
+    importance: float
+    accessed_minutes: float
+    type: str
+    content: str
+    vector: np.ndarray | None  # L2-normalised, or None (treated as zeros: no embedding relevance)
+
+
+class AgentIndex:
+    """One agent's memories as arrays. Callers hold `lock` around every read or write."""
+
+    def __init__(self, dim: int, capacity: int = INITIAL_CAPACITY) -> None:
+        self.dim = dim
+        self.size = 0
+        self.dead = 0
+        self.lock = threading.RLock()
+        self.vectors = np.zeros((capacity, dim), dtype=np.float32)
+        self.ids = np.zeros(capacity, dtype=np.int64)
+        self.importance = np.zeros(capacity, dtype=np.float32)
+        self.accessed = np.zeros(capacity, dtype=np.float64)  # game minutes of last access
+        self.types = np.zeros(capacity, dtype=np.int8)
+        self.alive = np.zeros(capacity, dtype=bool)
+        self.token_counts = np.zeros(capacity, dtype=np.int32)
+        #: token -> row positions holding it (array('i') appends in place, read zero-copy by numpy).
+        self.postings: dict[str, array[int]] = {}
+
+    # --- writes ---
+    def append(self, rows: Sequence[IndexRow]) -> None:
+        """Add rows whose ids are larger than every id already held."""
+        if not rows:
+            return
+        if self.size and rows[0].id <= self.ids[self.size - 1]:
+            raise ValueError("index rows must be appended in increasing id order")
+        self._reserve(self.size + len(rows))
+        for offset, row in enumerate(rows):
+            pos = self.size + offset
+            if row.vector is not None:
+                self.vectors[pos] = row.vector
+            self.ids[pos] = row.id
+            self.importance[pos] = row.importance
+            self.accessed[pos] = row.accessed_minutes
+            self.types[pos] = TYPE_CODES.get(row.type, 0)
+            self.alive[pos] = True
+            tokens = token_set(row.content)
+            self.token_counts[pos] = len(tokens)
+            for token in tokens:
+                self.postings.setdefault(token, array("i")).append(pos)
+        self.size += len(rows)
+
+    def _reserve(self, needed: int) -> None:
+        capacity = self.ids.shape[0]
+        if needed <= capacity:
+            return
+        while capacity < needed:
+            capacity *= 2
+        for name in ("vectors", "ids", "importance", "accessed", "types", "alive", "token_counts"):
+            old = getattr(self, name)
+            new = np.zeros((capacity, *old.shape[1:]), dtype=old.dtype)
+            new[: self.size] = old[: self.size]
+            setattr(self, name, new)
+
+    def positions(self, ids: Iterable[int]) -> np.ndarray:
+        """Row positions of the live ids given (unknown or deleted ids are skipped)."""
+        wanted = np.asarray(list(ids), dtype=np.int64)
+        held = self.ids[: self.size]
+        pos = np.searchsorted(held, wanted)
+        pos = pos[pos < self.size]
+        found = pos[np.isin(held[pos], wanted)]
+        return found[self.alive[found]]
+
+    def set_importance(self, ids: Iterable[int], values: Iterable[float]) -> None:
+        for memory_id, value in zip(ids, values, strict=True):
+            pos = self.positions([memory_id])
+            self.importance[pos] = value
+
+    def touch(self, ids: Iterable[int], minutes: float) -> None:
+        """Mark as accessed at `minutes` (never moves an access time backwards)."""
+        pos = self.positions(ids)
+        self.accessed[pos] = np.maximum(self.accessed[pos], minutes)
+
+    def remove(self, ids: Iterable[int]) -> int:
+        pos = self.positions(ids)
+        self.alive[pos] = False
+        self.dead += int(pos.size)
+        return int(pos.size)
+
+    # --- reads ---
+    @property
+    def live(self) -> int:
+        return self.size - self.dead
+
+    def latest_minutes(self) -> float:
+        alive = self.alive[: self.size]
+        return float(self.accessed[: self.size][alive].max()) if alive.any() else 0.0
+
+    def candidates(self, types: Sequence[str] | None = None) -> np.ndarray:
+        """Positions of the live rows, optionally of some types only."""
+        mask = self.alive[: self.size]
+        if types:
+            codes = [TYPE_CODES[t] for t in types if t in TYPE_CODES]
+            mask = mask & np.isin(self.types[: self.size], codes)
+        return np.flatnonzero(mask)
+
+    def cosine_all(self, query: np.ndarray) -> np.ndarray:
+        """Cosine of the query with every held row (one BLAS matrix-vector product)."""
+        return self.vectors[: self.size] @ query.astype(np.float32, copy=False)
+
+    def shared_tokens(self, query_tokens: set[str]) -> np.ndarray:
+        """How many of the query's tokens each held row contains (inverted index + bincount)."""
+        lists = [self.postings[t] for t in query_tokens if t in self.postings]
+        if not lists:
+            return np.zeros(self.size, dtype=np.int64)
+        hits = np.concatenate([np.frombuffer(p, dtype=np.intc) for p in lists])
+        return np.bincount(hits, minlength=self.size)
+
+    def nbytes(self) -> int:
+        """Bytes held by the arrays and posting lists (capacity included, Python object overhead not)."""
+        arrays = sum(
+            getattr(self, n).nbytes
+            for n in ("vectors", "ids", "importance", "accessed", "types", "alive", "token_counts")
+        )
+        return arrays + sum(p.itemsize * len(p) for p in self.postings.values())

@@ -1,0 +1,113 @@
+"""Reply schemas and prompts for the memory concept's model calls.
+
+Purposes: `importance` (rate one memory 1-10), `reflection` (summarise a finished conversation), `questions`
+(the 3 most salient questions about recent memories) and `insight` (up to 5 insights citing memory ids).
+Each prompt is built from a `facts` dict that is also passed to the model call, so the scripted engine
+(backend/llm/scripted/writers/memory.py) answers from the same facts a real model reads in the prompt.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from backend.llm.base import Message
+
+
+class ImportanceRating(BaseModel):
+    """How poignant a memory is: 1 mundane (brushing teeth) to 10 life-changing (a break-up)."""
+
+    model_config = ConfigDict(extra="ignore")
+    importance: int = Field(ge=1, le=10)
+
+
+class ConversationReflection(BaseModel):
+    """A first-person, one-paragraph summary of a conversation, and how important it was."""
+
+    model_config = ConfigDict(extra="ignore")
+    summary: str = Field(min_length=1, max_length=2000)
+    importance: int = Field(ge=1, le=10)
+
+
+class SalientQuestions(BaseModel):
+    """The most salient high-level questions one can answer about the recent memories."""
+
+    model_config = ConfigDict(extra="ignore")
+    questions: list[str] = Field(min_length=1, max_length=3)
+
+
+class Insight(BaseModel):
+    content: str = Field(min_length=1, max_length=1000)
+    evidence_ids: list[int] = Field(min_length=1, max_length=20)
+    importance: int = Field(5, ge=1, le=10)
+
+
+class InsightList(BaseModel):
+    """High-level insights, each citing the ids of the memories it rests on."""
+
+    model_config = ConfigDict(extra="ignore")
+    insights: list[Insight] = Field(max_length=5)
+
+
+def _system(facts: dict[str, Any], en: str, ja: str) -> Message:
+    ja_lang = str(facts.get("language", "ja")).startswith("ja")
+    return {"role": "system", "content": ja if ja_lang else en}
+
+
+def importance_messages(facts: dict[str, Any]) -> list[Message]:
+    system = _system(
+        facts,
+        "On a scale of 1 to 10, where 1 is purely mundane (e.g. brushing teeth, making bed) and 10 is "
+        "extremely poignant (e.g. a break up, college acceptance), rate the likely poignancy of the memory. "
+        'Answer as JSON: {"importance": <1-10>}.',
+        "1から10の尺度で、1はごく日常的なこと(歯磨き、ベッドを整える)、10は非常に心に残ること(別れ、合格)として、"
+        '次の記憶の重要度を評価してください。JSONで答えてください: {"importance": <1-10>}',
+    )
+    user = f"{facts.get('agent_name', '')}: {facts['memory']}"
+    return [system, {"role": "user", "content": user}]
+
+
+def conversation_messages(facts: dict[str, Any]) -> list[Message]:
+    system = _system(
+        facts,
+        f"You are {facts['agent_name']}. Summarise the conversation you just had with {facts['partner_name']} "
+        "in one first-person paragraph (what was said, how you feel about it), then rate its importance 1-10. "
+        'Answer as JSON: {"summary": "...", "importance": <1-10>}.',
+        f"あなたは{facts['agent_name']}です。{facts['partner_name']}と今した会話を、一人称の一段落で要約してください"
+        "(話した内容と、それをどう感じたか)。重要度を1から10で評価してください。JSONで答えてください: "
+        '{"summary": "...", "importance": <1-10>}',
+    )
+    where = f" ({facts['location_name']})" if facts.get("location_name") else ""
+    user = f"Day {facts['day']} {facts['clock']}{where}\n" + "\n".join(facts["transcript"])
+    return [system, {"role": "user", "content": user}]
+
+
+def _numbered(memories: list[dict[str, Any]]) -> str:
+    return "\n".join(f"[{m['id']}] {m['content']}" for m in memories)
+
+
+def questions_messages(facts: dict[str, Any]) -> list[Message]:
+    system = _system(
+        facts,
+        f"You are {facts['agent_name']}. Given only the statements below, what are the 3 most salient "
+        "high-level questions we can answer about the subjects in the statements? Answer as JSON: "
+        '{"questions": ["...", "...", "..."]}.',
+        f"あなたは{facts['agent_name']}です。以下の記憶だけを手がかりに、そこに登場する人や物事について答えられる、"
+        '最も重要な高次の問いを3つ挙げてください。JSONで答えてください: {"questions": ["...", "...", "..."]}',
+    )
+    return [system, {"role": "user", "content": _numbered(facts["memories"])}]
+
+
+def insight_messages(facts: dict[str, Any]) -> list[Message]:
+    system = _system(
+        facts,
+        f"You are {facts['agent_name']}. What 5 high-level insights can you infer from the statements below? "
+        "Cite the ids of the statements each insight rests on, and rate each insight's importance 1-10. "
+        'Answer as JSON: {"insights": [{"content": "...", "evidence_ids": [1, 5], "importance": 6}]}.',
+        f"あなたは{facts['agent_name']}です。以下の記憶から導ける高次の洞察を最大5つ書いてください。"
+        "それぞれ根拠とした記憶のidを挙げ、重要度を1から10で評価してください。JSONで答えてください: "
+        '{"insights": [{"content": "...", "evidence_ids": [1, 5], "importance": 6}]}',
+    )
+    questions = "\n".join(f"- {q}" for q in facts.get("questions", []))
+    return [system, {"role": "user", "content": f"{questions}\n\n{_numbered(facts['memories'])}"}]

@@ -1,0 +1,267 @@
+"""Importance rating and the two kinds of reflection.
+
+1. Conversation reflection (purpose `reflection`): after a conversation, a first-person summary plus an
+   importance, stored as a `reflection` citing the conversation's observations.
+2. Threshold reflection (purposes `questions` then `insight`, Generative Agents): when the summed importance of
+   the observations stored since the agent's last insight reaches `reflection_threshold`, ask for the 3 most
+   salient questions, retrieve for each, and store up to 5 insights; an insight citing an id that was not
+   shown to the model, or that does not exist for this agent, is dropped.
+
+The counter needs no extra state: it is the sum over observations with an id above the latest insight's,
+read from the database, so a restart loses nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from backend.errors import LLMError
+from backend.gametime import format_clock
+from backend.llm.base import LLM, PRIORITY_BACKGROUND, GenerateOptions
+from backend.memory import prompts, stream
+from backend.memory.models import Memory
+from backend.text import keywords
+
+if TYPE_CHECKING:
+    from backend.memory.service import MemoryService
+
+log = logging.getLogger(__name__)
+Key = tuple[str, str]
+
+#: How many recent observations the salient-questions prompt shows (as in Generative Agents).
+RECENT_FOR_QUESTIONS = 100
+#: After a failed automatic reflection, wait for this share of the threshold in new importance before retrying.
+RETRY_SHARE = 0.2
+
+
+@dataclass
+class ThresholdState:
+    """Per-agent bookkeeping that only has to live as long as the process."""
+
+    running: set[Key] = field(default_factory=set)
+    #: key -> the importance sum when an automatic attempt last produced nothing.
+    failed_at: dict[Key, float] = field(default_factory=dict)
+
+
+def _options(purpose: str, key: Key, language: str, facts: dict[str, Any], **extra: Any) -> GenerateOptions:
+    return GenerateOptions(
+        purpose=purpose,
+        world_id=key[0],
+        agent_id=key[1],
+        language=language,
+        priority=PRIORITY_BACKGROUND,
+        facts=facts,
+        **extra,
+    )
+
+
+async def rate_importance(llm: LLM, key: Key, row: Memory, name: str, language: str) -> int | None:
+    """The model's 1-10 rating of a memory, or None when the call failed (it is traced)."""
+    facts = {"agent_name": name, "language": language, "memory": row.content, "type": row.type}
+    try:
+        reply = await llm.generate_json(
+            prompts.importance_messages(facts),
+            prompts.ImportanceRating,
+            options=_options("importance", key, language, facts, session_id=row.session_id),
+        )
+    except LLMError as exc:
+        log.warning("importance rating of memory %s failed, keeping provisional: %s", row.id, exc)
+        return None
+    return reply.importance
+
+
+async def conversation(
+    service: MemoryService,
+    key: Key,
+    *,
+    session_id: str,
+    partner_name: str,
+    transcript: list[str],
+    evidence_ids: list[int],
+    day: int,
+    time_of_day: float,
+    language: str,
+) -> Memory | None:
+    """Store the end-of-conversation reflection for one participant (see MemoryService)."""
+    agent = await asyncio.to_thread(stream.agent_row, service.engine, *key)
+    facts = {
+        "agent_name": agent.name if agent else key[1],
+        "partner_name": partner_name,
+        "language": language,
+        "transcript": list(transcript),
+        "day": day,
+        "clock": format_clock(time_of_day),
+        "location_name": agent.location_name if agent else None,
+    }
+    try:
+        reply = await service.llm.generate_json(
+            prompts.conversation_messages(facts),
+            prompts.ConversationReflection,
+            options=_options("reflection", key, language, facts, session_id=session_id),
+        )
+    except LLMError as exc:
+        log.warning("conversation reflection for %s/%s failed: %s", *key, exc)
+        return None
+    known = await asyncio.to_thread(stream.existing_ids, service.engine, *key, evidence_ids)
+    row = _reflection_row(
+        key,
+        reply.summary,
+        reply.importance,
+        [i for i in evidence_ids if i in known],
+        day,
+        time_of_day,
+        origin="conversation",
+        session_id=session_id,
+    )
+    return (await service.store_rows(key, [row]))[0]
+
+
+def _reflection_row(
+    key: Key,
+    content: str,
+    importance: int,
+    evidence: list[int],
+    day: int,
+    time_of_day: float,
+    *,
+    origin: str,
+    session_id: str | None = None,
+) -> Memory:
+    return Memory(
+        world_id=key[0],
+        agent_id=key[1],
+        type="reflection",
+        content=content.strip(),
+        importance=importance,
+        importance_source="model",
+        tags=keywords(content),
+        evidence_ids=list(dict.fromkeys(evidence)),
+        session_id=session_id,
+        created_day=day,
+        created_time_of_day=time_of_day,
+        last_accessed_day=day,
+        last_accessed_time_of_day=time_of_day,
+        origin=origin,
+    )
+
+
+async def maybe_reflect(
+    service: MemoryService, key: Key, day: int, time_of_day: float, *, auto: bool = False
+) -> list[Memory]:
+    """Reflect when the importance since the last insight has reached the threshold; else []."""
+    total, _ = await asyncio.to_thread(stream.importance_since_last_insight, service.engine, *key)
+    threshold = service.settings.reflection_threshold
+    if total < threshold:
+        return []
+    state = service.reflections
+    failed = state.failed_at.get(key)
+    if auto and failed is not None and total < failed + threshold * RETRY_SHARE:
+        return []
+    made = await threshold_reflection(service, key, day, time_of_day)
+    if made:
+        state.failed_at.pop(key, None)
+    else:
+        state.failed_at[key] = total
+    return made
+
+
+async def threshold_reflection(
+    service: MemoryService, key: Key, day: int | None, time_of_day: float | None
+) -> list[Memory]:
+    """Questions -> retrieval per question -> insights citing ids. Returns the stored insights."""
+    state = service.reflections
+    if key in state.running:
+        return []  # another reflection for this agent is under way
+    state.running.add(key)
+    try:
+        return await _reflect(service, key, day, time_of_day)
+    finally:
+        state.running.discard(key)
+
+
+async def _reflect(
+    service: MemoryService, key: Key, day: int | None, time_of_day: float | None
+) -> list[Memory]:
+    agent = await asyncio.to_thread(stream.agent_row, service.engine, *key)
+    language, name = (agent.language, agent.name) if agent else ("ja", key[1])
+    _, since = await asyncio.to_thread(stream.importance_since_last_insight, service.engine, *key)
+    recent = await asyncio.to_thread(
+        stream.observations_after, service.engine, *key, since, RECENT_FOR_QUESTIONS
+    )
+    if not recent:
+        recent = await asyncio.to_thread(
+            stream.observations_after, service.engine, *key, 0, RECENT_FOR_QUESTIONS
+        )
+    if not recent:
+        return []
+    if day is None:
+        day, time_of_day = recent[-1].created_day, recent[-1].created_time_of_day
+    base = {"agent_name": name, "language": language}
+    facts = {**base, "memories": [_brief(m) for m in recent]}
+    try:
+        asked = await service.llm.generate_json(
+            prompts.questions_messages(facts),
+            prompts.SalientQuestions,
+            options=_options("questions", key, language, facts),
+        )
+        shown = await _evidence_for(service, key, asked.questions, day, time_of_day) or recent
+        facts = {**base, "questions": asked.questions, "memories": [_brief(m) for m in shown]}
+        reply = await service.llm.generate_json(
+            prompts.insight_messages(facts),
+            prompts.InsightList,
+            options=_options("insight", key, language, facts),
+        )
+    except LLMError as exc:
+        log.warning("threshold reflection for %s/%s failed: %s", *key, exc)
+        return []
+    return await _store_insights(service, key, reply.insights, shown, day, time_of_day or 0.0)
+
+
+async def _evidence_for(
+    service: MemoryService, key: Key, questions: list[str], day: int, time_of_day: float | None
+) -> list[Memory]:
+    seen: dict[int, Memory] = {}
+    for question in questions:
+        for hit in await service.retrieve(*key, question, day=day, time_of_day=time_of_day):
+            if hit.memory.id is not None:
+                seen.setdefault(hit.memory.id, hit.memory)
+    return list(seen.values())
+
+
+async def _store_insights(
+    service: MemoryService,
+    key: Key,
+    insights: list[prompts.Insight],
+    shown: list[Memory],
+    day: int,
+    time_of_day: float,
+) -> list[Memory]:
+    shown_ids = {m.id for m in shown if m.id is not None}
+    cited = {i for insight in insights for i in insight.evidence_ids}
+    known = shown_ids & await asyncio.to_thread(stream.existing_ids, service.engine, *key, sorted(cited))
+    rows = []
+    for insight in insights:
+        if not set(insight.evidence_ids) <= known:
+            log.info(
+                "dropping an insight citing unknown memories %s", sorted(set(insight.evidence_ids) - known)
+            )
+            continue
+        rows.append(
+            _reflection_row(
+                key,
+                insight.content,
+                insight.importance,
+                insight.evidence_ids,
+                day,
+                time_of_day,
+                origin="insight",
+            )
+        )
+    return await service.store_rows(key, rows) if rows else []
+
+
+def _brief(memory: Memory) -> dict[str, Any]:
+    return {"id": memory.id, "content": memory.content, "type": memory.type}

@@ -1,0 +1,128 @@
+"""Retrieval scoring, pure numpy (no database): recency, importance and relevance over candidate arrays.
+
+    score = w_recency * recency + w_importance * importance + w_relevance * relevance
+
+Each component is min-max normalised over the candidates. When every candidate has the same raw value the
+component cannot tell them apart, and each gets `TIE_VALUE` (0.5, the midpoint, as in the Generative Agents
+reference code); equal values inside a spread-out set simply normalise to equal values.
+
+Recency is `decay ** minutes_since_last_access` in game minutes. It is normalised in a shifted form,
+`decay ** (a - a_min)`, which is algebraically the same min-max result but does not underflow to 0 for
+memories weeks old (0.99 ** 75_000 is below the smallest float64).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+TIE_VALUE = 0.5
+
+
+@dataclass(frozen=True)
+class Weights:
+    recency: float = 1.0
+    importance: float = 1.0
+    relevance: float = 1.0
+
+
+@dataclass(frozen=True)
+class Components:
+    """Per-candidate normalised components (float64 arrays of one length) and the weighted score."""
+
+    score: np.ndarray
+    recency: np.ndarray
+    importance: np.ndarray
+    relevance: np.ndarray
+
+
+def minmax(values: np.ndarray) -> np.ndarray:
+    """Min-max normalise to [0, 1]; all-equal (or empty) input gives TIE_VALUE everywhere."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.size == 0:
+        return values.copy()
+    low, high = values.min(), values.max()
+    if not high > low:
+        return np.full(values.shape, TIE_VALUE)
+    return (values - low) / (high - low)
+
+
+def recency_normalised(minutes_since: np.ndarray, decay: float) -> np.ndarray:
+    """min-max of `decay ** minutes_since` (negative ages, i.e. accessed after `now`, count as 0)."""
+    ages = np.maximum(np.asarray(minutes_since, dtype=np.float64), 0.0)
+    if ages.size == 0:
+        return ages
+    youngest, oldest = ages.min(), ages.max()
+    if decay >= 1.0 or not oldest > youngest:
+        return np.full(ages.shape, TIE_VALUE)
+    log_decay = np.log(decay)
+    floor = np.exp((oldest - youngest) * log_decay)  # decay ** spread: the oldest one's relative value
+    return (np.exp((ages - youngest) * log_decay) - floor) / (1.0 - floor)
+
+
+def cosine(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Cosine similarity of L2-normalised rows with an L2-normalised query: one matrix-vector product."""
+    return matrix @ np.asarray(query, dtype=matrix.dtype)
+
+
+def keyword_overlap(shared: np.ndarray, memory_tokens: np.ndarray, query_tokens: int) -> np.ndarray:
+    """Binary cosine (Ochiai) of token sets: |Q & M| / sqrt(|Q| * |M|); 0 when either set is empty."""
+    denominator = np.sqrt(np.asarray(memory_tokens, dtype=np.float64) * float(query_tokens))
+    out = np.zeros(denominator.shape)
+    np.divide(np.asarray(shared, dtype=np.float64), denominator, out=out, where=denominator > 0)
+    return out
+
+
+def hybrid(embedding: np.ndarray, keyword: np.ndarray) -> np.ndarray:
+    """Hybrid relevance: the mean of the raw embedding cosine and the raw keyword overlap."""
+    return (np.asarray(embedding, dtype=np.float64) + keyword) / 2.0
+
+
+def score_candidates(
+    *,
+    accessed_minutes: np.ndarray,
+    importance: np.ndarray,
+    relevance: np.ndarray,
+    now_minutes: float,
+    decay: float,
+    weights: Weights,
+) -> Components:
+    """Score candidates from their raw values.
+
+    Args:
+        accessed_minutes: game minutes (see `backend.gametime.game_minutes`) of each candidate's last access.
+        importance: raw 1-10 importance per candidate.
+        relevance: raw relevance per candidate (cosine, keyword overlap or their mean).
+        now_minutes: the game time of the query, in game minutes.
+        decay: recency decay per game minute (0 < decay <= 1).
+        weights: the three component weights.
+
+    Returns:
+        The normalised components and `score`, all float64 arrays aligned with the inputs.
+    """
+    recency = recency_normalised(now_minutes - np.asarray(accessed_minutes, dtype=np.float64), decay)
+    imp = minmax(importance)
+    rel = minmax(relevance)
+    score = weights.recency * recency + weights.importance * imp + weights.relevance * rel
+    return Components(score=score, recency=recency, importance=imp, relevance=rel)
+
+
+def top_k(scores: np.ndarray, k: int, tiebreak: np.ndarray | None = None) -> np.ndarray:
+    """Positions of the k best scores, best first; equal scores go to the larger `tiebreak` (e.g. newer id).
+
+    A partial sort (argpartition) picks the k, then only those k are ordered.
+    """
+    n = scores.shape[0]
+    if n == 0 or k <= 0:
+        return np.empty(0, dtype=np.int64)
+    if k < n:
+        # Keep every candidate tied with the k-th best so the tie-break below is decided fairly.
+        chosen = np.argpartition(-scores, k - 1)[:k]
+        kth = scores[chosen].min()
+        chosen = np.union1d(chosen, np.flatnonzero(scores == kth)) if tiebreak is not None else chosen
+    else:
+        chosen = np.arange(n)
+    secondary = -(tiebreak[chosen] if tiebreak is not None else chosen)
+    order = np.lexsort((secondary, -scores[chosen]))
+    return chosen[order][:k]

@@ -1,0 +1,373 @@
+"""MemoryService: the memory stream's one entry point (HTTP routes and other concepts call this).
+
+Stores memories (embedding them, rating importance in the background), retrieves by recency, importance and
+relevance over a cached per-agent matrix, and writes reflections (see reflection.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from sqlalchemy.engine import Engine
+
+from backend.config import Settings
+from backend.errors import LLMError, NotFound
+from backend.gametime import from_game_minutes, game_minutes
+from backend.llm.base import LLM, Embedder
+from backend.memory import reflection, stream
+from backend.memory.cache import IndexCache, Key
+from backend.memory.index import AgentIndex, IndexRow
+from backend.memory.models import Memory, MemoryCreate
+from backend.memory.retrieval import Weights, cosine, hybrid, keyword_overlap, score_candidates, top_k
+from backend.tasks import TaskRunner
+from backend.text import keywords, token_set
+from backend.world.models import Agent
+
+__all__ = ["MemoryCreate", "MemoryService", "ScoredMemory"]
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ScoredMemory:
+    """A retrieved memory with its weighted score and the three normalised components."""
+
+    memory: Memory
+    score: float
+    recency: float
+    importance: float
+    relevance: float
+
+
+class MemoryService:
+    """Built once in create_app's lifespan and kept at `app.state.memory`."""
+
+    def __init__(
+        self, *, engine: Engine, embedder: Embedder, llm: LLM, settings: Settings, tasks: TaskRunner
+    ) -> None:
+        self.engine = engine
+        self.embedder = embedder
+        self.llm = llm
+        self.settings = settings
+        self.tasks = tasks
+        self.cache = IndexCache(engine, embedder)
+        self.reflections = reflection.ThresholdState()
+
+    # --- agents ---
+    def require_agent(self, world_id: str, agent_id: str) -> Agent:
+        """The agent row. Raises NotFound when the world has no such agent."""
+        agent = stream.agent_row(self.engine, world_id, agent_id)
+        if agent is None:
+            raise NotFound(f"no agent {agent_id!r} in world {world_id!r}", details={"agent_id": agent_id})
+        return agent
+
+    # --- writing ---
+    async def add(
+        self, world_id: str, agent_id: str, item: MemoryCreate, *, session_id: str | None = None
+    ) -> Memory:
+        """Store one memory now; with no importance it gets a provisional one, rated in the background."""
+        return (await self.add_many(world_id, agent_id, [item], session_id=session_id))[0]
+
+    async def add_many(
+        self, world_id: str, agent_id: str, items: Sequence[MemoryCreate], *, session_id: str | None = None
+    ) -> list[Memory]:
+        """Store memories in one transaction; then rate provisional ones and check the reflection threshold."""
+        rows = [self._row(world_id, agent_id, item, session_id) for item in items]
+        stored = await self.store_rows((world_id, agent_id), rows)
+        pending = [row for row in stored if row.importance_source == "provisional"]
+        if any(row.type == "observation" for row in stored):
+            self.tasks.spawn(
+                self._after_insert((world_id, agent_id), pending, stored[-1]), name="memory-rate"
+            )
+        return stored
+
+    def _row(self, world_id: str, agent_id: str, item: MemoryCreate, session_id: str | None) -> Memory:
+        rated = item.importance is not None
+        return Memory(
+            world_id=world_id,
+            agent_id=agent_id,
+            type=item.type,
+            content=item.content,
+            importance=item.importance if rated else self.settings.importance_provisional,
+            importance_source="caller" if rated else "provisional",
+            location_name=item.location_name,
+            tags=item.tags if item.tags is not None else keywords(item.content),
+            evidence_ids=list(item.evidence_ids),
+            session_id=session_id,
+            created_day=item.day,
+            created_time_of_day=item.time_of_day,
+            last_accessed_day=item.day,
+            last_accessed_time_of_day=item.time_of_day,
+        )
+
+    async def store_rows(self, key: Key, rows: list[Memory]) -> list[Memory]:
+        """Embed, insert and index prepared rows (also used for reflections)."""
+        try:
+            vectors: np.ndarray | None = await self.embedder.embed([row.content for row in rows])
+        except LLMError as exc:
+            # Keep the memories; the index embeds them again when it next loads.
+            log.warning("embedding failed, storing %d memories without vectors: %s", len(rows), exc)
+            vectors = None
+        if vectors is not None:
+            for row, vector in zip(rows, vectors, strict=True):
+                row.embedding = np.asarray(vector, dtype=np.float32).tobytes()
+        async with self.cache.writer_lock(key):
+            return await asyncio.to_thread(self._insert_and_index, key, rows, vectors)
+
+    def _insert_and_index(self, key: Key, rows: list[Memory], vectors: np.ndarray | None) -> list[Memory]:
+        stored = stream.insert(self.engine, rows)
+        index = self.cache.peek(key)
+        if index is not None:
+            entries = [
+                IndexRow(
+                    row.id or 0,
+                    float(row.importance),
+                    game_minutes(row.last_accessed_day, row.last_accessed_time_of_day),
+                    row.type,
+                    row.content,
+                    None if vectors is None else vectors[i],
+                )
+                for i, row in enumerate(stored)
+            ]
+            with index.lock:
+                index.append(entries)
+        return stored
+
+    async def _after_insert(self, key: Key, pending: list[Memory], last: Memory) -> None:
+        agent = await asyncio.to_thread(stream.agent_row, self.engine, *key)
+        language = agent.language if agent else "ja"
+        name = agent.name if agent else key[1]
+        for row in pending:
+            await self._rate(key, row, name, language)
+        await self.maybe_reflect(*key, day=last.created_day, time_of_day=last.created_time_of_day, auto=True)
+
+    async def _rate(self, key: Key, row: Memory, name: str, language: str) -> None:
+        value = await reflection.rate_importance(self.llm, key, row, name, language)
+        if value is None or row.id is None:
+            return  # the failure is traced; the provisional value stays
+        await asyncio.to_thread(stream.set_importance, self.engine, row.id, value, "model")
+        index = self.cache.peek(key)
+        if index is not None:
+            with index.lock:
+                index.set_importance([row.id], [value])
+
+    def delete(self, world_id: str, agent_id: str, memory_id: int) -> None:
+        """Delete one memory. Raises NotFound when the agent has no such memory in this world."""
+        if stream.remove(self.engine, world_id, agent_id, [memory_id]) == 0:
+            raise NotFound(f"agent {agent_id!r} has no memory {memory_id}", details={"memory_id": memory_id})
+        key = (world_id, agent_id)
+        index = self.cache.peek(key)
+        if index is not None:
+            with index.lock:
+                index.remove([memory_id])
+            self.cache.drop_if_sparse(key)
+
+    def delete_agent(self, world_id: str, agent_id: str) -> int:
+        """Drop all of an agent's memories and its cached matrix. Returns how many memories went."""
+        self.cache.drop((world_id, agent_id))
+        return stream.remove(self.engine, world_id, agent_id)
+
+    # --- reading ---
+    def recent(
+        self,
+        world_id: str,
+        agent_id: str,
+        *,
+        limit: int = 10,
+        types: list[str] | None = None,
+        min_importance: int | None = None,
+    ) -> list[Memory]:
+        """The newest memories (game time), newest first."""
+        rows, _ = stream.page(
+            self.engine, world_id, agent_id, types=types, min_importance=min_importance, limit=limit
+        )
+        return rows
+
+    def page(
+        self, world_id: str, agent_id: str, *, types: list[str] | None, q: str | None, limit: int, offset: int
+    ) -> tuple[list[Memory], int]:
+        return stream.page(self.engine, world_id, agent_id, types=types, q=q, limit=limit, offset=offset)
+
+    async def retrieve(
+        self,
+        world_id: str,
+        agent_id: str,
+        query: str,
+        *,
+        k: int | None = None,
+        weights: dict[str, float | None] | None = None,
+        day: int | None = None,
+        time_of_day: float | None = None,
+        types: list[str] | None = None,
+        decay: float | None = None,
+        relevance: str | None = None,
+    ) -> list[ScoredMemory]:
+        """The k best memories for `query` by the weighted score; the retrieved ones count as accessed now.
+
+        `day`/`time_of_day` give the game time of the query (default: the agent's latest memory time).
+        `weights` may name recency, importance and relevance; missing ones come from settings.
+        """
+        key = (world_id, agent_id)
+        index = await self.cache.get(key)
+        mode = relevance or self.settings.relevance
+        query_vector = await self._query_vector(query) if mode != "keyword" else None
+        if query_vector is None and mode != "keyword":
+            mode = "keyword"  # the embedder failed: keyword overlap still works
+        query_tokens = token_set(query) if mode != "embedding" else set()
+        ranked = await asyncio.to_thread(
+            self._rank,
+            index,
+            mode,
+            query_vector,
+            query_tokens,
+            k or self.settings.retrieval_k,
+            self._weights(weights),
+            decay or self.settings.retrieval_decay,
+            (day, time_of_day),
+            types,
+        )
+        ranked, touched, now = ranked
+        rows = await asyncio.to_thread(self._touch_and_fetch, key, [r[0] for r in ranked], touched, now)
+        return [
+            ScoredMemory(rows[memory_id], score, rec, imp, rel)
+            for memory_id, score, rec, imp, rel in ranked
+            if memory_id in rows
+        ]
+
+    async def _query_vector(self, query: str) -> np.ndarray | None:
+        try:
+            return (await self.embedder.embed([query]))[0]
+        except LLMError as exc:
+            log.warning("query embedding failed, using keyword relevance: %s", exc)
+            return None
+
+    def _weights(self, given: dict[str, float | None] | None) -> Weights:
+        given = given or {}
+        s = self.settings
+
+        def pick(name: str, default: float) -> float:
+            value = given.get(name)
+            return default if value is None else float(value)
+
+        return Weights(
+            pick("recency", s.weight_recency),
+            pick("importance", s.weight_importance),
+            pick("relevance", s.weight_relevance),
+        )
+
+    def _rank(
+        self,
+        index: AgentIndex,
+        mode: str,
+        query_vector: np.ndarray | None,
+        query_tokens: set[str],
+        k: int,
+        weights: Weights,
+        decay: float,
+        when: tuple[int | None, float | None],
+        types: list[str] | None,
+    ) -> tuple[list[tuple[int, float, float, float, float]], list[int], float]:
+        """Score every candidate under the index lock.
+
+        Returns (id, score, recency, importance, relevance) best first, the ids whose access time moves
+        forward to the query's time, and that time in game minutes.
+        """
+        with index.lock:
+            rows = index.candidates(types)
+            if rows.size == 0:
+                return [], [], 0.0
+            now = _query_minutes(when, index.latest_minutes())
+            raw = relevance_raw(index, rows, mode, query_vector, query_tokens)
+            parts = score_candidates(
+                accessed_minutes=index.accessed[rows],
+                importance=index.importance[rows],
+                relevance=raw,
+                now_minutes=now,
+                decay=decay,
+                weights=weights,
+            )
+            best = top_k(parts.score, k, tiebreak=index.ids[rows])
+            chosen = rows[best]
+            touched = [int(i) for i in index.ids[chosen][index.accessed[chosen] < now]]
+            index.touch(touched, now)
+            ranked = [
+                (
+                    int(index.ids[r]),
+                    float(parts.score[b]),
+                    float(parts.recency[b]),
+                    float(parts.importance[b]),
+                    float(parts.relevance[b]),
+                )
+                for r, b in zip(chosen, best, strict=True)
+            ]
+            return ranked, touched, now
+
+    def _touch_and_fetch(self, key: Key, ids: list[int], touched: list[int], now: float) -> dict[int, Memory]:
+        stream.touch(self.engine, key[0], key[1], touched, now)
+        return stream.by_ids(self.engine, key[0], key[1], ids)
+
+    # --- reflections ---
+    async def reflect_on_conversation(
+        self,
+        world_id: str,
+        agent_id: str,
+        *,
+        session_id: str,
+        partner_name: str,
+        transcript: list[str],
+        evidence_ids: list[int],
+        day: int,
+        time_of_day: float,
+        language: str,
+    ) -> Memory | None:
+        """Summarise a finished conversation as a first-person reflection citing its observations.
+
+        Returns None when the model fails (the failure is traced); never raises LLMError.
+        """
+        return await reflection.conversation(
+            self,
+            (world_id, agent_id),
+            session_id=session_id,
+            partner_name=partner_name,
+            transcript=transcript,
+            evidence_ids=evidence_ids,
+            day=day,
+            time_of_day=time_of_day,
+            language=language,
+        )
+
+    async def maybe_reflect(
+        self, world_id: str, agent_id: str, *, day: int, time_of_day: float, auto: bool = False
+    ) -> list[Memory]:
+        """Run the threshold reflection if the importance since the last one has reached the threshold."""
+        return await reflection.maybe_reflect(self, (world_id, agent_id), day, time_of_day, auto=auto)
+
+    async def reflect_now(
+        self, world_id: str, agent_id: str, *, day: int | None = None, time_of_day: float | None = None
+    ) -> list[Memory]:
+        """Run the threshold reflection now, whatever the sum (POST /reflect). Returns the new insights."""
+        return await reflection.threshold_reflection(self, (world_id, agent_id), day, time_of_day)
+
+
+def relevance_raw(
+    index: AgentIndex, rows: np.ndarray, mode: str, query_vector: np.ndarray | None, query_tokens: set[str]
+) -> np.ndarray:
+    """Raw relevance of the candidate rows: embedding cosine, keyword overlap, or their mean."""
+    emb = cosine(index.vectors[: index.size], query_vector)[rows] if query_vector is not None else None
+    if mode == "embedding" and emb is not None:
+        return emb
+    shared = index.shared_tokens(query_tokens)[rows]
+    kw = keyword_overlap(shared, index.token_counts[rows], len(query_tokens))
+    return hybrid(emb, kw) if mode == "hybrid" and emb is not None else kw
+
+
+def _query_minutes(when: tuple[int | None, float | None], latest: float) -> float:
+    day, time_of_day = when
+    if day is None and time_of_day is None:
+        return latest
+    if day is None:
+        day = from_game_minutes(latest)[0]
+    return game_minutes(day, time_of_day or 0.0)

@@ -1,0 +1,192 @@
+"""The memory stream in the database: plain synchronous functions, each taking an engine.
+
+Every query filters by world and agent. The service runs these in a worker thread (`asyncio.to_thread`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from sqlalchemy import delete, func, or_, update
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from backend.gametime import from_game_minutes, game_minutes, utcnow
+from backend.memory.index import IndexRow
+from backend.memory.models import Memory
+from backend.world.models import Agent
+
+
+def agent_row(engine: Engine, world_id: str, agent_id: str) -> Agent | None:
+    with Session(engine, expire_on_commit=False) as session:
+        return session.get(Agent, (world_id, agent_id))
+
+
+def insert(engine: Engine, rows: Sequence[Memory]) -> list[Memory]:
+    """Store rows in one transaction; returns them with ids."""
+    with Session(engine, expire_on_commit=False) as session:
+        session.add_all(rows)
+        session.commit()
+        for row in rows:
+            session.refresh(row)
+    return list(rows)
+
+
+def by_ids(engine: Engine, world_id: str, agent_id: str, ids: Sequence[int]) -> dict[int, Memory]:
+    if not ids:
+        return {}
+    with Session(engine, expire_on_commit=False) as session:
+        rows = session.exec(
+            select(Memory).where(
+                Memory.world_id == world_id, Memory.agent_id == agent_id, col(Memory.id).in_(list(ids))
+            )
+        ).all()
+    return {row.id: row for row in rows if row.id is not None}
+
+
+def existing_ids(engine: Engine, world_id: str, agent_id: str, ids: Sequence[int]) -> set[int]:
+    return set(by_ids(engine, world_id, agent_id, ids))
+
+
+def set_importance(engine: Engine, memory_id: int, importance: int, source: str) -> None:
+    with Session(engine) as session:
+        session.exec(  # type: ignore[call-overload]
+            update(Memory)
+            .where(col(Memory.id) == memory_id)
+            .values(importance=importance, importance_source=source)
+        )
+        session.commit()
+
+
+def touch(engine: Engine, world_id: str, agent_id: str, ids: Sequence[int], minutes: float) -> None:
+    """Mark memories accessed at game time `minutes`: one UPDATE ... WHERE id IN (...)."""
+    if not ids:
+        return
+    day, time_of_day = from_game_minutes(minutes)
+    with Session(engine) as session:
+        session.exec(  # type: ignore[call-overload]
+            update(Memory)
+            .where(Memory.world_id == world_id, Memory.agent_id == agent_id, col(Memory.id).in_(list(ids)))
+            .values(last_accessed_day=day, last_accessed_time_of_day=time_of_day, last_accessed_at=utcnow())
+        )
+        session.commit()
+
+
+def remove(engine: Engine, world_id: str, agent_id: str, ids: Sequence[int] | None = None) -> int:
+    """Delete some of an agent's memories (or all when `ids` is None). Returns how many went."""
+    statement = delete(Memory).where(col(Memory.world_id) == world_id, col(Memory.agent_id) == agent_id)
+    if ids is not None:
+        statement = statement.where(col(Memory.id).in_(list(ids)))
+    with Session(engine) as session:
+        result = session.exec(statement)  # type: ignore[call-overload]
+        session.commit()
+        return int(result.rowcount or 0)
+
+
+def page(
+    engine: Engine,
+    world_id: str,
+    agent_id: str,
+    *,
+    types: Sequence[str] | None = None,
+    q: str | None = None,
+    min_importance: int | None = None,
+    limit: int = 50,
+    offset: int = 0,
+) -> tuple[list[Memory], int]:
+    """Newest first (game time, then id), with the total matching count."""
+    filters = [Memory.world_id == world_id, Memory.agent_id == agent_id]
+    if types:
+        filters.append(col(Memory.type).in_(list(types)))
+    if q:
+        filters.append(or_(col(Memory.content).contains(q), col(Memory.location_name).contains(q)))
+    if min_importance is not None:
+        filters.append(col(Memory.importance) >= min_importance)
+    with Session(engine, expire_on_commit=False) as session:
+        total = session.exec(select(func.count()).select_from(Memory).where(*filters)).one()
+        rows = session.exec(
+            select(Memory)
+            .where(*filters)
+            .order_by(
+                col(Memory.created_day).desc(), col(Memory.created_time_of_day).desc(), col(Memory.id).desc()
+            )
+            .offset(offset)
+            .limit(limit)
+        ).all()
+    return list(rows), int(total)
+
+
+def importance_since_last_insight(engine: Engine, world_id: str, agent_id: str) -> tuple[float, int]:
+    """Summed importance of observations stored after the agent's latest insight, and that insight's id."""
+    with Session(engine) as session:
+        last = session.exec(
+            select(func.max(Memory.id)).where(
+                Memory.world_id == world_id, Memory.agent_id == agent_id, Memory.origin == "insight"
+            )
+        ).one()
+        since = int(last or 0)
+        total = session.exec(
+            select(func.coalesce(func.sum(Memory.importance), 0)).where(
+                Memory.world_id == world_id,
+                Memory.agent_id == agent_id,
+                Memory.type == "observation",
+                col(Memory.id) > since,
+            )
+        ).one()
+    return float(total), since
+
+
+def observations_after(
+    engine: Engine, world_id: str, agent_id: str, after_id: int, limit: int
+) -> list[Memory]:
+    """The latest `limit` observations with id > after_id, oldest first."""
+    with Session(engine, expire_on_commit=False) as session:
+        rows = session.exec(
+            select(Memory)
+            .where(
+                Memory.world_id == world_id,
+                Memory.agent_id == agent_id,
+                Memory.type == "observation",
+                col(Memory.id) > after_id,
+            )
+            .order_by(col(Memory.id).desc())
+            .limit(limit)
+        ).all()
+    return list(reversed(rows))
+
+
+def index_rows(engine: Engine, world_id: str, agent_id: str, dim: int) -> tuple[list[IndexRow], list[int]]:
+    """Everything the index needs, in id order; also the ids whose stored embedding is missing or stale."""
+    columns = (
+        Memory.id,
+        Memory.importance,
+        Memory.last_accessed_day,
+        Memory.last_accessed_time_of_day,
+        Memory.type,
+        Memory.content,
+        Memory.embedding,
+    )
+    with Session(engine) as session:
+        result = session.exec(
+            select(*columns)  # type: ignore[call-overload]
+            .where(Memory.world_id == world_id, Memory.agent_id == agent_id)
+            .order_by(col(Memory.id))
+        ).all()
+    rows, stale = [], []
+    for memory_id, importance, day, tod, kind, content, blob in result:
+        vector = np.frombuffer(blob, dtype=np.float32) if blob else None
+        if vector is None or vector.shape[0] != dim:
+            vector = None
+            stale.append(memory_id)
+        rows.append(IndexRow(memory_id, float(importance), game_minutes(day, tod), kind, content, vector))
+    return rows, stale
+
+
+def save_embeddings(engine: Engine, vectors: dict[int, bytes]) -> None:
+    with Session(engine) as session:
+        for memory_id, blob in vectors.items():
+            session.exec(  # type: ignore[call-overload]
+                update(Memory).where(col(Memory.id) == memory_id).values(embedding=blob)
+            )
+        session.commit()
