@@ -18,6 +18,7 @@ from backend.config import Settings, load_settings
 from backend.events import LLM_CALL, EventBus, LLMCallPayload
 from backend.llm.base import LLM, Embedder
 from backend.llm.registry import build_embedder, build_provider, wrap
+from backend.memory.service import MemoryService
 from backend.storage.db import create_db_engine, init_db
 from backend.tasks import TaskRunner
 
@@ -27,6 +28,7 @@ log = logging.getLogger("machi")
 ROUTERS = (
     "backend.api.health",
     "backend.api.llm_calls",
+    "backend.api.memory",
     "backend.api.events",
 )
 
@@ -70,6 +72,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.llm = wrap(provider, settings, engine)
     app.state.embedder = app.state.injected_embedder or build_embedder(settings)
     app.state.tasks = TaskRunner()
+    app.state.memory = MemoryService(engine=engine, embedder=app.state.embedder, llm=app.state.llm, settings=settings, tasks=app.state.tasks)  # noqa: E501
     app.state.events = EventBus()
     _publish_llm_calls(app.state.llm, app.state.events)
     app.state.provider_status = {"reachable": None, "detail": "not checked yet"}

@@ -93,6 +93,8 @@ class Settings(BaseSettings):
     weight_importance: float = Field(1.0, ge=0)
     weight_relevance: float = Field(1.0, ge=0)
     reflection_threshold: float = Field(150.0, gt=0)
+    # Importance a memory holds until the model's rating lands (when the caller gives none).
+    importance_provisional: int = Field(3, ge=1, le=10)
 
     # --- conversation ---
     max_turns: int = Field(8, ge=2, le=64)
