@@ -22,5 +22,8 @@ class Plan(SQLModel, table=True):
     items: list[dict[str, Any]] = Field(default_factory=list, sa_type=JSON)
     reason: str | None = None
     version: int = 1
+    # How the stored items came about: model | repaired | fallback; `repairs` lists what validation fixed.
+    source: str = Field(default="model", max_length=16)
+    repairs: list[str] = Field(default_factory=list, sa_type=JSON)
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)

@@ -59,3 +59,12 @@ class PointOfInterest(SQLModel, table=True):
     x: float = 0.0
     y: float = 0.0
     z: float = 0.0
+
+
+class WorldMeta(SQLModel, table=True):
+    """Facts about a world as a whole (so the demo world is loaded once, not on every start)."""
+
+    world_id: str = Field(primary_key=True, max_length=64)
+    demo_loaded_at: datetime | None = None
+    imported_at: datetime | None = None
+    created_at: datetime = Field(default_factory=utcnow)

@@ -1,0 +1,99 @@
+"""Agents, points of interest and Unity's state reports: `/v1/agents`, `/v1/pois`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query, Response
+
+from backend.api.deps import MemoryDep, SessionDep, WorldDep
+from backend.world import service
+from backend.world.schemas import (
+    ID_PATTERN,
+    AgentDetail,
+    AgentPublic,
+    AgentUpsert,
+    PoiPublic,
+    PoiUpsert,
+    StateAccepted,
+    StateReport,
+)
+
+router = APIRouter(prefix="/v1", tags=["world"])
+
+AgentId = Annotated[str, Path(pattern=ID_PATTERN, description="the agent's id (letters, digits, _ - .)")]
+PoiId = Annotated[str, Path(pattern=ID_PATTERN, description="the point of interest's id")]
+
+
+@router.get("/agents", response_model=list[AgentPublic])
+def list_agents(session: SessionDep, world: WorldDep) -> list[AgentPublic]:
+    return [service.agent_public(agent) for agent in service.list_agents(session, world)]
+
+
+@router.put("/agents/{agent_id}", response_model=AgentDetail)
+def put_agent(
+    agent_id: AgentId, body: AgentUpsert, session: SessionDep, world: WorldDep, response: Response
+) -> AgentDetail:
+    """Create an agent or replace its persona (201 when created). Works while the server runs."""
+    agent, created = service.upsert_agent(session, world, agent_id, body)
+    response.status_code = 201 if created else 200
+    return service.agent_detail(session, agent)
+
+
+@router.get("/agents/{agent_id}", response_model=AgentDetail)
+def get_agent(agent_id: AgentId, session: SessionDep, world: WorldDep) -> AgentDetail:
+    return service.agent_detail(session, service.get_agent(session, world, agent_id))
+
+
+@router.delete("/agents/{agent_id}")
+def delete_agent(
+    agent_id: AgentId, session: SessionDep, world: WorldDep, memory: MemoryDep
+) -> dict[str, Any]:
+    """Remove the agent with its memories, plans and state history."""
+    removed = service.delete_agent(session, memory, world, agent_id)
+    return {"deleted": agent_id, "removed": removed}
+
+
+@router.post("/agents/{agent_id}/state", response_model=StateAccepted)
+async def post_state(
+    agent_id: AgentId, body: StateReport, session: SessionDep, world: WorldDep, memory: MemoryDep
+) -> StateAccepted:
+    """Unity reports what the agent is doing; arriving somewhere new becomes an observation memory."""
+    return await service.report_state(session, memory, world, agent_id, body)
+
+
+@router.get("/agents/{agent_id}/states")
+def get_states(
+    agent_id: AgentId,
+    session: SessionDep,
+    world: WorldDep,
+    limit: Annotated[int, Query(ge=1, le=service.STATE_HISTORY)] = 20,
+) -> list[dict[str, Any]]:
+    """The agent's recent state reports, newest first."""
+    events = service.state_history(session, world, agent_id, limit)
+    return [event.model_dump(mode="json", exclude={"world_id"}) for event in events]
+
+
+@router.get("/pois", response_model=list[PoiPublic])
+def list_pois(session: SessionDep, world: WorldDep) -> list[PoiPublic]:
+    return [service.poi_public(poi) for poi in service.list_pois(session, world)]
+
+
+@router.put("/pois/{poi_id}", response_model=PoiPublic)
+def put_poi(
+    poi_id: PoiId, body: PoiUpsert, session: SessionDep, world: WorldDep, response: Response
+) -> PoiPublic:
+    poi, created = service.upsert_poi(session, world, poi_id, body)
+    response.status_code = 201 if created else 200
+    return service.poi_public(poi)
+
+
+@router.get("/pois/{poi_id}", response_model=PoiPublic)
+def get_poi(poi_id: PoiId, session: SessionDep, world: WorldDep) -> PoiPublic:
+    return service.poi_public(service.get_poi(session, world, poi_id))
+
+
+@router.delete("/pois/{poi_id}")
+def delete_poi(poi_id: PoiId, session: SessionDep, world: WorldDep) -> dict[str, str]:
+    service.delete_poi(session, world, poi_id)
+    return {"deleted": poi_id}

@@ -1,0 +1,45 @@
+"""Daily plans: `/v1/agents/{agent_id}/plan` and `/plan/now` (what Unity's state machine asks)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query
+
+from backend.api.deps import LLMDep, MemoryDep, SessionDep, WorldDep
+from backend.planning import service
+from backend.planning.schemas import PlanNow, PlanPublic, PlanRequest
+from backend.world.schemas import ID_PATTERN
+
+router = APIRouter(prefix="/v1/agents/{agent_id}", tags=["plan"])
+
+AgentId = Annotated[str, Path(pattern=ID_PATTERN)]
+Day = Annotated[int, Query(ge=1, le=1_000_000, description="game day, 1-based")]
+
+
+@router.post("/plan", response_model=PlanPublic)
+async def post_plan(
+    agent_id: AgentId, body: PlanRequest, session: SessionDep, world: WorldDep, llm: LLMDep, memory: MemoryDep
+) -> PlanPublic:
+    """Generate the day's plan; with `time_of_day` (and a `reason`) replan the rest of the day."""
+    plan = await service.make_plan(session, llm, memory, world, agent_id, body)
+    return service.plan_public(plan)
+
+
+@router.get("/plan", response_model=PlanPublic)
+def get_plan(agent_id: AgentId, day: Day, session: SessionDep, world: WorldDep) -> PlanPublic:
+    return service.plan_public(service.get_plan(session, world, agent_id, day))
+
+
+@router.get("/plan/now", response_model=PlanNow)
+async def get_plan_now(
+    agent_id: AgentId,
+    day: Day,
+    time_of_day: Annotated[float, Query(ge=0, lt=24, description="hours, e.g. 14.5")],
+    session: SessionDep,
+    world: WorldDep,
+    llm: LLMDep,
+    memory: MemoryDep,
+) -> PlanNow:
+    """The current item, the next one and the target point of interest (a new day gets a plan first)."""
+    return await service.plan_now(session, llm, memory, world, agent_id, day, time_of_day)

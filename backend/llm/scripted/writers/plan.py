@@ -1,0 +1,97 @@
+"""Scripted writer for daily plans: a plausible day from the facts' places, persona and window."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from backend.llm.scripted.engine import WriterContext
+
+#: Activities by kind of place, Japanese and English; `{name}` is the place's name.
+ACTIVITIES: dict[str, tuple[list[str], list[str]]] = {
+    "cafe": (
+        ["{name}でコーヒーを飲みながら一息つく", "{name}で友だちとおしゃべりする", "{name}で本を読む"],
+        ["have coffee at {name}", "chat with friends at {name}", "read a book at {name}"],
+    ),
+    "park": (
+        ["{name}を散歩する", "{name}のベンチでひなたぼっこ", "{name}で花を眺める"],
+        ["take a walk in {name}", "sit on a bench in {name}", "look at the flowers in {name}"],
+    ),
+    "library": (
+        ["{name}で調べものをする", "{name}で静かに勉強する", "{name}で新しい本を探す"],
+        ["look things up at {name}", "study quietly at {name}", "browse new books at {name}"],
+    ),
+    "restaurant": (
+        ["{name}で昼ごはんを食べる", "{name}で日替わり定食を味わう"],
+        ["have lunch at {name}", "try the daily special at {name}"],
+    ),
+    "hall": (
+        ["{name}で町のことを話し合う", "{name}で書類を整理する"],
+        ["discuss town matters at {name}", "sort out papers at {name}"],
+    ),
+    "shop": (["{name}で買い物をする"], ["go shopping at {name}"]),
+    "station": (["{name}で人の流れを眺める"], ["watch the trains at {name}"]),
+}
+GENERIC = (["{name}で過ごす", "{name}に立ち寄る"], ["spend time at {name}", "drop by {name}"])
+HOME_MORNING = ("家で朝ごはんを食べて身支度する", "have breakfast and get ready at home")
+HOME_EVENING = ("家でくつろいで一日を振り返る", "relax at home and look back on the day")
+#: Traits that draw a character to a kind of place.
+AFFINITY = {
+    "library": ("本", "読書", "勉強", "知", "分析", "book", "read", "study", "curious", "analytical"),
+    "cafe": ("社交", "話", "明る", "コーヒー", "friendly", "social", "cheerful", "coffee"),
+    "park": ("自然", "散歩", "穏やか", "花", "nature", "walk", "calm", "gentle"),
+    "hall": ("責任", "まとめ", "慎重", "responsible", "careful", "leader"),
+}
+
+
+def _quarter(value: float) -> float:
+    return round(value * 4) / 4
+
+
+def _pick_places(ctx: WriterContext, pois: list[dict[str, Any]], count: int) -> list[dict[str, Any]]:
+    """Places for the day: those the traits draw to first, then a seeded shuffle of the rest."""
+    traits = " ".join(ctx.facts.get("persona", {}).get("traits", [])).lower()
+    liked = {kind for kind, words in AFFINITY.items() if any(w.lower() in traits for w in words)}
+    shuffled = list(pois)
+    ctx.rng.shuffle(shuffled)
+    shuffled.sort(key=lambda p: 0 if p.get("kind") in liked else 1)
+    return shuffled[:count]
+
+
+def _activity(ctx: WriterContext, poi: dict[str, Any]) -> str:
+    ja_list, en_list = ACTIVITIES.get(str(poi.get("kind")), GENERIC)
+    return str(ctx.pick(ja_list if ctx.ja else en_list)).format(name=poi.get("name", poi.get("id")))
+
+
+def write_plan(ctx: WriterContext) -> dict[str, Any]:
+    """Home in the morning, a few places through the day (lunch at a restaurant near noon), home at night."""
+    window = ctx.facts.get("window") or {}
+    start = float(window.get("start", ctx.facts.get("wake_hour", 7.0)))
+    end = float(window.get("end", ctx.facts.get("sleep_hour", 22.0)))
+    home = ctx.facts.get("home_poi")
+    pois = [p for p in ctx.facts.get("pois", []) if p.get("id") != home and p.get("kind") != "home"]
+    if not home and ctx.facts.get("pois"):
+        home = ctx.facts["pois"][0]["id"]
+    lang = 0 if ctx.ja else 1
+    span = end - start
+    if not pois or span < 3:
+        return {"items": [{"start": start, "end": end, "poi_id": home or "", "activity": HOME_EVENING[lang]}]}
+    morning = min(1.0, span / 5) if start < 10 else 0.0
+    evening = min(2.0, span / 5)
+    places = _pick_places(ctx, pois, max(1, min(len(pois), int((span - morning - evening) // 2))))
+    restaurant = next((p for p in pois if p.get("kind") == "restaurant"), None)
+    if restaurant and restaurant not in places and start < 12 < end - evening:
+        places.insert(min(1, len(places)), restaurant)
+    items: list[dict[str, Any]] = []
+    if morning:
+        items.append({"start": start, "end": start + morning, "poi_id": home, "activity": HOME_MORNING[lang]})
+    cursor, out_until = start + morning, end - evening
+    block = (out_until - cursor) / len(places)
+    for index, poi in enumerate(places):
+        finish = out_until if index == len(places) - 1 else _quarter(cursor + block)
+        items.append({"start": cursor, "end": finish, "poi_id": poi["id"], "activity": _activity(ctx, poi)})
+        cursor = finish
+    items.append({"start": cursor, "end": end, "poi_id": home, "activity": HOME_EVENING[lang]})
+    return {"items": [it for it in items if it["end"] > it["start"]]}
+
+
+WRITERS = {"PlanReply": write_plan}

@@ -1,0 +1,125 @@
+"""What a plan call is built from (facts) and how it is asked (messages)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from sqlmodel import Session, select
+
+from backend.gametime import format_clock
+from backend.llm.base import Message
+from backend.planning.models import Plan
+from backend.world.models import Agent, PointOfInterest
+
+if TYPE_CHECKING:
+    from backend.memory.service import MemoryService
+
+#: How much of an agent's past goes into a plan prompt.
+DEFAULT_REFLECTIONS = 3
+DEFAULT_IMPORTANT = 5
+IMPORTANT_FROM = 6
+
+SYSTEM = (
+    "You plan one day for a character who lives in a small town. Reply with one JSON object "
+    '{{"items": [{{"start": 7.0, "end": 8.5, "poi_id": "...", "activity": "..."}}]}}. '
+    "Times are hours of the day (13.5 means 13:30). Cover {window} without gaps or overlaps, in order. "
+    "Use only these poi_id values: {poi_ids}. Write each activity as a short phrase in {language}, "
+    "in keeping with the character."
+)
+
+
+def build_facts(
+    session: Session,
+    memory: MemoryService,
+    agent: Agent,
+    pois: list[PointOfInterest],
+    *,
+    day: int,
+    window: tuple[float, float],
+    home: str | None,
+    reason: str | None,
+    kept: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """The structured context of a plan call: persona, places, yesterday, and what matters lately."""
+    reflections = memory.recent(agent.world_id, agent.id, limit=20, types=["reflection"])
+    yesterday = [m for m in reflections if m.created_day == day - 1] or [
+        m for m in reflections if m.created_day < day
+    ]
+    important = memory.recent(
+        agent.world_id, agent.id, limit=DEFAULT_IMPORTANT, min_importance=IMPORTANT_FROM
+    )
+    previous = session.exec(
+        select(Plan).where(Plan.world_id == agent.world_id, Plan.agent_id == agent.id, Plan.day == day - 1)
+    ).first()
+    return {
+        "language": agent.language,
+        "agent_id": agent.id,
+        "name": agent.name,
+        "persona": {
+            "name": agent.name,
+            "age": agent.age,
+            "traits": list(agent.traits),
+            "backstory": agent.backstory,
+            "speaking_style": agent.speaking_style,
+        },
+        "home_poi": home,
+        "wake_hour": agent.wake_hour,
+        "sleep_hour": agent.sleep_hour,
+        "day": day,
+        "window": {"start": window[0], "end": window[1]},
+        "pois": [{"id": p.id, "name": p.name, "kind": p.kind, "description": p.description} for p in pois],
+        "reason": reason,
+        "kept_items": kept,
+        "yesterday_reflections": [m.content for m in yesterday[:DEFAULT_REFLECTIONS]],
+        "yesterday_plan": list(previous.items) if previous else [],
+        "important_memories": [m.content for m in important],
+    }
+
+
+def build_messages(facts: dict[str, Any]) -> list[Message]:
+    """The chat messages for a plan call, rendered from `facts`."""
+    window = facts["window"]
+    language = "Japanese" if facts["language"] == "ja" else "English"
+    system = SYSTEM.format(
+        window=f"{format_clock(window['start'])}-{format_clock(window['end'])} "
+        f"({window['start']:g} to {window['end']:g})",
+        poi_ids=", ".join(p["id"] for p in facts["pois"]) or "(none)",
+        language=language,
+    )
+    persona = facts["persona"]
+    lines = [
+        f"Character: {persona['name']}" + (f", {persona['age']} years old" if persona["age"] else ""),
+        f"Traits: {', '.join(persona['traits']) or '-'}",
+        f"Backstory: {persona['backstory'] or '-'}",
+        f"Home: {facts['home_poi'] or '-'}; wakes {format_clock(facts['wake_hour'])}, "
+        f"sleeps {format_clock(facts['sleep_hour'])}",
+        f"Day {facts['day']}.",
+        "Places:",
+        *[f"- {p['id']}: {p['name']} ({p['kind']}) {p['description']}".rstrip() for p in facts["pois"]],
+    ]
+    lines += _section("Yesterday's reflections", facts["yesterday_reflections"])
+    lines += _section("Yesterday's plan", [_item_line(it) for it in facts["yesterday_plan"]])
+    lines += _section("Important recent memories", facts["important_memories"])
+    if facts["kept_items"]:
+        lines += _section("Already done today (keep)", [_item_line(it) for it in facts["kept_items"]])
+    if facts["reason"]:
+        lines.append(f"The plan must change because: {facts['reason']}")
+    lines.append(f"Plan {format_clock(window['start'])}-{format_clock(window['end'])}.")
+    return [{"role": "system", "content": system}, {"role": "user", "content": "\n".join(lines)}]
+
+
+def reask_message(problem: str) -> Message:
+    return {
+        "role": "user",
+        "content": f"That plan could not be used: {problem}. Answer again with a complete plan that follows "
+        "the rules: known poi_id values only, in order, no overlaps, covering the whole window.",
+    }
+
+
+def _section(title: str, entries: list[str]) -> list[str]:
+    return [f"{title}:", *[f"- {entry}" for entry in entries]] if entries else []
+
+
+def _item_line(item: dict[str, Any]) -> str:
+    span = f"{format_clock(item['start'])}-{format_clock(item['end'])}"
+    return f"{span} {item.get('poi_id')}: {item.get('activity')}"

@@ -1,0 +1,82 @@
+"""Plan shapes: the model's reply schema, the API's requests and answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from backend.world.schemas import PoiPublic
+
+
+def _hours(value: Any) -> Any:
+    """Accept "8:30"/"08:30" as well as 8.5: models often write clock times."""
+    if isinstance(value, str) and ":" in value:
+        hours, _, minutes = value.strip().partition(":")
+        try:
+            return int(hours) + int(minutes[:2]) / 60.0
+        except ValueError:
+            return value
+    return value
+
+
+class PlanReplyItem(BaseModel):
+    """One activity as the model proposes it (times in hours of the day, e.g. 13.5 = 13:30)."""
+
+    start: float
+    end: float
+    poi_id: str = Field(max_length=64)
+    activity: str = Field(max_length=200)
+
+    _clock = field_validator("start", "end", mode="before")(_hours)
+
+
+class PlanReply(BaseModel):
+    """The model's reply for purpose `plan`: the day's activities from the start to the end of the window."""
+
+    items: list[PlanReplyItem] = Field(max_length=48)
+
+
+class PlanItem(BaseModel):
+    """A stored, validated plan item: [start, end) in hours, at a known point of interest."""
+
+    start: float = Field(ge=0, le=24)
+    end: float = Field(ge=0, le=24)
+    poi_id: str | None
+    activity: str = Field(max_length=200)
+
+
+class PlanRequest(BaseModel):
+    """Body of `POST /v1/agents/{agent_id}/plan`.
+
+    Without `time_of_day` the whole day is (re)generated. With it (and usually a `reason`), items that
+    ended before that time are kept and the rest of the day is planned again.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    day: int = Field(ge=1, le=1_000_000)
+    time_of_day: float | None = Field(default=None, ge=0, le=24)
+    reason: str | None = Field(default=None, max_length=500)
+
+
+class PlanPublic(BaseModel):
+    agent_id: str
+    day: int
+    items: list[PlanItem]
+    reason: str | None = None
+    version: int
+    source: str
+    repairs: list[str] = Field(default_factory=list)
+
+
+class PlanNow(BaseModel):
+    """`GET /v1/agents/{agent_id}/plan/now`: what the agent should be doing and where to walk."""
+
+    agent_id: str
+    day: int
+    time_of_day: float
+    status: str  # active | sleeping
+    current: PlanItem | None
+    next: PlanItem | None
+    target_poi: PoiPublic | None

@@ -1,0 +1,289 @@
+"""Daily plans: ask the model, validate and repair, store, and answer "what now?" for Unity."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, select
+
+from backend.errors import LLMError, NotFound
+from backend.gametime import format_clock, utcnow
+from backend.llm.base import LLM, PRIORITY_PLAN, GenerateOptions
+from backend.planning import prompts
+from backend.planning.models import Plan
+from backend.planning.schemas import PlanItem, PlanNow, PlanPublic, PlanReply, PlanRequest
+from backend.planning.validation import PlanUnrepairable, fallback_plan, plan_problems, repair_plan
+from backend.world.models import Agent, PointOfInterest
+from backend.world.service import get_agent, list_pois, poi_public
+
+if TYPE_CHECKING:
+    from backend.memory.service import MemoryService
+
+log = logging.getLogger(__name__)
+
+#: A plan memory's importance, as in the Generative Agents reference.
+PLAN_IMPORTANCE = 5
+SLEEP_ACTIVITY = {"ja": "眠っている", "en": "Sleeping"}
+
+
+def home_of(agent: Agent, pois: list[PointOfInterest]) -> str | None:
+    """The agent's home point: its `home_poi` when that exists, else a home-kind place, else none."""
+    ids = {p.id for p in pois}
+    if agent.home_poi in ids:
+        return agent.home_poi
+    homes = [p.id for p in pois if p.kind == "home"]
+    return homes[0] if homes else None
+
+
+def stored_plan(session: Session, world_id: str, agent_id: str, day: int) -> Plan | None:
+    query = select(Plan).where(Plan.world_id == world_id, Plan.agent_id == agent_id, Plan.day == day)
+    return session.exec(query).first()
+
+
+def plan_public(plan: Plan) -> PlanPublic:
+    return PlanPublic(
+        agent_id=plan.agent_id,
+        day=plan.day,
+        items=[PlanItem.model_validate(it) for it in plan.items],
+        reason=plan.reason,
+        version=plan.version,
+        source=plan.source,
+        repairs=list(plan.repairs),
+    )
+
+
+def get_plan(session: Session, world_id: str, agent_id: str, day: int) -> Plan:
+    get_agent(session, world_id, agent_id)
+    plan = stored_plan(session, world_id, agent_id, day)
+    if plan is None:
+        raise NotFound(f"{agent_id!r} has no plan for day {day}", details={"agent_id": agent_id, "day": day})
+    return plan
+
+
+async def make_plan(
+    session: Session, llm: LLM, memory: MemoryService, world_id: str, agent_id: str, request: PlanRequest
+) -> Plan:
+    """Generate the day's plan, or with `time_of_day` and an existing plan, replan the rest of the day.
+
+    Items that ended before `time_of_day` are kept (the one under way is cut there); the model plans the
+    rest. The result is always sound: repaired, re-asked once, or replaced by a safe fallback plan.
+
+    Raises:
+        NotFound: unknown agent.
+    """
+    agent = get_agent(session, world_id, agent_id)
+    pois = list_pois(session, world_id)
+    home = home_of(agent, pois)
+    existing = stored_plan(session, world_id, agent_id, request.day)
+    kept: list[dict[str, Any]] = []
+    start = agent.wake_hour
+    if existing is not None and request.time_of_day is not None and request.time_of_day > agent.wake_hour:
+        start = min(request.time_of_day, agent.sleep_hour)
+        kept = _items_before(existing.items, start)
+    if start >= agent.sleep_hour and existing is not None:
+        return existing  # the day is over: nothing left to replan
+    facts = prompts.build_facts(
+        session,
+        memory,
+        agent,
+        pois,
+        day=request.day,
+        window=(start, agent.sleep_hour),
+        home=home,
+        reason=request.reason,
+        kept=kept,
+    )
+    items, source, repairs = await _ask(llm, agent, pois, home, facts, (start, agent.sleep_hour))
+    full = [PlanItem.model_validate(it) for it in kept] + items
+    known = {p.id for p in pois}
+    if plan_problems(full, known_pois=known, home=home, start=agent.wake_hour, end=agent.sleep_hour):
+        full, source = _fallback(agent, pois, home, agent.wake_hour, agent.sleep_hour), "fallback"
+    plan = _store(session, world_id, agent_id, request, full, source, repairs)
+    await _remember(memory, agent, plan, pois, start)
+    return plan
+
+
+def _items_before(items: list[dict[str, Any]], cut: float) -> list[dict[str, Any]]:
+    kept = []
+    for item in items:
+        if item["start"] >= cut:
+            break
+        kept.append({**item, "end": min(item["end"], cut)})
+    return kept
+
+
+async def _ask(
+    llm: LLM,
+    agent: Agent,
+    pois: list[PointOfInterest],
+    home: str | None,
+    facts: dict[str, Any],
+    window: tuple[float, float],
+) -> tuple[list[PlanItem], str, list[str]]:
+    """Ask, repair, re-ask once if the plan is beyond repair; fall back when the model fails."""
+    options = GenerateOptions(
+        purpose="plan",
+        agent_id=agent.id,
+        world_id=agent.world_id,
+        language=agent.language,
+        priority=PRIORITY_PLAN,
+        facts=facts,
+    )
+    messages = prompts.build_messages(facts)
+    known = {p.id for p in pois}
+    for attempt in range(2):
+        try:
+            reply = await llm.generate_json(messages, PlanReply, options=options)
+        except LLMError as exc:
+            log.warning("plan for %s: model failed (%s); using the fallback plan", agent.id, exc.code)
+            break
+        try:
+            items, repairs = repair_plan(
+                reply.items,
+                known_pois=known,
+                home=home,
+                start=window[0],
+                end=window[1],
+                language=agent.language,
+            )
+            return items, ("repaired" if repairs else "model"), repairs
+        except PlanUnrepairable as exc:
+            log.info("plan for %s beyond repair (%s), attempt %d", agent.id, exc, attempt + 1)
+            messages = [
+                *messages,
+                {"role": "assistant", "content": reply.model_dump_json()[:4000]},
+                prompts.reask_message(str(exc)),
+            ]
+    return _fallback(agent, pois, home, *window), "fallback", []
+
+
+def _fallback(
+    agent: Agent, pois: list[PointOfInterest], home: str | None, start: float, end: float
+) -> list[PlanItem]:
+    return fallback_plan(
+        [(p.id, p.name, p.kind) for p in pois], home=home, start=start, end=end, language=agent.language
+    )
+
+
+def _store(
+    session: Session,
+    world_id: str,
+    agent_id: str,
+    request: PlanRequest,
+    items: list[PlanItem],
+    source: str,
+    repairs: list[str],
+) -> Plan:
+    plan = stored_plan(session, world_id, agent_id, request.day)
+    if plan is None:
+        plan = Plan(world_id=world_id, agent_id=agent_id, day=request.day, version=0)
+    plan.items = [item.model_dump() for item in items]
+    plan.reason, plan.source, plan.repairs = request.reason, source, repairs
+    plan.version += 1
+    plan.updated_at = utcnow()
+    session.add(plan)
+    try:
+        session.commit()
+    except IntegrityError:
+        # Another request stored this day's plan meanwhile (two "plan/now" on a new day): use that one.
+        session.rollback()
+        existing = stored_plan(session, world_id, agent_id, request.day)
+        if existing is None:
+            raise
+        return existing
+    session.refresh(plan)
+    return plan
+
+
+async def _remember(
+    memory: MemoryService, agent: Agent, plan: Plan, pois: list[PointOfInterest], start: float
+) -> None:
+    from backend.memory.service import MemoryCreate
+
+    names = {p.id: p.name for p in pois}
+    ja = agent.language == "ja"
+    parts = [
+        f"{format_clock(it['start'])}-{format_clock(it['end'])} "
+        f"{names.get(it['poi_id'], it['poi_id'] or '')}{'で' if ja else ': '}{it['activity']}"
+        for it in plan.items
+        if it["end"] > start
+    ]
+    head = f"{plan.day}日目の予定: " if ja else f"Plan for day {plan.day}: "
+    item = MemoryCreate(
+        type="plan",
+        content=head + ("、" if ja else "; ").join(parts),
+        importance=PLAN_IMPORTANCE,
+        tags=["plan", f"day{plan.day}"],
+        day=plan.day,
+        time_of_day=start,
+    )
+    try:
+        await memory.add(agent.world_id, agent.id, item)
+    except LLMError as exc:  # a remote embedder can fail; the stored plan still stands
+        log.warning("plan memory for %s not stored: %s", agent.id, exc.message)
+
+
+def item_at(items: list[dict[str, Any]], time_of_day: float) -> tuple[int | None, dict[str, Any] | None]:
+    """The item under way at `time_of_day` (start inclusive, end exclusive) and its index."""
+    for index, item in enumerate(items):
+        if item["start"] <= time_of_day < item["end"]:
+            return index, item
+    return None, None
+
+
+def current_item_of_stored_plan(
+    session: Session, world_id: str, agent_id: str, day: int, time_of_day: float
+) -> dict[str, Any] | None:
+    """The stored plan's item at that time, without generating anything (None when there is none)."""
+    plan = stored_plan(session, world_id, agent_id, day)
+    return item_at(plan.items, time_of_day)[1] if plan else None
+
+
+async def plan_now(
+    session: Session,
+    llm: LLM,
+    memory: MemoryService,
+    world_id: str,
+    agent_id: str,
+    day: int,
+    time_of_day: float,
+) -> PlanNow:
+    """What the agent should do at (day, time_of_day) and where; a day without a plan gets one first."""
+    agent = get_agent(session, world_id, agent_id)
+    plan = stored_plan(session, world_id, agent_id, day)
+    if plan is None:
+        plan = await make_plan(session, llm, memory, world_id, agent_id, PlanRequest(day=day))
+    items = [PlanItem.model_validate(it) for it in plan.items]
+    pois = {p.id: p for p in list_pois(session, world_id)}
+    home = home_of(agent, list(pois.values()))
+    sleeping = SLEEP_ACTIVITY["en" if agent.language == "en" else "ja"]
+    status, current, following = "active", None, None
+    if not items or time_of_day < items[0].start:
+        status = "sleeping"
+        current = PlanItem(start=0, end=items[0].start if items else 24, poi_id=home, activity=sleeping)
+        following = items[0] if items else None
+    elif time_of_day >= items[-1].end:
+        status = "sleeping"
+        current = PlanItem(start=items[-1].end, end=24, poi_id=home, activity=sleeping)
+    else:
+        index, _ = item_at(plan.items, time_of_day)
+        if index is None:  # only an imported or hand-edited plan can have a hole: stay home through it
+            upcoming = [it for it in items if it.start > time_of_day]
+            end = upcoming[0].start if upcoming else items[-1].end
+            current = PlanItem(start=time_of_day, end=end, poi_id=home, activity=sleeping)
+            following = upcoming[0] if upcoming else None
+        else:
+            current = items[index]
+            following = items[index + 1] if index + 1 < len(items) else None
+    target = pois.get(current.poi_id) if current.poi_id else None
+    return PlanNow(
+        agent_id=agent_id,
+        day=day,
+        time_of_day=time_of_day,
+        status=status,
+        current=current,
+        next=following,
+        target_poi=poi_public(target) if target else None,
+    )

@@ -1,0 +1,229 @@
+"""Plan validation and repair: pure functions, no database, no model.
+
+A plan the server stores is always *sound*: items are ordered, do not overlap, lie within the window
+(waking hours, or the rest of the day when replanning), cover it without gaps, and name known points of
+interest. A model's plan is repaired towards that (unknown place -> home, overlaps trimmed, out-of-hours
+clipped, gaps filled with home); a plan too broken to repair honestly raises `PlanUnrepairable`, so the
+caller can re-ask the model or fall back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from backend.gametime import format_clock
+from backend.planning.schemas import PlanItem
+
+#: Items shorter than this (hours) after trimming are dropped rather than kept as slivers.
+MIN_ITEM_HOURS = 1 / 60
+#: A model plan whose own items cover less than this share of the window is not worth repairing.
+MIN_COVERAGE = 0.5
+HOME_ACTIVITY = {"ja": "家で過ごす", "en": "Time at home"}
+
+
+class PlanUnrepairable(ValueError):
+    """The proposed plan cannot be repaired into a sound one without inventing most of it."""
+
+
+def _as_dict(item: Any) -> dict[str, Any]:
+    if isinstance(item, BaseModel):
+        return item.model_dump()
+    if isinstance(item, Mapping):
+        return dict(item)
+    raise PlanUnrepairable(f"a plan item is not an object: {item!r:.60}")
+
+
+def repair_plan(
+    items: Sequence[Any],
+    *,
+    known_pois: Collection[str],
+    home: str | None,
+    start: float,
+    end: float,
+    language: str = "ja",
+) -> tuple[list[PlanItem], list[str]]:
+    """Turn a proposed plan into a sound one over [start, end).
+
+    Args:
+        items: proposed items (dicts or models with start, end, poi_id, activity; hours of the day).
+        known_pois: ids of the world's points of interest.
+        home: the point used for unknown places and gaps (None when the world has no place at all).
+        start, end: the window to cover, e.g. wake and sleep hours.
+        language: "ja" or "en", for the filler activity.
+
+    Returns:
+        The sound items and a list of human-readable repairs (empty when the plan was already sound).
+
+    Raises:
+        PlanUnrepairable: no usable items, most places unknown, or too little of the window covered.
+    """
+    if end <= start:
+        raise ValueError(f"empty window {start:g}-{end:g}")
+    if not items:
+        raise PlanUnrepairable("the plan has no items")
+    repairs: list[str] = []
+    proposed = _known_places(items, known_pois, home, repairs)
+    clipped = _clip(proposed, start, end, repairs)
+    ordered = sorted(clipped, key=lambda it: (it["start"], it["end"]))
+    if [id(it) for it in ordered] != [id(it) for it in clipped]:
+        repairs.append("items reordered by start time")
+    trimmed = _trim_overlaps(ordered, repairs)
+    covered = sum(it["end"] - it["start"] for it in trimmed)
+    if covered < MIN_COVERAGE * (end - start):
+        share = 100 * covered / (end - start)
+        raise PlanUnrepairable(
+            f"the plan covers only {share:.0f}% of {format_clock(start)}-{format_clock(end)}"
+        )
+    filled = _fill_gaps(trimmed, start, end, home, HOME_ACTIVITY.get(language, HOME_ACTIVITY["en"]), repairs)
+    return [PlanItem.model_validate(it) for it in filled], repairs
+
+
+def _known_places(
+    items: Sequence[Any], known: Collection[str], home: str | None, repairs: list[str]
+) -> list[dict[str, Any]]:
+    result, unknown = [], 0
+    for raw in items:
+        item = _as_dict(raw)
+        try:
+            begin, finish = float(item["start"]), float(item["end"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise PlanUnrepairable(f"a plan item has no usable start/end: {item!r:.80}") from exc
+        poi = item.get("poi_id")
+        activity = str(item.get("activity") or "").strip()[:200]
+        if poi not in known and poi != home:
+            unknown += 1
+            repairs.append(f"unknown place {poi!r} at {format_clock(begin)} replaced by home")
+            poi = home
+        result.append({"start": begin, "end": finish, "poi_id": poi, "activity": activity or "…"})
+    if unknown * 2 > len(result):
+        raise PlanUnrepairable(f"{unknown} of {len(result)} items name places that do not exist")
+    return result
+
+
+def _clip(items: list[dict[str, Any]], start: float, end: float, repairs: list[str]) -> list[dict[str, Any]]:
+    kept = []
+    for item in items:
+        if item["end"] <= item["start"]:
+            repairs.append(f"item at {format_clock(item['start'])} ends before it starts: dropped")
+            continue
+        begin, finish = max(item["start"], start), min(item["end"], end)
+        if (begin, finish) != (item["start"], item["end"]):
+            what = "dropped" if finish - begin < MIN_ITEM_HOURS else "clipped to"
+            repairs.append(
+                f"{format_clock(item['start'])}-{format_clock(item['end'])} outside "
+                f"{format_clock(start)}-{format_clock(end)}: {what} the window"
+            )
+        if finish - begin >= MIN_ITEM_HOURS:
+            kept.append({**item, "start": begin, "end": finish})
+    return kept
+
+
+def _trim_overlaps(items: list[dict[str, Any]], repairs: list[str]) -> list[dict[str, Any]]:
+    result: list[dict[str, Any]] = []
+    for item in items:
+        if result and item["start"] < result[-1]["end"]:
+            new_start = result[-1]["end"]
+            repairs.append(
+                f"{format_clock(item['start'])}-{format_clock(item['end'])} overlapped the previous item: "
+                f"starts at {format_clock(new_start)}"
+            )
+            if item["end"] - new_start < MIN_ITEM_HOURS:
+                continue
+            item = {**item, "start": new_start}
+        result.append(item)
+    return result
+
+
+def _fill_gaps(
+    items: list[dict[str, Any]], start: float, end: float, home: str | None, activity: str, repairs: list[str]
+) -> list[dict[str, Any]]:
+    result: list[dict[str, Any]] = []
+    cursor = start
+    for item in items:  # trimmed already: every item starts at or after the previous end
+        gap = item["start"] - cursor
+        if gap >= MIN_ITEM_HOURS:
+            repairs.append(f"gap {format_clock(cursor)}-{format_clock(item['start'])} filled with home")
+            result.append({"start": cursor, "end": item["start"], "poi_id": home, "activity": activity})
+        elif gap > 0:
+            item = {**item, "start": cursor}  # a sliver of rounding: stretch the item over it
+        result.append(item)
+        cursor = item["end"]
+    if end - cursor >= MIN_ITEM_HOURS:
+        repairs.append(f"gap {format_clock(cursor)}-{format_clock(end)} filled with home")
+        result.append({"start": cursor, "end": end, "poi_id": home, "activity": activity})
+    elif result:
+        result[-1]["end"] = end
+    return result
+
+
+def plan_problems(
+    items: Sequence[PlanItem], *, known_pois: Collection[str], home: str | None, start: float, end: float
+) -> list[str]:
+    """Why a plan is not sound (empty list when it is). Used before storing, and by tests."""
+    problems: list[str] = []
+    if not items:
+        return ["the plan has no items"]
+    if abs(items[0].start - start) > 1e-6:
+        problems.append(f"starts at {format_clock(items[0].start)}, not {format_clock(start)}")
+    if abs(items[-1].end - end) > 1e-6:
+        problems.append(f"ends at {format_clock(items[-1].end)}, not {format_clock(end)}")
+    for index, item in enumerate(items):
+        if item.end <= item.start:
+            problems.append(f"item {index} is empty or reversed")
+        if item.poi_id not in known_pois and item.poi_id != home:
+            problems.append(f"item {index} names unknown place {item.poi_id!r}")
+        if index and abs(item.start - items[index - 1].end) > 1e-6:
+            kind = "overlaps" if item.start < items[index - 1].end else "leaves a gap after"
+            problems.append(f"item {index} {kind} item {index - 1}")
+    return problems
+
+
+FALLBACK_ACTIVITY = {
+    "ja": "{name}で過ごす",
+    "en": "Spend time at {name}",
+}
+
+
+def fallback_plan(
+    pois: Sequence[tuple[str, str, str]],
+    *,
+    home: str | None,
+    start: float,
+    end: float,
+    language: str = "ja",
+) -> list[PlanItem]:
+    """A safe, deterministic plan when the model cannot give one: home, a few public places, home.
+
+    Args:
+        pois: (id, name, kind) of the world's points of interest, in a stable order.
+        home, start, end, language: as for `repair_plan`.
+    """
+    public = [(pid, name) for pid, name, kind in pois if pid != home and kind != "home"][:3]
+    home_text = HOME_ACTIVITY.get(language, HOME_ACTIVITY["en"])
+    template = FALLBACK_ACTIVITY.get(language, FALLBACK_ACTIVITY["en"])
+    span = end - start
+    items: list[dict[str, Any]] = []
+    if public and span >= 3:
+        morning = min(1.0, span / 4)
+        block = min(2.0, (span - 2 * morning) / len(public))
+        cursor = start + morning
+        items.append({"start": start, "end": cursor, "poi_id": home, "activity": home_text})
+        for pid, name in public:
+            items.append(
+                {
+                    "start": cursor,
+                    "end": cursor + block,
+                    "poi_id": pid,
+                    "activity": template.format(name=name),
+                }
+            )
+            cursor += block
+        items.append({"start": cursor, "end": end, "poi_id": home, "activity": home_text})
+    else:
+        items.append({"start": start, "end": end, "poi_id": home, "activity": home_text})
+    known = {pid for pid, _, _ in pois}
+    repaired, _ = repair_plan(items, known_pois=known, home=home, start=start, end=end, language=language)
+    return repaired

@@ -1,0 +1,79 @@
+"""`machi world export FILE | import FILE | reset`: save, restore and reset a world from the shell.
+
+Run these while the server is stopped (or restart it afterwards): a running server keeps cached memory
+matrices that an import from another process cannot invalidate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from backend.config import Settings
+from backend.errors import InvalidInput
+from backend.storage.db import create_db_engine, init_db, session_scope
+from backend.world import transfer
+from backend.world.models import DEFAULT_WORLD
+
+
+def register(subparsers: Any) -> None:
+    """Add `machi world ...` to the CLI."""
+    world = subparsers.add_parser("world", help="export, import or reset a world")
+    sub = world.add_subparsers(dest="world_command", required=True)
+    export = sub.add_parser("export", help="write a world to a JSON file ('-' for stdout)")
+    export.add_argument("file")
+    export.add_argument("--world", default=DEFAULT_WORLD, help="world id (default: default)")
+    export.set_defaults(func=_export)
+    load = sub.add_parser("import", help="replace a world with a JSON file's contents")
+    load.add_argument("file")
+    load.add_argument("--world", help="target world id (default: the id saved in the file)")
+    load.set_defaults(func=_import)
+    reset = sub.add_parser("reset", help="wipe a world and load the demo world into it")
+    reset.add_argument("--world", default=DEFAULT_WORLD, help="world id (default: default)")
+    reset.set_defaults(func=_reset)
+
+
+def _engine(settings: Settings) -> Any:
+    engine = create_db_engine(settings.database_url)
+    init_db(engine)
+    return engine
+
+
+def _export(args: argparse.Namespace, settings: Settings) -> int:
+    with session_scope(_engine(settings)) as session:
+        doc = transfer.export_world(session, args.world)
+    text = json.dumps(doc, ensure_ascii=False, indent=1)
+    if args.file == "-":
+        sys.stdout.write(text + "\n")
+    else:
+        Path(args.file).write_text(text, encoding="utf-8")
+        counts = ", ".join(f"{len(doc[name])} {name}" for name in transfer.SECTIONS)
+        print(f"exported world {args.world!r} to {args.file}: {counts}")
+    return 0
+
+
+def _import(args: argparse.Namespace, settings: Settings) -> int:
+    try:
+        doc = json.loads(Path(args.file).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        print(f"cannot read {args.file}: {exc}", file=sys.stderr)
+        return 2
+    target = args.world or (doc.get("world_id") if isinstance(doc, dict) else None) or DEFAULT_WORLD
+    try:
+        with session_scope(_engine(settings)) as session:
+            counts = transfer.import_world(session, target, doc)
+    except InvalidInput as exc:
+        print(f"not imported: {exc.message}", file=sys.stderr)
+        return 2
+    print(f"imported {args.file} into world {target!r}: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
+    return 0
+
+
+def _reset(args: argparse.Namespace, settings: Settings) -> int:
+    with session_scope(_engine(settings)) as session:
+        counts = transfer.reset_world(session, args.world)
+    print(f"world {args.world!r} reset to the demo world: {counts['agents']} agents, {counts['pois']} places")
+    return 0

@@ -1,0 +1,136 @@
+"""Request and response shapes for agents, points of interest and Unity's state reports."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+AgentState = Literal["moving_to_poi", "wandering_in_poi", "talking", "cooldown", "waiting_for_replan"]
+ID_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
+MAX_TRAITS = 20
+
+
+class Position(BaseModel):
+    """A point in Unity world coordinates (metres)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    x: float = Field(ge=-1e6, le=1e6)
+    y: float = Field(default=0.0, ge=-1e6, le=1e6)
+    z: float = Field(ge=-1e6, le=1e6)
+
+
+class AgentBase(BaseModel):
+    """A persona: who the character is and when it is awake."""
+
+    name: str = Field(min_length=1, max_length=100)
+    language: Literal["ja", "en"] = "ja"
+    age: int | None = Field(default=None, ge=0, le=200)
+    traits: list[str] = Field(default_factory=list, max_length=MAX_TRAITS)
+    backstory: str = Field(default="", max_length=4000)
+    speaking_style: str = Field(default="", max_length=1000)
+    home_poi: str | None = Field(default=None, pattern=ID_PATTERN)
+    wake_hour: float = Field(default=7.0, ge=0, le=24)
+    sleep_hour: float = Field(default=23.0, ge=0, le=24)
+    council_role: Literal["moderator", "member"] | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("name must not be blank")
+        return value.strip()
+
+    @field_validator("traits")
+    @classmethod
+    def _short_traits(cls, value: list[str]) -> list[str]:
+        cleaned = [trait.strip() for trait in value if trait.strip()]
+        for trait in cleaned:
+            if len(trait) > 50:
+                raise ValueError(f"each trait is at most 50 characters ({trait[:20]!r}... is longer)")
+        return cleaned
+
+    @model_validator(mode="after")
+    def _wake_before_sleep(self) -> AgentBase:
+        if self.wake_hour >= self.sleep_hour:
+            raise ValueError(
+                f"wake_hour ({self.wake_hour:g}) must be earlier than sleep_hour ({self.sleep_hour:g})"
+            )
+        return self
+
+
+class AgentUpsert(AgentBase):
+    """Body of `PUT /v1/agents/{agent_id}`: creates the agent or replaces its persona."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class PoiRef(BaseModel):
+    id: str
+    name: str
+    kind: str
+    position: Position
+
+
+class AgentPublic(AgentBase):
+    """An agent as the API shows it: persona plus the last state Unity reported."""
+
+    id: str
+    state: str | None = None
+    location_name: str | None = None
+    position: Position | None = None
+    state_day: int | None = None
+    state_time_of_day: float | None = None
+    updated_at: datetime | None = None
+
+
+class EmotionNow(BaseModel):
+    label: str
+    values: dict[str, float]
+    cause: str | None = None
+    day: int
+    time_of_day: float
+
+
+class AgentDetail(AgentPublic):
+    """`GET /v1/agents/{agent_id}`: also the current plan item and emotion (null when there is none)."""
+
+    current_plan_item: dict[str, Any] | None = None
+    emotion: EmotionNow | None = None
+
+
+class PoiUpsert(BaseModel):
+    """Body of `PUT /v1/pois/{poi_id}`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200)
+    kind: str = Field(default="place", min_length=1, max_length=64)
+    description: str = Field(default="", max_length=2000)
+    position: Position
+
+
+class PoiPublic(PoiUpsert):
+    id: str
+
+
+class StateReport(BaseModel):
+    """Body of `POST /v1/agents/{agent_id}/state`: what Unity's state machine is doing now."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    state: AgentState
+    location_name: str | None = Field(default=None, max_length=200)
+    position: Position | None = None
+    day: int = Field(ge=1, le=1_000_000)
+    time_of_day: float = Field(ge=0, lt=24)
+
+
+class StateAccepted(BaseModel):
+    agent_id: str
+    state: str
+    location_name: str | None
+    arrived: bool
+    observation_id: int | None = None
