@@ -28,12 +28,15 @@ log = logging.getLogger("machi")
 ROUTERS = (
     "backend.api.health",
     "backend.api.llm_calls",
+    "backend.api.agents",
+    "backend.api.plan",
+    "backend.api.world",
     "backend.api.memory",
     "backend.api.events",
 )
 
 #: Start-up steps run after the database is ready, in order: `async def step(app) -> None`.
-STARTUP_STEPS: tuple[str, ...] = ()
+STARTUP_STEPS: tuple[str, ...] = ("backend.world.demo:ensure_demo_world",)
 
 
 def create_app(
