@@ -165,6 +165,13 @@ class MemoryService:
                 index.remove([memory_id])
             self.cache.drop_if_sparse(key)
 
+    def invalidate_world(self, world_id: str) -> None:
+        """Forget cached matrices and reflection bookkeeping of a world whose rows were replaced (import)."""
+        for key in [key for key in list(self.cache._indexes) if key[0] == world_id]:
+            self.cache.drop(key)
+        for key in [key for key in list(self.reflections.failed_at) if key[0] == world_id]:
+            self.reflections.failed_at.pop(key, None)
+
     def delete_agent(self, world_id: str, agent_id: str) -> int:
         """Drop all of an agent's memories and its cached matrix. Returns how many memories went."""
         self.cache.drop((world_id, agent_id))
