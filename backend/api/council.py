@@ -1,0 +1,87 @@
+"""The council and the judge: start a council (202, runs in the background), read it, its markdown record."""
+
+from __future__ import annotations
+
+import asyncio
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import PlainTextResponse
+
+from backend.api.deps import EngineDep, LLMDep, SessionDep, TasksDep, WorldDep
+from backend.council.judge import judge_content, judge_conversation
+from backend.council.models import CouncilRecord
+from backend.council.record import render_record
+from backend.council.schemas import (
+    CouncilAccepted,
+    CouncilCreate,
+    CouncilList,
+    CouncilPublic,
+    CouncilSummary,
+    JudgeRequest,
+    JudgeResult,
+)
+from backend.council.service import council_label, create_council, get_council, list_councils, run_council
+
+router = APIRouter(prefix="/v1", tags=["council"])
+
+
+def _summary(row: CouncilRecord) -> CouncilSummary:
+    return CouncilSummary.model_validate({**row.model_dump(), "label": council_label(row.number)})
+
+
+@router.post("/council", status_code=202, response_model=CouncilAccepted)
+async def start_council(
+    body: CouncilCreate, request: Request, world: WorldDep, engine: EngineDep, llm: LLMDep, tasks: TasksDep
+) -> CouncilAccepted:
+    """Store the proposal and hold the council in the background; poll GET /v1/council/{id}."""
+    row = await asyncio.to_thread(create_council, engine, world, body)
+    memory = getattr(request.app.state, "memory", None)
+    # on_update=None: progress is saved to the record after every step; the event bus will hook in here.
+    tasks.spawn(run_council(engine, llm, row.id, memory=memory, on_update=None), name=f"council:{row.id}")
+    return CouncilAccepted(id=row.id, number=row.number, label=council_label(row.number), status=row.status)
+
+
+@router.get("/council", response_model=CouncilList)
+def list_all(
+    session: SessionDep,
+    world: WorldDep,
+    status: str | None = Query(None, pattern="^(pending|running|done|failed)$"),
+    limit: int = Query(50, ge=1, le=500),
+    offset: int = Query(0, ge=0),
+) -> CouncilList:
+    rows = list_councils(session, world, status=status, limit=limit, offset=offset)
+    return CouncilList(councils=[_summary(row) for row in rows])
+
+
+@router.get("/council/{council_id}", response_model=CouncilPublic)
+def get_one(council_id: str, session: SessionDep, world: WorldDep) -> CouncilPublic:
+    row = get_council(session, world, council_id)
+    return CouncilPublic.model_validate({**row.model_dump(), "label": council_label(row.number)})
+
+
+@router.get("/council/{council_id}/record.md", response_class=PlainTextResponse)
+def get_record(council_id: str, session: SessionDep, world: WorldDep) -> PlainTextResponse:
+    row = get_council(session, world, council_id)
+    return PlainTextResponse(render_record(row), media_type="text/markdown; charset=utf-8")
+
+
+@router.post("/judge", response_model=JudgeResult)
+async def judge(body: JudgeRequest, world: WorldDep, llm: LLMDep) -> JudgeResult:
+    """Score content on each criterion (1-10). A judge model that fails twice answers 503 llm_error."""
+    return await judge_content(
+        llm,
+        body.content,
+        criteria=body.criteria,
+        context=body.context,
+        language=body.language,
+        world_id=world,
+    )
+
+
+@router.post("/conversations/{session_id}/judge", response_model=JudgeResult)
+async def judge_stored_conversation(
+    session_id: str, request: Request, world: WorldDep, engine: EngineDep, llm: LLMDep
+) -> JudgeResult:
+    """Score a stored conversation (in character, coherence, memory use); the verdict is kept on it."""
+    memory = getattr(request.app.state, "memory", None)
+    return await judge_conversation(engine, llm, world, session_id, memory=memory)

@@ -1,0 +1,196 @@
+"""LLM-as-a-judge: one model scores content on named criteria, in one hierarchical step.
+
+It is the council's contrast (one judge instead of peers deliberating) and Machi's evaluation tool: it scores
+any text, or a stored conversation for staying in character, coherence and use of memory.
+
+Failure: the reply is validated (every requested criterion present, every score an integer 1-10, overall
+1-10) and re-asked once by the standard wrapper. If the model still gives nothing usable the judge raises
+`JudgeUnavailable` (503, code `llm_error`). This is the one place Machi answers a model failure with a 5xx:
+the judge is an evaluation tool, never on Unity's live path, and an invented score would be worse than none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from backend.conversation.models import Conversation, Turn
+from backend.council import prompts
+from backend.council.schemas import JudgeResult, judge_reply_for
+from backend.errors import InvalidInput, LLMError, NotFound
+from backend.gametime import utcnow
+from backend.llm.base import LLM, PRIORITY_BACKGROUND, GenerateOptions
+from backend.text import is_japanese
+from backend.world.models import Agent
+
+DEFAULT_CRITERIA = ("in_character", "coherence", "helpfulness")
+CONVERSATION_CRITERIA = ("in_character", "coherence", "memory_use")
+#: Memories shown to the judge per speaker, so it can tell whether they were used.
+JUDGE_MEMORIES = 6
+MAX_CONTENT_CHARS = 20_000
+
+
+class JudgeUnavailable(LLMError):
+    """The judge model gave no valid verdict even after a re-ask (see the module docstring)."""
+
+    code = "llm_error"
+
+
+async def judge_content(
+    llm: LLM,
+    content: str,
+    *,
+    criteria: list[str] | None = None,
+    context: str | None = None,
+    language: str | None = None,
+    world_id: str = "default",
+    session_id: str | None = None,
+    facts: dict[str, Any] | None = None,
+) -> JudgeResult:
+    """Score `content` on each criterion (1-10).
+
+    Args:
+        llm: the (wrapped) model; the call is traced with stage `judge`.
+        content: the text to judge.
+        criteria: criterion names (default in_character, coherence, helpfulness).
+        context: what the judge should know (personas, the situation), or None.
+        language: ja or en; default guessed from the content.
+        world_id, session_id: for the trace.
+        facts: extra structured facts for the scripted engine.
+
+    Returns:
+        A JudgeResult with a score for every criterion, in the order asked.
+
+    Raises:
+        JudgeUnavailable: the model failed or answered invalidly twice.
+    """
+    wanted = list(criteria or DEFAULT_CRITERIA)
+    language = prompts.lang_key(language or ("ja" if is_japanese(content) else "en"))
+    messages = prompts.judge_messages(content, wanted, context, language)
+    options = GenerateOptions(
+        purpose="judge",
+        stage="judge",
+        world_id=world_id,
+        session_id=session_id,
+        language=language,
+        priority=PRIORITY_BACKGROUND,
+        facts={
+            "content": content,
+            "criteria": wanted,
+            "context": context,
+            "language": language,
+            **(facts or {}),
+        },
+    )
+    try:
+        reply = await llm.generate_json(messages, judge_reply_for(wanted), options=options)
+    except LLMError as exc:
+        raise JudgeUnavailable(
+            f"the judge model gave no valid verdict: {exc.message}"[:500], details={"cause": exc.code}
+        ) from exc
+    by_name = {item.criterion: item for item in reply.scores}
+    return JudgeResult(
+        scores={name: by_name[name].score for name in wanted},
+        overall=round(reply.overall, 1),
+        rationale=reply.rationale,
+        recommended_action=reply.recommended_action,
+        reasons={name: by_name[name].reason for name in wanted if by_name[name].reason},
+        session_id=session_id,
+    )
+
+
+async def judge_conversation(
+    engine: Engine, llm: LLM, world_id: str, session_id: str, *, memory: Any = None
+) -> JudgeResult:
+    """Score a stored conversation (in character, coherence, memory use) and keep the verdict on it.
+
+    Raises:
+        NotFound: no such conversation in the world.
+        InvalidInput: the conversation has no turns yet.
+        JudgeUnavailable: as `judge_content`.
+    """
+    conversation, turns, agents = await asyncio.to_thread(_load_conversation, engine, world_id, session_id)
+    if not turns:
+        raise InvalidInput(
+            f"conversation {session_id!r} has no turns to judge", details={"field": "session_id"}
+        )
+    names = {agent_id: agent.name for agent_id, agent in agents.items()}
+    lines = [f"{names.get(t.speaker_id, t.speaker_id)}: {t.dialogue}" for t in turns]
+    content = "\n".join(lines)[-MAX_CONTENT_CHARS:]
+    language = next((a.language for a in agents.values()), None) or ("ja" if is_japanese(content) else "en")
+    speakers = [_speaker(agent, memory, world_id) for agent in agents.values()]
+    context = "\n".join(_speaker_context(s, language) for s in speakers)
+    result = await judge_content(
+        llm,
+        content,
+        criteria=list(CONVERSATION_CRITERIA),
+        context=context,
+        language=language,
+        world_id=world_id,
+        session_id=session_id,
+        facts={"transcript": lines, "speakers": speakers},
+    )
+    verdict = {
+        **result.model_dump(),
+        "criteria": list(CONVERSATION_CRITERIA),
+        "judged_at": utcnow().isoformat(),
+    }
+    await asyncio.to_thread(_store_verdict, engine, world_id, session_id, verdict)
+    return result
+
+
+def _load_conversation(
+    engine: Engine, world_id: str, session_id: str
+) -> tuple[Conversation, list[Turn], dict[str, Agent]]:
+    with Session(engine, expire_on_commit=False) as session:
+        conversation = session.get(Conversation, (world_id, session_id))
+        if conversation is None:
+            raise NotFound(f"no conversation {session_id!r} in world {world_id!r}")
+        turns = list(
+            session.exec(
+                select(Turn)
+                .where(Turn.world_id == world_id, Turn.session_id == session_id)
+                .order_by(col(Turn.turn_index))
+            ).all()
+        )
+        agents = {}
+        for agent_id in (conversation.agent_a, conversation.agent_b):
+            agent = session.get(Agent, (world_id, agent_id))
+            if agent is not None:
+                agents[agent_id] = agent
+    return conversation, turns, agents
+
+
+def _speaker(agent: Agent, memory: Any, world_id: str) -> dict[str, Any]:
+    memories: list[str] = []
+    if memory is not None:
+        memories = [m.content for m in memory.recent(world_id, agent.id, limit=JUDGE_MEMORIES)]
+    return {
+        "id": agent.id,
+        "name": agent.name,
+        "traits": list(agent.traits),
+        "backstory": agent.backstory,
+        "speaking_style": agent.speaking_style,
+        "memories": memories,
+    }
+
+
+def _speaker_context(speaker: dict[str, Any], language: str) -> str:
+    persona = prompts.persona_text(speaker, language)
+    label = "記憶" if prompts.lang_key(language) == "ja" else "memories"
+    remembered = "; ".join(speaker["memories"])
+    return f"- {speaker['name']}: {persona}" + (f"\n  {label}: {remembered}" if remembered else "")
+
+
+def _store_verdict(engine: Engine, world_id: str, session_id: str, verdict: dict[str, Any]) -> None:
+    with Session(engine) as session:
+        conversation = session.get(Conversation, (world_id, session_id))
+        if conversation is None:
+            return
+        conversation.judge = verdict
+        conversation.updated_at = utcnow()
+        session.add(conversation)
+        session.commit()

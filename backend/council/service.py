@@ -1,0 +1,254 @@
+"""The council's service: start a council (numbered per world), run it, read it back, recover after a crash.
+
+Crash safety: a council runs in the server process. If that process dies, the row is left `pending` or
+`running`; the start-up step `recover_councils` marks every such council `failed` with an error saying it was
+interrupted (it does not resume: a half-held council would mix two runs' answers, and starting it again is a
+cheap, explicit POST). A council cancelled at shutdown is marked failed by `run_council` itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import Any
+
+from sqlalchemy import func
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlmodel import Session, col, select
+
+from backend.council.deliberation import CouncilRun, OnUpdate, store_values
+from backend.council.models import CouncilRecord
+from backend.council.schemas import CouncilCreate
+from backend.errors import Conflict, InvalidInput, NotFound
+from backend.gametime import utcnow
+from backend.llm.base import LLM
+from backend.world.models import Agent
+
+log = logging.getLogger(__name__)
+
+#: How often creating a council retries when another writer took the same number first.
+NUMBER_ATTEMPTS = 20
+INTERRUPTED = "interrupted: the server stopped while this council was running; start it again"
+ACTIVE = ("pending", "running")
+
+
+def council_label(number: int) -> str:
+    return f"No.{number:03d}"
+
+
+# --- starting ----------------------------------------------------------------------------------------
+def create_council(engine: Engine, world_id: str, request: CouncilCreate) -> CouncilRecord:
+    """Validate the members and store a new `pending` council with the next number of its world.
+
+    Raises:
+        InvalidInput: an unknown member or moderator, or fewer than two members (details name the field).
+        Conflict: no free number could be taken after many attempts (heavy concurrent creation).
+    """
+    with Session(engine) as session:
+        members, moderator = resolve_members(session, world_id, request)
+        language = request.language or next(
+            (a.language for a in members if a.id == moderator.id), members[0].language
+        )
+    for _attempt in range(NUMBER_ATTEMPTS):
+        with Session(engine, expire_on_commit=False) as session:
+            row = CouncilRecord(
+                id=f"council-{uuid.uuid4().hex[:12]}",
+                world_id=world_id,
+                number=_next_number(session, world_id),
+                title=request.title,
+                background=request.background,
+                expected_effects=request.expected_effects,
+                category=request.category,
+                proposer=request.proposer,
+                members=[a.id for a in members],
+                moderator=moderator.id,
+                rounds=request.rounds,
+                language=language,
+            )
+            session.add(row)
+            try:
+                session.commit()
+                return row
+            except (IntegrityError, OperationalError) as exc:
+                # Another writer took this number (or held the write lock): count again and retry.
+                session.rollback()
+                if isinstance(exc, OperationalError) and "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+    raise Conflict(f"could not allocate a council number in world {world_id!r}; try again")
+
+
+def _next_number(session: Session, world_id: str) -> int:
+    current = session.exec(
+        select(func.max(CouncilRecord.number)).where(CouncilRecord.world_id == world_id)
+    ).one()
+    return int(current or 0) + 1
+
+
+def resolve_members(session: Session, world_id: str, request: CouncilCreate) -> tuple[list[Agent], Agent]:
+    """The members (given, or the world's council) and the moderator, as stored agents."""
+    if request.members is None:
+        council = session.exec(
+            select(Agent).where(Agent.world_id == world_id, col(Agent.council_role).is_not(None))
+        ).all()
+        members = sorted(council, key=lambda a: (a.council_role != "moderator", a.id))
+        if len(members) < 2:
+            raise InvalidInput(
+                f"world {world_id!r} has no council of two or more agents (set council_role); pass members",
+                details={"field": "members"},
+            )
+    else:
+        members = []
+        for agent_id in request.members:
+            agent = session.get(Agent, (world_id, agent_id))
+            if agent is None:
+                raise InvalidInput(
+                    f"unknown member {agent_id!r} in world {world_id!r}",
+                    details={"field": "members", "value": agent_id},
+                )
+            members.append(agent)
+    if request.moderator is not None:
+        moderator = session.get(Agent, (world_id, request.moderator))
+        if moderator is None:
+            raise InvalidInput(
+                f"unknown moderator {request.moderator!r} in world {world_id!r}",
+                details={"field": "moderator", "value": request.moderator},
+            )
+        return members, moderator
+    moderator = next((a for a in members if a.council_role == "moderator"), members[0])
+    return members, moderator
+
+
+# --- running -----------------------------------------------------------------------------------------
+async def run_council(
+    engine: Engine, llm: LLM, council_id: str, *, memory: Any = None, on_update: OnUpdate | None = None
+) -> CouncilRecord:
+    """Hold a stored council to the end and return its final row.
+
+    Args:
+        engine: the database.
+        llm: the (wrapped) model; every call is traced with council id, member, round and stage.
+        council_id: a council created by `create_council`.
+        memory: the MemoryService, or None to run without memories (recall and remembering are skipped).
+        on_update: called with the council's state after every saved step (see `_publish_progress`).
+
+    Returns:
+        The council row, `done` (or `failed` if something other than a model call broke).
+    """
+    try:
+        run = await asyncio.to_thread(_load_run, engine, llm, council_id)
+    except InvalidInput as exc:
+        values = {"status": "failed", "error": exc.message, "updated_at": utcnow()}
+        await asyncio.to_thread(store_values, engine, council_id, values)
+        raise
+    run.memory, run.on_update = memory, on_update
+    try:
+        return await run.run()
+    except asyncio.CancelledError:
+        await _fail(run, INTERRUPTED)
+        raise
+    except Exception as exc:
+        # A bug, not a model failure (those degrade inside the run): never leave the council `running`.
+        log.exception("council %s failed", council_id)
+        await _fail(run, f"internal error: {type(exc).__name__}: {exc}"[:500])
+        return run.row
+
+
+async def _fail(run: CouncilRun, message: str) -> None:
+    run.record["stage"] = "failed"
+    try:
+        await asyncio.shield(run.save(status="failed", error=message))
+    except Exception:  # noqa: BLE001 - the start-up recovery will catch it instead
+        log.exception("could not mark council %s failed", run.row.id)
+
+
+def _load_run(engine: Engine, llm: LLM, council_id: str) -> CouncilRun:
+    with Session(engine, expire_on_commit=False) as session:
+        row = session.get(CouncilRecord, council_id)
+        if row is None:
+            raise NotFound(f"no council {council_id!r}")
+        agents = {
+            a.id: a
+            for a in session.exec(
+                select(Agent).where(
+                    Agent.world_id == row.world_id, col(Agent.id).in_([*row.members, row.moderator or ""])
+                )
+            ).all()
+        }
+    members = [_member_facts(agents[agent_id]) for agent_id in row.members if agent_id in agents]
+    if len(members) < 2:
+        raise InvalidInput(
+            f"council {council_id} has fewer than two members left (agents were deleted)",
+            details={"field": "members"},
+        )
+    moderator_agent = agents.get(row.moderator or "")
+    moderator = _member_facts(moderator_agent) if moderator_agent else members[0]
+    return CouncilRun(engine=engine, llm=llm, row=row, members=members, moderator=moderator)
+
+
+def _member_facts(agent: Agent) -> dict[str, Any]:
+    """What prompts and the scripted engine know of a member: its persona, role and last game time."""
+    return {
+        "id": agent.id,
+        "name": agent.name,
+        "language": agent.language,
+        "traits": list(agent.traits),
+        "backstory": agent.backstory,
+        "speaking_style": agent.speaking_style,
+        "council_role": agent.council_role,
+        "day": agent.state_day,
+        "time_of_day": agent.state_time_of_day,
+    }
+
+
+# --- reading -----------------------------------------------------------------------------------------
+def get_council(session: Session, world_id: str, council_id: str) -> CouncilRecord:
+    row = session.get(CouncilRecord, council_id)
+    if row is None or row.world_id != world_id:
+        raise NotFound(f"no council {council_id!r} in world {world_id!r}")
+    return row
+
+
+def list_councils(
+    session: Session, world_id: str, *, status: str | None = None, limit: int = 50, offset: int = 0
+) -> list[CouncilRecord]:
+    """A world's councils, newest number first."""
+    query = select(CouncilRecord).where(CouncilRecord.world_id == world_id)
+    if status is not None:
+        query = query.where(CouncilRecord.status == status)
+    return list(
+        session.exec(query.order_by(col(CouncilRecord.number).desc()).offset(offset).limit(limit)).all()
+    )
+
+
+# --- crash recovery ----------------------------------------------------------------------------------
+def fail_interrupted(engine: Engine) -> list[str]:
+    """Mark every council left pending or running as failed (INTERRUPTED). Returns their ids."""
+    with Session(engine) as session:
+        stuck = session.exec(select(CouncilRecord).where(col(CouncilRecord.status).in_(ACTIVE))).all()
+        ids = [row.id for row in stuck]
+    for council_id in ids:
+        with Session(engine) as session:
+            row = session.get(CouncilRecord, council_id)
+            record = dict(row.record or {}) if row else {}
+        record["stage"] = "failed"
+        store_values(
+            engine,
+            council_id,
+            {"status": "failed", "error": INTERRUPTED, "record": record, "updated_at": utcnow()},
+        )
+    return ids
+
+
+async def recover_councils(app: Any) -> None:
+    """Start-up step: no council stays `running` after a crash.
+
+    Skipped when `app.state.recover_councils` is False: the `machi council` command runs in-process next to
+    a server that may be using the same database, and must not fail that server's councils.
+    """
+    if not getattr(app.state, "recover_councils", True):
+        return
+    ids = await asyncio.to_thread(fail_interrupted, app.state.engine)
+    if ids:
+        log.warning("marked %d interrupted council(s) failed: %s", len(ids), ", ".join(ids))
