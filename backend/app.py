@@ -15,6 +15,7 @@ from backend import __version__
 from backend.api.errors import install_error_handlers
 from backend.api.protocol import ProtocolVersionMiddleware
 from backend.config import Settings, load_settings
+from backend.emotion.service import EmotionService
 from backend.events import LLM_CALL, EventBus, LLMCallPayload
 from backend.llm.base import LLM, Embedder
 from backend.llm.registry import build_embedder, build_provider, wrap
@@ -28,15 +29,21 @@ log = logging.getLogger("machi")
 ROUTERS = (
     "backend.api.health",
     "backend.api.llm_calls",
+    "backend.api.council",
     "backend.api.agents",
     "backend.api.plan",
     "backend.api.world",
     "backend.api.memory",
+    "backend.api.conversation",
     "backend.api.events",
+    "backend.api.emotion",
 )
 
 #: Start-up steps run after the database is ready, in order: `async def step(app) -> None`.
-STARTUP_STEPS: tuple[str, ...] = ("backend.world.demo:ensure_demo_world",)
+STARTUP_STEPS: tuple[str, ...] = (
+    "backend.world.demo:ensure_demo_world",
+    "backend.council.service:recover_councils",
+)
 
 
 def create_app(
@@ -75,9 +82,12 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.llm = wrap(provider, settings, engine)
     app.state.embedder = app.state.injected_embedder or build_embedder(settings)
     app.state.tasks = TaskRunner()
-    app.state.memory = MemoryService(engine=engine, embedder=app.state.embedder, llm=app.state.llm, settings=settings, tasks=app.state.tasks)  # noqa: E501
     app.state.events = EventBus()
     _publish_llm_calls(app.state.llm, app.state.events)
+    app.state.memory = MemoryService(engine=engine, embedder=app.state.embedder, llm=app.state.llm, settings=settings, tasks=app.state.tasks)  # noqa: E501
+    app.state.emotion = EmotionService(
+        engine=engine, llm=app.state.llm, settings=settings, tasks=app.state.tasks, events=app.state.events
+    )
     app.state.provider_status = {"reachable": None, "detail": "not checked yet"}
     for path in STARTUP_STEPS:
         module_name, _, attr = path.partition(":")

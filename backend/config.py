@@ -96,6 +96,10 @@ class Settings(BaseSettings):
     # Importance a memory holds until the model's rating lands (when the caller gives none).
     importance_provisional: int = Field(3, ge=1, le=10)
 
+    # --- emotion ---
+    emotion_half_life_minutes: float = Field(60.0, gt=0, le=100_000)
+    emotion_history_limit: int = Field(200, ge=10, le=100_000)
+
     # --- conversation ---
     max_turns: int = Field(8, ge=2, le=64)
     turn_deadline_s: float = Field(20.0, gt=0, le=600)

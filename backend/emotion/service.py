@@ -1,0 +1,209 @@
+"""Emotion state per agent: read (decayed to now), re-evaluate in the background, keep a history."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+
+from sqlalchemy import delete
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from backend.config import Settings
+from backend.emotion.models import EmotionRecord
+from backend.emotion.plutchik import baseline_for, clamp_values, decay, label, vrm_preset
+from backend.emotion.prompts import evaluation_messages
+from backend.emotion.schemas import EmotionEvaluation, EmotionState
+from backend.errors import LLMError
+from backend.events import EMOTION_UPDATED, EmotionPayload, EventBus
+from backend.gametime import game_minutes
+from backend.llm.base import LLM, PRIORITY_BACKGROUND, GenerateOptions
+from backend.tasks import TaskRunner
+from backend.world.models import Agent
+
+log = logging.getLogger(__name__)
+
+
+class EmotionService:
+    """Plutchik state per agent. Evaluation is fire-and-forget: a turn never waits for it."""
+
+    def __init__(
+        self,
+        *,
+        engine: Engine,
+        llm: LLM,
+        settings: Settings,
+        tasks: TaskRunner,
+        events: EventBus | None = None,
+    ) -> None:
+        self.engine = engine
+        self.llm = llm
+        self.settings = settings
+        self.tasks = tasks
+        self.events = events
+        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+
+    # --- reading ---
+    def current(
+        self, agent: Agent, *, day: int | None = None, time_of_day: float | None = None
+    ) -> EmotionState:
+        """The newest evaluation drifted toward the baseline up to (day, time_of_day); the baseline if none."""
+        with Session(self.engine) as session:
+            record = session.exec(
+                select(EmotionRecord)
+                .where(EmotionRecord.world_id == agent.world_id, EmotionRecord.agent_id == agent.id)
+                .order_by(col(EmotionRecord.id).desc())
+                .limit(1)
+            ).first()
+        return self._state(agent, record, day=day, time_of_day=time_of_day)
+
+    def history(self, agent: Agent, limit: int = 50) -> list[EmotionState]:
+        with Session(self.engine) as session:
+            rows = session.exec(
+                select(EmotionRecord)
+                .where(EmotionRecord.world_id == agent.world_id, EmotionRecord.agent_id == agent.id)
+                .order_by(col(EmotionRecord.id).desc())
+                .limit(limit)
+            ).all()
+        return [self._state(agent, row) for row in rows]
+
+    def _state(
+        self,
+        agent: Agent,
+        record: EmotionRecord | None,
+        *,
+        day: int | None = None,
+        time_of_day: float | None = None,
+    ) -> EmotionState:
+        baseline = baseline_for(agent.traits, agent.backstory)
+        if record is None:
+            values, at_day, at_time, updated, cause = baseline, day or 1, time_of_day or 0.0, None, None
+        else:
+            values = clamp_values(record.values)
+            at_day, at_time, updated, cause = record.day, record.time_of_day, record.created_at, record.cause
+            if day is not None and time_of_day is not None:
+                elapsed = game_minutes(day, time_of_day) - game_minutes(record.day, record.time_of_day)
+                values = decay(values, baseline, elapsed, self.settings.emotion_half_life_minutes)
+                at_day, at_time = day, time_of_day
+        shown_label = record.label if record is not None and values == clamp_values(record.values) else None
+        return EmotionState(
+            agent_id=agent.id,
+            values={k: round(v, 1) for k, v in values.items()},
+            label=shown_label or label(values, agent.language),
+            vrm_emotion=vrm_preset(values),
+            baseline=baseline,
+            day=at_day,
+            time_of_day=at_time,
+            updated_at=updated,
+            cause=cause,
+            evaluated=record is not None,
+        )
+
+    # --- evaluating ---
+    def schedule(
+        self, agent: Agent, *, lines: Sequence[str], cause: str, day: int, time_of_day: float
+    ) -> None:
+        """Re-evaluate in the background (fire-and-forget)."""
+        self.tasks.spawn(
+            self.evaluate(agent, lines=lines, cause=cause, day=day, time_of_day=time_of_day),
+            name=f"emotion:{agent.id}",
+        )
+
+    async def evaluate(
+        self, agent: Agent, *, lines: Sequence[str], cause: str, day: int, time_of_day: float
+    ) -> EmotionState | None:
+        """Ask the emotion model for the new state; on failure the previous state stays (the trace says why)."""
+        lock = self._locks.setdefault((agent.world_id, agent.id), asyncio.Lock())
+        async with lock:  # one evaluation per agent at a time, each reading the previous result
+            previous = self.current(agent, day=day, time_of_day=time_of_day)
+            options = GenerateOptions(
+                purpose="emotion",
+                priority=PRIORITY_BACKGROUND,
+                world_id=agent.world_id,
+                agent_id=agent.id,
+                language=agent.language,
+                temperature=0.3,
+                facts={
+                    "name": agent.name,
+                    "traits": agent.traits,
+                    "previous": previous.values,
+                    "baseline": previous.baseline,
+                    "lines": list(lines)[-12:],
+                    "cause": cause,
+                    "language": agent.language,
+                },
+            )
+            messages = evaluation_messages(
+                name=agent.name,
+                persona=", ".join(agent.traits) + (f" / {agent.backstory}" if agent.backstory else ""),
+                previous=previous.values,
+                previous_label=previous.label,
+                lines=lines,
+                cause=cause,
+                language=agent.language,
+            )
+            try:
+                reply = await self.llm.generate_json(messages, EmotionEvaluation, options=options)
+            except LLMError as exc:
+                log.info("emotion evaluation for %s failed, keeping the previous state: %s", agent.id, exc)
+                return None
+            record = await asyncio.to_thread(self._insert, agent, reply, cause, day, time_of_day)
+            return self._announce(agent, record)
+
+    def _insert(
+        self, agent: Agent, reply: EmotionEvaluation, cause: str, day: int, time_of_day: float
+    ) -> EmotionRecord:
+        values = clamp_values(reply.values())
+        record = EmotionRecord(
+            world_id=agent.world_id,
+            agent_id=agent.id,
+            values=values,
+            label=reply.label.strip()[:32] or label(values, agent.language),
+            cause=cause[:500],
+            day=day,
+            time_of_day=time_of_day,
+        )
+        with Session(self.engine, expire_on_commit=False) as session:
+            session.add(record)
+            session.commit()
+            self._prune(session, agent)
+        return record
+
+    def _announce(self, agent: Agent, record: EmotionRecord) -> EmotionState:
+        # Published on the event loop (subscribers such as WebSocket queues are not thread-safe).
+        state = self._state(agent, record)
+        if self.events is not None:
+            self.events.publish(
+                EMOTION_UPDATED,
+                agent.world_id,
+                EmotionPayload(
+                    agent_id=agent.id,
+                    values=state.values,
+                    label=state.label,
+                    vrm_emotion=state.vrm_emotion,
+                    day=record.day,
+                    time_of_day=record.time_of_day,
+                    cause=record.cause,
+                ),
+            )
+        return state
+
+    def _prune(self, session: Session, agent: Agent) -> None:
+        keep = self.settings.emotion_history_limit
+        cutoff = session.exec(
+            select(EmotionRecord.id)
+            .where(EmotionRecord.world_id == agent.world_id, EmotionRecord.agent_id == agent.id)
+            .order_by(col(EmotionRecord.id).desc())
+            .offset(keep)
+            .limit(1)
+        ).first()
+        if cutoff is not None:
+            session.execute(
+                delete(EmotionRecord).where(
+                    col(EmotionRecord.world_id) == agent.world_id,
+                    col(EmotionRecord.agent_id) == agent.id,
+                    col(EmotionRecord.id) <= cutoff,
+                )
+            )
+            session.commit()

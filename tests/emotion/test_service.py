@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi.testclient import TestClient
+from sqlmodel import Session
+
+from backend.emotion.service import EmotionService
+from backend.errors import LLMUnavailable
+from backend.events import Event
+from backend.llm.scripted import ScriptedLLM
+from backend.world.models import Agent
+
+
+def _agent(client: TestClient, agent_id: str = "aoi", world: str = "default") -> Agent:
+    agent = Agent(world_id=world, id=agent_id, name="葵", language="ja", traits=["明るい", "好奇心旺盛"])
+    with Session(client.app.state.engine, expire_on_commit=False) as session:  # type: ignore[attr-defined]
+        session.add(agent)
+        session.commit()
+    return agent
+
+
+def test_without_evaluation_the_state_is_the_persona_baseline(client: TestClient) -> None:
+    _agent(client)
+    body = client.get("/v1/agents/aoi/emotion").json()
+    assert body["evaluated"] is False
+    assert body["values"] == body["baseline"]
+    assert set(body["values"]) == {
+        "joy",
+        "trust",
+        "fear",
+        "surprise",
+        "sadness",
+        "disgust",
+        "anger",
+        "anticipation",
+    }
+    assert body["vrm_emotion"] in {"neutral", "happy", "angry", "sad", "relaxed", "surprised"}
+
+
+def test_evaluation_is_stored_published_and_decays(client: TestClient, scripted: ScriptedLLM) -> None:
+    agent = _agent(client)
+    service: EmotionService = client.app.state.emotion  # type: ignore[attr-defined]
+    heard: list[Event[Any]] = []
+    client.app.state.events.subscribe(heard.append, types=["emotion.updated"])  # type: ignore[attr-defined]
+    reply = {
+        "joy": 95,
+        "trust": 60,
+        "fear": 0,
+        "surprise": 30,
+        "sadness": 0,
+        "disgust": 0,
+        "anger": 0,
+        "anticipation": 50,
+        "label": "恍惚",
+    }
+    scripted.enqueue(reply, purpose="emotion")
+    state = client.portal.call(  # type: ignore[union-attr]
+        lambda: service.evaluate(
+            agent, lines=["ヒカリ: 一緒に行こう！"], cause="会話", day=1, time_of_day=10.0
+        )
+    )
+    assert state is not None and state.label == "恍惚" and state.vrm_emotion == "happy"
+    assert heard and heard[0].payload.values["joy"] == 95
+    # The prompt quoted the lines and the previous state.
+    assert "一緒に行こう" in scripted.calls("emotion")[-1].messages[-1]["content"]
+
+    now = client.get("/v1/agents/aoi/emotion", params={"day": 1, "time_of_day": 10.0}).json()
+    later = client.get("/v1/agents/aoi/emotion", params={"day": 1, "time_of_day": 12.0}).json()
+    assert now["values"]["joy"] == 95
+    assert now["values"]["joy"] > later["values"]["joy"] > now["baseline"]["joy"]
+    history = client.get("/v1/agents/aoi/emotion/history", params={"limit": 5}).json()["history"]
+    assert [h["label"] for h in history] == ["恍惚"]
+
+
+def test_failed_evaluation_keeps_previous_state_and_is_traced(
+    client: TestClient, scripted: ScriptedLLM
+) -> None:
+    agent = _agent(client)
+    service: EmotionService = client.app.state.emotion  # type: ignore[attr-defined]
+    scripted.enqueue(LLMUnavailable("down", retryable=False), purpose="emotion")
+    result = client.portal.call(  # type: ignore[union-attr]
+        lambda: service.evaluate(agent, lines=[], cause="test", day=1, time_of_day=9.0)
+    )
+    assert result is None
+    assert client.get("/v1/agents/aoi/emotion").json()["evaluated"] is False
+    calls = client.get("/v1/llm-calls", params={"purpose": "emotion"}).json()["calls"]
+    assert calls and calls[0]["ok"] is False
+
+
+def test_emotion_of_unknown_agent_is_404_and_worlds_are_separate(client: TestClient) -> None:
+    _agent(client, world="booth")
+    assert client.get("/v1/agents/aoi/emotion").status_code == 404
+    assert client.get("/v1/agents/aoi/emotion", headers={"X-Machi-World": "booth"}).status_code == 200
+    assert (
+        client.get("/v1/agents/aoi/emotion/history?limit=0", headers={"X-Machi-World": "booth"}).status_code
+        == 422
+    )
