@@ -24,7 +24,9 @@ def settings_for(settings: Settings, provider: str, url: str, **overrides: Any) 
     if provider == "ollama":
         update.update(ollama_host=url, ollama_model="gemma3n:e4b")
     elif provider == "openai":
-        update.update(openai_api_key=SecretStr("sk-test"), openai_base_url=f"{url}/v1", openai_model="gpt-test")
+        update.update(
+            openai_api_key=SecretStr("sk-test"), openai_base_url=f"{url}/v1", openai_model="gpt-test"
+        )
     elif provider == "vllm":
         update.update(vllm_base_url=f"{url}/v1", vllm_model="qwen-test", vllm_api_key=SecretStr("vk-test"))
     update.update(overrides)

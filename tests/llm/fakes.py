@@ -98,7 +98,10 @@ class FakeModelServer:
         if path == "/api/embed":
             return Reply(body={"model": body["model"], "embeddings": [self.embed(t) for t in body["input"]]})
         if path.endswith("/embeddings"):
-            data = [{"object": "embedding", "index": i, "embedding": self.embed(t)} for i, t in enumerate(body["input"])]
+            data = [
+                {"object": "embedding", "index": i, "embedding": self.embed(t)}
+                for i, t in enumerate(body["input"])
+            ]
             data.reverse()  # out of order on purpose: the adapter must sort by index
             usage = {"prompt_tokens": 3, "total_tokens": 3}
             return Reply(body={"object": "list", "data": data, "model": body["model"], "usage": usage})
@@ -128,12 +131,23 @@ def _pieces(text: str, count: int) -> list[str]:
 
 def _ollama_chat(said: Said, body: dict[str, Any]) -> Reply:
     model = body["model"]
-    done = {"done": True, "done_reason": "stop", "prompt_eval_count": said.prompt_tokens, "eval_count": said.completion_tokens}
+    done = {
+        "done": True,
+        "done_reason": "stop",
+        "prompt_eval_count": said.prompt_tokens,
+        "eval_count": said.completion_tokens,
+    }
     if not body.get("stream"):
         message = {"role": "assistant", "content": said.text}
-        return Reply(body={"model": model, "created_at": "2025-01-01T00:00:00Z", "message": message, **done}, delay_s=said.delay_s)
+        return Reply(
+            body={"model": model, "created_at": "2025-01-01T00:00:00Z", "message": message, **done},
+            delay_s=said.delay_s,
+        )
     lines = [
-        json.dumps({"model": model, "message": {"role": "assistant", "content": piece}, "done": False}, ensure_ascii=False)
+        json.dumps(
+            {"model": model, "message": {"role": "assistant", "content": piece}, "done": False},
+            ensure_ascii=False,
+        )
         for piece in _pieces(said.text, said.chunks)
     ]
     lines.append(json.dumps({"model": model, "message": {"role": "assistant", "content": ""}, **done}))
@@ -150,7 +164,10 @@ def _openai_chat(said: Said, body: dict[str, Any]) -> Reply:
     base = {"id": "chatcmpl-1", "created": 1, "model": model}
     if not body.get("stream"):
         choice = {"index": 0, "message": {"role": "assistant", "content": said.text}, "finish_reason": "stop"}
-        return Reply(body={**base, "object": "chat.completion", "choices": [choice], "usage": usage}, delay_s=said.delay_s)
+        return Reply(
+            body={**base, "object": "chat.completion", "choices": [choice], "usage": usage},
+            delay_s=said.delay_s,
+        )
     chunk = {**base, "object": "chat.completion.chunk"}
     events = [
         {**chunk, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}

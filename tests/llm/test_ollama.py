@@ -26,7 +26,9 @@ def adapter(settings: Settings, fake: FakeModelServer, **overrides: object) -> O
     return OllamaLLM.from_settings(settings_for(settings, "ollama", fake.url, **overrides))
 
 
-async def test_json_request_carries_model_schema_and_options(settings: Settings, fake: FakeModelServer) -> None:
+async def test_json_request_carries_model_schema_and_options(
+    settings: Settings, fake: FakeModelServer
+) -> None:
     llm = adapter(settings, fake, llm_temperature=0.3)
     fake.say('{"emotion": "joy", "intensity": 4}', prompt_tokens=21, completion_tokens=9)
     options = GenerateOptions(purpose="dialogue", max_tokens=64, seed=7)
@@ -48,7 +50,11 @@ async def test_reply_text_model_and_token_counts(settings: Settings, fake: FakeM
     fake.say("やあ、アオイだよ。", prompt_tokens=30, completion_tokens=12)
     completion = await llm.complete(MESSAGES, options=GenerateOptions(temperature=1.1))
     assert completion.text == "やあ、アオイだよ。"
-    assert (completion.model, completion.prompt_tokens, completion.completion_tokens) == ("gemma3n:e4b", 30, 12)
+    assert (completion.model, completion.prompt_tokens, completion.completion_tokens) == (
+        "gemma3n:e4b",
+        30,
+        12,
+    )
     [sent] = fake.posts("/api/chat")
     assert "format" not in sent  # free text: no schema constraint
     assert sent["options"]["temperature"] == 1.1
@@ -101,7 +107,14 @@ async def test_server_error_is_retryable(settings: Settings, fake: FakeModelServ
 
 async def test_error_in_the_middle_of_a_stream(settings: Settings, fake: FakeModelServer) -> None:
     llm = adapter(settings, fake)
-    fake.reply(Reply(lines=['{"model":"x","message":{"role":"assistant","content":"や"},"done":false}', '{"error":"out of memory"}']))
+    fake.reply(
+        Reply(
+            lines=[
+                '{"model":"x","message":{"role":"assistant","content":"や"},"done":false}',
+                '{"error":"out of memory"}',
+            ]
+        )
+    )
     received: list[str] = []
     with pytest.raises(LLMUnavailable, match="out of memory"):
         async for piece in llm.stream(MESSAGES, options=GenerateOptions()):

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from backend.config import Settings
 from backend.errors import LLMTimeout, LLMUnavailable
 from backend.llm.base import Completion, GenerateOptions, json_schema_for
-from backend.llm.openai_compat import OpenAILLM, VLLMLLM, schema_name
+from backend.llm.openai_compat import VLLMLLM, OpenAILLM, schema_name
 from backend.llm.retry import RetryingLLM
 from tests.llm.conftest import settings_for
 from tests.llm.fakes import FakeModelServer, Reply, Said, closed_port_url
@@ -35,7 +35,9 @@ def vllm_llm(settings: Settings, fake: FakeModelServer, **overrides: object) -> 
 async def test_openai_request_uses_strict_json_schema(settings: Settings, fake: FakeModelServer) -> None:
     llm = openai_llm(settings, fake, llm_temperature=0.2)
     fake.say('{"steps": ["open the bakery"], "mood": "busy"}', prompt_tokens=50, completion_tokens=14)
-    plan = await llm.generate_json(MESSAGES, Plan, options=GenerateOptions(purpose="plan", max_tokens=200, seed=3))
+    plan = await llm.generate_json(
+        MESSAGES, Plan, options=GenerateOptions(purpose="plan", max_tokens=200, seed=3)
+    )
     assert plan == Plan(steps=["open the bakery"], mood="busy")
     [request] = [r for r in fake.requests if r.path == CHAT]
     assert request.headers["authorization"] == "Bearer sk-test"
@@ -57,12 +59,18 @@ async def test_openai_reply_parsed_with_token_counts(settings: Settings, fake: F
     fake.say("Nice to meet you!", prompt_tokens=17, completion_tokens=5)
     completion = await llm.complete(MESSAGES, options=GenerateOptions(purpose="turn"))
     assert completion.text == "Nice to meet you!"
-    assert (completion.model, completion.prompt_tokens, completion.completion_tokens) == ("gpt-dialogue", 17, 5)
+    assert (completion.model, completion.prompt_tokens, completion.completion_tokens) == (
+        "gpt-dialogue",
+        17,
+        5,
+    )
     assert "response_format" not in fake.posts(CHAT)[0]
     await llm.aclose()
 
 
-async def test_vllm_passes_schema_as_structured_outputs_too(settings: Settings, fake: FakeModelServer) -> None:
+async def test_vllm_passes_schema_as_structured_outputs_too(
+    settings: Settings, fake: FakeModelServer
+) -> None:
     llm = vllm_llm(settings, fake)
     fake.say('{"steps": ["a", "b"], "mood": "relaxed"}')
     await llm.generate_json(MESSAGES, Plan, options=GenerateOptions(purpose="plan"))
@@ -91,7 +99,9 @@ async def test_stream_yields_pieces_and_usage(make, settings: Settings, fake: Fa
 
 
 async def test_bad_key_is_not_retried(settings: Settings, fake: FakeModelServer) -> None:
-    fake.reply(Reply(status=401, body={"error": {"message": "Incorrect API key", "type": "invalid_request_error"}}))
+    fake.reply(
+        Reply(status=401, body={"error": {"message": "Incorrect API key", "type": "invalid_request_error"}})
+    )
     llm = RetryingLLM(openai_llm(settings, fake), max_retries=3, backoff_s=0)
     with pytest.raises(LLMUnavailable) as caught:
         await llm.complete(MESSAGES, options=GenerateOptions())
@@ -101,7 +111,9 @@ async def test_bad_key_is_not_retried(settings: Settings, fake: FakeModelServer)
     await llm.aclose()
 
 
-async def test_unknown_model_and_bad_request_are_not_retryable(settings: Settings, fake: FakeModelServer) -> None:
+async def test_unknown_model_and_bad_request_are_not_retryable(
+    settings: Settings, fake: FakeModelServer
+) -> None:
     llm = vllm_llm(settings, fake)
     fake.reply(
         Reply(status=404, body={"error": {"message": "The model `qwen-test` does not exist."}}),
@@ -129,7 +141,11 @@ async def test_server_errors_and_rate_limits_are_retried(settings: Settings, fak
 
 
 async def test_exhausted_quota_is_not_retried(settings: Settings, fake: FakeModelServer) -> None:
-    fake.reply(Reply(status=429, body={"error": {"message": "You exceeded your quota", "code": "insufficient_quota"}}))
+    fake.reply(
+        Reply(
+            status=429, body={"error": {"message": "You exceeded your quota", "code": "insufficient_quota"}}
+        )
+    )
     llm = RetryingLLM(openai_llm(settings, fake), max_retries=2, backoff_s=0)
     with pytest.raises(LLMUnavailable, match="quota"):
         await llm.complete(MESSAGES, options=GenerateOptions())

@@ -20,7 +20,10 @@ from tests.llm.conftest import settings_for
 from tests.llm.fakes import FakeModelServer, Said, closed_port_url
 
 PROVIDERS = ["ollama", "openai", "vllm"]
-MESSAGES = [{"role": "system", "content": "感情を判定して。"}, {"role": "user", "content": "ヒカリとカフェで話した。"}]
+MESSAGES = [
+    {"role": "system", "content": "感情を判定して。"},
+    {"role": "user", "content": "ヒカリとカフェで話した。"},
+]
 
 
 class Mood(BaseModel):
@@ -86,7 +89,9 @@ async def test_missing_field_is_re_asked_once_with_the_error(
     assert second["messages"][: len(MESSAGES)] == MESSAGES
     assert second["messages"][-2] == {"role": "assistant", "content": '{"emotion": "joy"}'}
     reask = second["messages"][-1]
-    assert reask["role"] == "user" and "intensity" in reask["content"] and "Field required" in reask["content"]
+    assert (
+        reask["role"] == "user" and "intensity" in reask["content"] and "Field required" in reask["content"]
+    )
     bad, good = traces(engine)
     assert not bad.ok and bad.error is not None and "intensity" in bad.error
     assert bad.raw_reply == '{"emotion": "joy"}'
@@ -99,7 +104,9 @@ async def test_two_bad_replies_give_up_after_one_re_ask(
     provider: str, settings: Settings, fake: FakeModelServer, engine: Engine
 ) -> None:
     llm = stack(settings, provider, fake.url, engine)
-    fake.say("I feel happy today!", '{"emotion": "ecstatic", "intensity": 5}', '{"emotion": "joy", "intensity": 1}')
+    fake.say(
+        "I feel happy today!", '{"emotion": "ecstatic", "intensity": 5}', '{"emotion": "joy", "intensity": 1}'
+    )
     with pytest.raises(LLMReplyError, match="emotion"):
         await llm.generate_json(MESSAGES, Mood, options=OPTIONS)
     assert len(chat_bodies(fake)) == 2
@@ -125,7 +132,9 @@ async def test_timeout_is_retried_then_raised(
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-async def test_connection_refused_raises_unavailable(provider: str, settings: Settings, engine: Engine) -> None:
+async def test_connection_refused_raises_unavailable(
+    provider: str, settings: Settings, engine: Engine
+) -> None:
     llm = stack(settings, provider, closed_port_url(), engine, llm_max_retries=1)
     with pytest.raises(LLMUnavailable, match="cannot reach"):
         await llm.generate_json(MESSAGES, Mood, options=OPTIONS)
