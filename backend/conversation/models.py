@@ -26,6 +26,11 @@ class Conversation(SQLModel, table=True):
     end_reason: str | None = Field(default=None, max_length=32)
     turn_count: int = 0
     reflected: bool = False
+    #: Language the two speakers used ("ja"/"en"), from the first turn.
+    language: str | None = Field(default=None, max_length=8)
+    #: The whole transcript as "Name: line" strings: the history Unity sent with the latest turn plus that
+    #: turn's reply, so lines Unity had that were never server turns are kept for the reflection.
+    transcript: list[str] = Field(default_factory=list, sa_type=JSON)
     judge: dict[str, Any] | None = Field(default=None, sa_type=JSON)
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)

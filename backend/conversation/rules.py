@@ -1,0 +1,145 @@
+"""End rules, farewells, emotion presets and fallback lines: the server's decisions about a turn.
+
+End-rule precedence (when several apply, the reported `end_reason` is the first that holds). The order is
+"most binding first": the rule that would have ended the conversation whatever the model wrote wins.
+  1. "max_turns" - the hard limit: history lines plus this one reached MAX_TURNS (content-independent);
+  2. "farewell"  - a farewell phrase in the new line or in the partner's last line (a social close);
+  3. "model"     - the model set `is_conversation_end` without a goodbye (its own choice).
+Any of them ends the conversation; the order only decides which reason is reported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections.abc import Sequence
+from functools import lru_cache
+
+from backend.conversation.schemas import EMOTIONS
+
+#: Labels a model may use instead of a preset (Plutchik names, synonyms, Japanese words) -> preset.
+EMOTION_SYNONYMS = {
+    "joy": "happy", "joyful": "happy", "glad": "happy", "excited": "happy", "cheerful": "happy",
+    "amused": "happy", "trust": "relaxed", "calm": "relaxed", "content": "relaxed", "peaceful": "relaxed",
+    "relieved": "relaxed", "anger": "angry", "annoyed": "angry", "irritated": "angry", "mad": "angry",
+    "disgust": "angry", "frustrated": "angry", "sadness": "sad", "lonely": "sad", "upset": "sad",
+    "disappointed": "sad", "fear": "surprised", "afraid": "surprised", "surprise": "surprised",
+    "shocked": "surprised", "astonished": "surprised", "anticipation": "happy", "curious": "neutral",
+    "嬉しい": "happy", "うれしい": "happy", "喜び": "happy", "楽しい": "happy", "怒り": "angry",
+    "悲しい": "sad", "悲しみ": "sad", "驚き": "surprised", "穏やか": "relaxed", "安心": "relaxed",
+}  # fmt: skip
+
+FALLBACK_LINES = {
+    "ja": [
+        "ごめん、ちょっと考えごとしてた…",
+        "えっと…なんだっけ、ちょっとぼーっとしてた。",
+        "あ、ごめん、聞き逃しちゃった。",
+    ],
+    "en": [
+        "Sorry, I lost my train of thought...",
+        "Hm? Sorry, my mind wandered for a second.",
+        "Oh, sorry, I didn't quite catch that.",
+    ],
+}
+FAREWELL_LINES = {
+    "ja": ["じゃあね、またね！", "うん、またね。", "また話そうね、バイバイ！"],
+    "en": ["See you!", "Bye for now!", "Take care, see you soon!"],
+}
+FALLBACK_FAREWELLS = {
+    "ja": ["あ、もう行くの？うん、またね。", "ごめん、ぼーっとしてた。じゃあね、またね！"],
+    "en": ["Oh, you're off? Bye for now!", "Sorry, I was miles away. See you!"],
+}
+
+_SPEAKER_PREFIX = re.compile(r"^\s*[^:：\n]{1,64}[:：]\s*")
+
+
+def preset_emotion(label: str | None) -> str:
+    """Map whatever emotion word the model gave onto one of the six VRM presets (unknown -> neutral).
+
+    This is the one place the mapping lives; the emotion concept may replace it with one that uses the
+    speaker's current emotion state.
+    """
+    if not label:
+        return "neutral"
+    key = unicodedata.normalize("NFKC", label).strip().lower()
+    if key in EMOTIONS:
+        return key
+    return EMOTION_SYNONYMS.get(key, "neutral")
+
+
+def _norm(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+@lru_cache(maxsize=16)
+def _farewell_pattern(phrases: tuple[str, ...]) -> re.Pattern[str] | None:
+    # Latin phrases must stand as words ("bye" not inside "byers"); Japanese ones match as substrings
+    # because Japanese has no spaces between words.
+    parts = []
+    for phrase in phrases:
+        norm = _norm(phrase).strip()
+        if not norm:
+            continue
+        escaped = re.escape(norm)
+        if norm.isascii():
+            escaped = rf"(?<![a-z0-9]){escaped}(?![a-z0-9])"
+        parts.append(escaped)
+    return re.compile("|".join(parts)) if parts else None
+
+
+def has_farewell(text: str, phrases: Sequence[str]) -> bool:
+    """True when `text` holds a farewell phrase (NFKC-normalised, case-insensitive)."""
+    pattern = _farewell_pattern(tuple(phrases))
+    return bool(pattern and pattern.search(_norm(text)))
+
+
+def line_text(history_line: str) -> str:
+    """The spoken part of a `"Name: line"` history entry."""
+    return _SPEAKER_PREFIX.sub("", history_line, count=1)
+
+
+def decide_end(
+    *,
+    model_flag: bool,
+    new_line: str,
+    partner_last: str | None,
+    turn_count: int,
+    max_turns: int,
+    phrases: Sequence[str],
+) -> str | None:
+    """The end reason for a turn (see the module docstring for precedence), or None to go on."""
+    if turn_count >= max_turns:
+        return "max_turns"
+    if has_farewell(new_line, phrases) or (partner_last and has_farewell(partner_last, phrases)):
+        return "farewell"
+    if model_flag:
+        return "model"
+    return None
+
+
+def _stable_index(key: str, count: int) -> int:
+    return int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest()[:4], "big") % count
+
+
+def lang_key(language: str | None) -> str:
+    return "en" if str(language or "ja").lower().startswith("en") else "ja"
+
+
+def fallback_line(agent_id: str, language: str | None, *, farewell: bool = False) -> str:
+    """An in-character line for when the model failed: deterministic per agent and language."""
+    lines = (FALLBACK_FAREWELLS if farewell else FALLBACK_LINES)[lang_key(language)]
+    return lines[_stable_index(agent_id, len(lines))]
+
+
+def ensure_farewell(line: str, agent_id: str, language: str | None, phrases: Sequence[str]) -> str:
+    """The line, with a goodbye appended when it holds none (the partner said goodbye)."""
+    if has_farewell(line, phrases):
+        return line
+    lang = lang_key(language)
+    goodbye = FAREWELL_LINES[lang][_stable_index(agent_id, len(FAREWELL_LINES[lang]))]
+    if not line:
+        return goodbye
+    if lang == "ja":
+        return f"{line}{goodbye}" if line[-1] in "。！？!?…、" else f"{line}。{goodbye}"
+    return f"{line} {goodbye}" if line[-1] in ".!?" else f"{line}. {goodbye}"

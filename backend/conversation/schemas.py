@@ -1,0 +1,144 @@
+"""Request and reply shapes of the conversation API, and the reply schema the model is asked for."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field, StringConstraints, ValidationInfo, field_validator
+
+#: The VRM 1.0 expression presets: Unity maps these 1:1 onto the avatar's face.
+EMOTIONS = ("neutral", "happy", "angry", "sad", "relaxed", "surprised")
+Emotion = Literal["neutral", "happy", "angry", "sad", "relaxed", "surprised"]
+EndReason = Literal["model", "max_turns", "farewell"]
+
+MAX_HISTORY_LINES = 64
+MAX_LINE_CHARS = 2000
+
+HistoryLine = Annotated[str, StringConstraints(max_length=MAX_LINE_CHARS)]
+
+
+class TurnRequest(BaseModel):
+    """A turn request exactly as Unity sends it (`day` and `language` are optional extras)."""
+
+    agent_id: str = Field(min_length=1, max_length=64, description="The agent who speaks now.")
+    target_id: str = Field(min_length=1, max_length=64, description="The agent spoken to.")
+    session_id: str = Field(min_length=1, max_length=128, description="Unity's id for this conversation.")
+    location_name: str | None = Field(None, max_length=200)
+    history: list[HistoryLine] = Field(
+        default_factory=list,
+        max_length=MAX_HISTORY_LINES,
+        description='Earlier lines, oldest first, as "Name: line".',
+    )
+    time_of_day: float = Field(ge=0, lt=24, description="Hours into the game day, e.g. 14.5.")
+    day: int = Field(1, ge=1, le=100_000)
+    language: Literal["ja", "en"] | None = Field(None, description="Overrides the speaker's language.")
+
+    @field_validator("session_id", "agent_id", "target_id")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
+    @field_validator("target_id")
+    @classmethod
+    def _not_self(cls, value: str, info: ValidationInfo) -> str:
+        if value == info.data.get("agent_id"):
+            raise ValueError("an agent cannot talk to itself: target_id must differ from agent_id")
+        return value
+
+
+class TurnReply(BaseModel):
+    """What the model is asked to return for one turn (the JSON Schema sent to the provider)."""
+
+    dialogue: str = Field(description="The speaker's next line, in character, one to three sentences.")
+    emotion: str = Field(
+        description="The speaker's expression while saying it: one of " + ", ".join(EMOTIONS) + ".",
+        max_length=40,
+    )
+    is_conversation_end: bool = Field(
+        False, description="true when the speaker ends the conversation with this line."
+    )
+
+
+class TurnResult(BaseModel):
+    """The reply Unity gets. The same JSON is returned when a turn is retried."""
+
+    dialogue: str
+    emotion: Emotion
+    is_conversation_end: bool
+    end_reason: EndReason | None
+    session_id: str
+    turn_index: int
+    fallback: bool
+    speaker_id: str
+    target_id: str
+
+
+class EndRequest(BaseModel):
+    """Unity reports that a conversation ended (e.g. the agents walked apart)."""
+
+    session_id: str = Field(min_length=1, max_length=128)
+    reason: str = Field("unity", min_length=1, max_length=32, description="e.g. distance, interrupted.")
+    day: int | None = Field(None, ge=1, le=100_000)
+    time_of_day: float | None = Field(None, ge=0, lt=24)
+
+    @field_validator("session_id", "reason")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
+
+class EndResult(BaseModel):
+    session_id: str
+    ended: bool
+    end_reason: str | None
+    #: True when the conversation had already ended before this report (nothing was done again).
+    already_ended: bool
+
+
+class Participant(BaseModel):
+    id: str
+    name: str | None
+
+
+class TurnPublic(BaseModel):
+    turn_index: int
+    speaker_id: str
+    target_id: str
+    dialogue: str
+    emotion: str
+    fallback: bool
+    is_conversation_end: bool
+    end_reason: str | None
+    day: int
+    time_of_day: float
+    created_at: datetime
+
+
+class ConversationSummary(BaseModel):
+    session_id: str
+    participants: list[Participant]
+    location_name: str | None
+    start_day: int
+    start_time_of_day: float
+    end_day: int | None
+    end_time_of_day: float | None
+    ended: bool
+    end_reason: str | None
+    turn_count: int
+    language: str | None
+    updated_at: datetime
+
+
+class ConversationDetail(ConversationSummary):
+    turns: list[TurnPublic]
+    transcript: list[str]
+    reflected: bool
+
+
+class ConversationList(BaseModel):
+    conversations: list[ConversationSummary]

@@ -1,0 +1,317 @@
+"""Conversation turns: one model call on the request path, server-side end rules, retry-safe storage.
+
+A turn is: validate and load (agents, stored reply for a retry, plan item) -> retrieve memories -> one model
+call within the turn deadline (fallback line on any failure) -> end rules -> commit the turn -> reply.
+Observation memories and end-of-conversation reflections run afterwards as background tasks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from backend.config import Settings
+from backend.conversation import rules, store
+from backend.conversation.prompts import TurnContext, build_facts, build_messages
+from backend.conversation.schemas import EndRequest, EndResult, TurnReply, TurnRequest, TurnResult
+from backend.errors import LLMError
+from backend.llm.base import LLM, PRIORITY_TURN, GenerateOptions
+from backend.tasks import TaskRunner
+from backend.world.models import Agent
+
+if TYPE_CHECKING:
+    from backend.memory.service import MemoryService
+
+log = logging.getLogger(__name__)
+
+#: A model line longer than this is cut (a runaway model must not flood Unity's speech bubble).
+MAX_DIALOGUE_CHARS = 1000
+#: Part of the turn deadline kept back for storing the turn after the model answers.
+STORE_MARGIN_S = 0.5
+#: Part of the turn deadline memory retrieval may use before the turn goes on without memories.
+RETRIEVAL_SHARE = 0.25
+#: History lines used (with the partner's name) as the retrieval query.
+QUERY_LINES = 3
+
+
+@dataclass
+class PreparedTurn:
+    """A validated turn request with everything needed to ask the model, or the stored reply of a retry."""
+
+    world_id: str
+    request: TurnRequest
+    deadline: float
+    stored: dict[str, Any] | None = None
+    ctx: TurnContext | None = None
+    last_emotion: str | None = None
+
+    @property
+    def turn_index(self) -> int:
+        return len(self.request.history)
+
+
+class ConversationService:
+    """Runs turns and ends conversations. One instance per app (it tracks pending background work)."""
+
+    def __init__(
+        self, *, engine: Any, llm: LLM, memory: MemoryService, tasks: TaskRunner, settings: Settings
+    ) -> None:
+        self.engine = engine
+        self.llm = llm
+        self.memory = memory
+        self.tasks = tasks
+        self.settings = settings
+        # Observation tasks per (world, session): a reflection waits for them so it sees every line.
+        self._pending: dict[tuple[str, str], set[asyncio.Task[Any]]] = {}
+
+    # --- the turn ---
+    async def take_turn(self, world_id: str, req: TurnRequest) -> dict[str, Any]:
+        """Answer one turn (or return the stored reply when the turn is a retry).
+
+        Raises:
+            NotFound: unknown agent or target.  Conflict: the conversation has ended.
+        """
+        prepared = await self.prepare(world_id, req)
+        if prepared.stored is not None:
+            return prepared.stored
+        reply = await self._ask(prepared)
+        return await self.finish(prepared, reply)
+
+    async def prepare(self, world_id: str, req: TurnRequest) -> PreparedTurn:
+        """Validate against storage and build the turn's context (no model call, nothing stored)."""
+        loop = asyncio.get_running_loop()
+        prepared = PreparedTurn(world_id, req, loop.time() + self.settings.turn_deadline_s)
+        state = await asyncio.to_thread(store.load_turn_state, self.engine, world_id, req)
+        if state.stored_reply is not None:
+            prepared.stored = state.stored_reply
+            return prepared
+        language = rules.lang_key(req.language or state.speaker.language)
+        partner_last = rules.line_text(req.history[-1]) if req.history else None
+        prepared.last_emotion = state.last_emotion
+        prepared.ctx = TurnContext(
+            speaker=state.speaker,
+            partner=state.partner,
+            language=language,
+            location_name=req.location_name,
+            day=req.day,
+            time_of_day=req.time_of_day,
+            history=list(req.history),
+            turn_index=prepared.turn_index,
+            max_turns=self.settings.max_turns,
+            plan_activity=state.plan_activity,
+            memories=await self._memories(world_id, state.speaker, state.partner, req),
+            partner_said_farewell=bool(
+                partner_last and rules.has_farewell(partner_last, self.settings.farewell_phrases)
+            ),
+        )
+        return prepared
+
+    async def _memories(self, world_id: str, speaker: Agent, partner: Agent, req: TurnRequest) -> list[str]:
+        """Top-k memories for the partner and the last lines; none if retrieval fails or is slow."""
+        query = " ".join([partner.name, *(rules.line_text(line) for line in req.history[-QUERY_LINES:])])
+        budget = self.settings.turn_deadline_s * RETRIEVAL_SHARE
+        try:
+            found = await asyncio.wait_for(
+                self.memory.retrieve(
+                    world_id,
+                    speaker.id,
+                    query,
+                    k=self.settings.retrieval_k,
+                    day=req.day,
+                    time_of_day=req.time_of_day,
+                ),
+                timeout=budget,
+            )
+        except (LLMError, TimeoutError) as exc:
+            log.warning("turn for %s goes on without memories: %s", speaker.id, exc)
+            return []
+        return [scored.memory.content for scored in found]
+
+    def options(self, prepared: PreparedTurn) -> GenerateOptions:
+        ctx = prepared.ctx
+        assert ctx is not None
+        return GenerateOptions(
+            purpose="dialogue",
+            priority=PRIORITY_TURN,
+            world_id=prepared.world_id,
+            agent_id=ctx.speaker.id,
+            session_id=prepared.request.session_id,
+            language=ctx.language,
+            facts=build_facts(ctx),
+        )
+
+    def messages(self, prepared: PreparedTurn) -> list[dict[str, str]]:
+        assert prepared.ctx is not None
+        return build_messages(prepared.ctx)
+
+    def remaining(self, prepared: PreparedTurn) -> float:
+        """Seconds the model may still use, keeping a margin to store the turn."""
+        return prepared.deadline - asyncio.get_running_loop().time() - STORE_MARGIN_S
+
+    async def _ask(self, prepared: PreparedTurn) -> TurnReply | None:
+        """The one model call of the turn; None (-> fallback) on error, invalid reply or deadline."""
+        budget = self.remaining(prepared)
+        if budget <= 0:
+            return None
+        call = self.llm.generate_json(self.messages(prepared), TurnReply, options=self.options(prepared))
+        try:
+            return await asyncio.wait_for(call, timeout=budget)
+        except (LLMError, TimeoutError) as exc:
+            log.warning("turn %s/%d falls back: %s", prepared.request.session_id, prepared.turn_index, exc)
+        except Exception:  # noqa: BLE001 - a provider bug must still give Unity a line, never a 500
+            log.exception(
+                "turn %s/%d: unexpected model failure", prepared.request.session_id, prepared.turn_index
+            )
+        return None
+
+    def compose(self, prepared: PreparedTurn, reply: TurnReply | None) -> dict[str, Any]:
+        """Apply the server's rules to the model's reply (or its absence): the reply JSON for Unity."""
+        ctx, req, settings = prepared.ctx, prepared.request, self.settings
+        assert ctx is not None
+        dialogue = reply.dialogue.strip()[:MAX_DIALOGUE_CHARS].rstrip() if reply is not None else ""
+        fallback = not dialogue
+        if fallback:
+            dialogue = rules.fallback_line(ctx.speaker.id, ctx.language, farewell=ctx.partner_said_farewell)
+            emotion = rules.preset_emotion(prepared.last_emotion)
+        else:
+            emotion = rules.preset_emotion(reply.emotion if reply else None)
+        if ctx.partner_said_farewell:
+            dialogue = rules.ensure_farewell(
+                dialogue, ctx.speaker.id, ctx.language, settings.farewell_phrases
+            )
+        end_reason = rules.decide_end(
+            model_flag=bool(reply and reply.is_conversation_end),
+            new_line=dialogue,
+            partner_last=rules.line_text(req.history[-1]) if req.history else None,
+            turn_count=prepared.turn_index + 1,
+            max_turns=settings.max_turns,
+            phrases=settings.farewell_phrases,
+        )
+        return TurnResult(
+            dialogue=dialogue,
+            emotion=emotion,  # type: ignore[arg-type]
+            is_conversation_end=end_reason is not None,
+            end_reason=end_reason,  # type: ignore[arg-type]
+            session_id=req.session_id,
+            turn_index=prepared.turn_index,
+            fallback=fallback,
+            speaker_id=req.agent_id,
+            target_id=req.target_id,
+        ).model_dump(mode="json")
+
+    async def finish(self, prepared: PreparedTurn, reply: TurnReply | None) -> dict[str, Any]:
+        """Compose, commit (before replying) and schedule the after-turn work. Returns the stored reply."""
+        ctx, req = prepared.ctx, prepared.request
+        assert ctx is not None
+        result = self.compose(prepared, reply)
+        line = f"{ctx.speaker.name}: {result['dialogue']}"
+        stored, created = await asyncio.to_thread(
+            store.commit_turn, self.engine, prepared.world_id, req, result, line, ctx.language
+        )
+        if created:
+            self._track(prepared.world_id, req.session_id, self._observe(prepared, result["dialogue"]))
+            if result["is_conversation_end"]:
+                await self._reflect_once(prepared.world_id, req.session_id)
+        return stored
+
+    # --- after the reply ---
+    def _track(self, world_id: str, session_id: str, coro: Any) -> None:
+        key = (world_id, session_id)
+        task = self.tasks.spawn(coro, name=f"observe:{session_id}")
+        pending = self._pending.setdefault(key, set())
+        pending.add(task)
+
+        def _forget(done: asyncio.Task[Any]) -> None:
+            pending.discard(done)
+            if not pending:
+                self._pending.pop(key, None)
+
+        task.add_done_callback(_forget)
+
+    async def _observe(self, prepared: PreparedTurn, dialogue: str) -> None:
+        """One observation memory for each participant (importance is rated in the background)."""
+        from backend.memory.models import MemoryCreate
+
+        ctx, req = prepared.ctx, prepared.request
+        assert ctx is not None
+        for agent, content in observation_texts(ctx.speaker, ctx.partner, dialogue):
+            item = MemoryCreate(
+                type="observation",
+                content=content,
+                location_name=req.location_name,
+                day=req.day,
+                time_of_day=req.time_of_day,
+            )
+            await self.memory.add(prepared.world_id, agent.id, item, session_id=req.session_id)
+
+    async def end(self, world_id: str, body: EndRequest) -> EndResult:
+        """Unity reports the end. Idempotent: the reflection is scheduled only the first time.
+
+        Raises:
+            NotFound: no conversation with that session_id.
+        """
+        conv, already = await asyncio.to_thread(
+            store.end_conversation,
+            self.engine,
+            world_id,
+            body.session_id,
+            body.reason,
+            body.day,
+            body.time_of_day,
+        )
+        await self._reflect_once(world_id, body.session_id)
+        return EndResult(
+            session_id=conv.session_id, ended=True, end_reason=conv.end_reason, already_ended=already
+        )
+
+    async def _reflect_once(self, world_id: str, session_id: str) -> None:
+        if await asyncio.to_thread(store.claim_reflection, self.engine, world_id, session_id):
+            waiting = set(self._pending.get((world_id, session_id), set()))
+            self.tasks.spawn(self._reflect(world_id, session_id, waiting), name=f"reflect:{session_id}")
+
+    async def _reflect(self, world_id: str, session_id: str, waiting: set[asyncio.Task[Any]]) -> None:
+        """A conversation reflection for each participant, then a threshold reflection check."""
+        if waiting:
+            await asyncio.gather(*waiting, return_exceptions=True)
+        conv, agents = await asyncio.to_thread(store.load_participants, self.engine, world_id, session_id)
+        day = conv.end_day or conv.start_day
+        time_of_day = conv.end_time_of_day if conv.end_time_of_day is not None else conv.start_time_of_day
+        for me, partner in ((agents.get(conv.agent_a), agents.get(conv.agent_b)),
+                            (agents.get(conv.agent_b), agents.get(conv.agent_a))):  # fmt: skip
+            if me is None or partner is None:
+                continue  # an agent deleted mid-conversation has nothing left to reflect into
+            try:
+                evidence = await asyncio.to_thread(
+                    store.observation_ids, self.engine, world_id, me.id, session_id
+                )
+                await self.memory.reflect_on_conversation(
+                    world_id,
+                    me.id,
+                    session_id=session_id,
+                    partner_name=partner.name,
+                    transcript=list(conv.transcript or []),
+                    evidence_ids=evidence,
+                    day=day,
+                    time_of_day=time_of_day,
+                    language=me.language,
+                )
+                await self.memory.maybe_reflect(world_id, me.id, day=day, time_of_day=time_of_day)
+            except Exception:  # noqa: BLE001 - one participant's failure must not cost the other its reflection
+                log.exception("conversation reflection for %s in %s failed", me.id, session_id)
+
+
+def observation_texts(speaker: Agent, listener: Agent, line: str) -> list[tuple[Agent, str]]:
+    """What each participant remembers of a line, in that participant's own language."""
+    said = (
+        f"{listener.name}に「{line}」と話した"
+        if rules.lang_key(speaker.language) == "ja"
+        else f'I told {listener.name}: "{line}"'
+    )
+    heard = (
+        f"{speaker.name}が「{line}」と言った"
+        if rules.lang_key(listener.language) == "ja"
+        else f'{speaker.name} told me: "{line}"'
+    )
+    return [(speaker, said), (listener, heard)]

@@ -1,0 +1,282 @@
+"""Conversation storage: reading what a turn needs, committing a turn atomically, claiming the reflection.
+
+All functions are synchronous (SQLModel sessions) and take the engine; the service runs them in a thread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import update
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, or_, select
+
+from backend.conversation.models import Conversation, Turn
+from backend.conversation.schemas import TurnRequest
+from backend.errors import Conflict, NotFound
+from backend.gametime import utcnow
+from backend.memory.models import Memory
+from backend.planning.models import Plan
+from backend.world.models import Agent
+
+
+@dataclass
+class TurnState:
+    """What storage knows about a requested turn before the model is asked."""
+
+    speaker: Agent
+    partner: Agent
+    stored_reply: dict[str, Any] | None
+    plan_activity: str | None
+    last_emotion: str | None
+
+
+def _agent(session: Session, world_id: str, agent_id: str, field: str) -> Agent:
+    agent = session.get(Agent, (world_id, agent_id))
+    if agent is None:
+        raise NotFound(f"no agent {agent_id!r} in world {world_id!r}", details={"field": field})
+    return agent
+
+
+def load_turn_state(engine: Any, world_id: str, req: TurnRequest) -> TurnState:
+    """Agents, the stored reply for this turn (a retry), and the speaker's plan item.
+
+    Raises:
+        NotFound: the agent or the target does not exist.
+        Conflict: the conversation has ended, or this turn index belongs to another speaker.
+    """
+    with Session(engine, expire_on_commit=False) as session:
+        speaker = _agent(session, world_id, req.agent_id, "agent_id")
+        partner = _agent(session, world_id, req.target_id, "target_id")
+        turn_index = len(req.history)
+        stored = _turn_row(session, world_id, req.session_id, turn_index)
+        if stored is not None:
+            if stored.speaker_id != req.agent_id:
+                raise Conflict(
+                    f"turn {turn_index} of session {req.session_id!r} was spoken by {stored.speaker_id!r}",
+                    details={"field": "agent_id", "turn_index": turn_index},
+                )
+            return TurnState(speaker, partner, stored.reply, None, None)
+        conv = session.get(Conversation, (world_id, req.session_id))
+        if conv is not None:
+            _check_open(conv, req)
+        return TurnState(
+            speaker,
+            partner,
+            None,
+            _plan_activity(session, world_id, req),
+            _last_emotion(session, world_id, req),
+        )
+
+
+def _check_open(conv: Conversation, req: TurnRequest) -> None:
+    if conv.ended:
+        raise Conflict(
+            f"conversation {req.session_id!r} has ended ({conv.end_reason}); start a new session_id",
+            details={"field": "session_id", "end_reason": conv.end_reason},
+        )
+    if {conv.agent_a, conv.agent_b} != {req.agent_id, req.target_id}:
+        raise Conflict(
+            f"session {req.session_id!r} is a conversation between {conv.agent_a!r} and {conv.agent_b!r}",
+            details={"field": "session_id"},
+        )
+
+
+def _turn_row(session: Session, world_id: str, session_id: str, turn_index: int) -> Turn | None:
+    query = select(Turn).where(
+        Turn.world_id == world_id, Turn.session_id == session_id, Turn.turn_index == turn_index
+    )
+    return session.exec(query).first()
+
+
+def _plan_activity(session: Session, world_id: str, req: TurnRequest) -> str | None:
+    """The speaker's planned activity at this time of day, when a plan exists."""
+    plan = session.exec(
+        select(Plan).where(Plan.world_id == world_id, Plan.agent_id == req.agent_id, Plan.day == req.day)
+    ).first()
+    for item in (plan.items if plan else None) or []:
+        try:
+            start, end = float(item["start"]), float(item["end"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        if start <= req.time_of_day < end and item.get("activity"):
+            return str(item["activity"])
+    return None
+
+
+def _last_emotion(session: Session, world_id: str, req: TurnRequest) -> str | None:
+    """The speaker's emotion on its latest turn in this conversation (the fallback's expression)."""
+    query = (
+        select(Turn.emotion)
+        .where(Turn.world_id == world_id, Turn.session_id == req.session_id, Turn.speaker_id == req.agent_id)
+        .order_by(col(Turn.turn_index).desc())
+    )
+    return session.exec(query).first()
+
+
+def stored_reply(engine: Any, world_id: str, session_id: str, turn_index: int) -> dict[str, Any] | None:
+    with Session(engine) as session:
+        row = _turn_row(session, world_id, session_id, turn_index)
+        return dict(row.reply) if row is not None else None
+
+
+def commit_turn(
+    engine: Any, world_id: str, req: TurnRequest, reply: dict[str, Any], transcript_line: str, language: str
+) -> tuple[dict[str, Any], bool]:
+    """Store the turn and update its conversation in one transaction.
+
+    Returns:
+        (the reply as stored, True) or, when an identical request stored this turn first, (its reply, False).
+    """
+    for _attempt in range(2):
+        try:
+            with Session(engine) as session:
+                session.add(_turn_row_for(world_id, req, reply))
+                session.flush()  # the unique (world, session, turn_index) constraint fires here
+                _upsert_conversation(session, world_id, req, reply, transcript_line, language)
+                session.commit()
+                return reply, True
+        except IntegrityError:
+            existing = stored_reply(engine, world_id, req.session_id, reply["turn_index"])
+            if existing is not None:
+                return existing, False
+            # The conversation row raced with another first turn; its row exists now, so try again.
+    raise Conflict(f"could not store turn {reply['turn_index']} of {req.session_id!r}; retry")
+
+
+def _turn_row_for(world_id: str, req: TurnRequest, reply: dict[str, Any]) -> Turn:
+    return Turn(
+        world_id=world_id,
+        session_id=req.session_id,
+        turn_index=reply["turn_index"],
+        speaker_id=req.agent_id,
+        target_id=req.target_id,
+        dialogue=reply["dialogue"],
+        emotion=reply["emotion"],
+        is_conversation_end=reply["is_conversation_end"],
+        end_reason=reply["end_reason"],
+        fallback=reply["fallback"],
+        reply=reply,
+        day=req.day,
+        time_of_day=req.time_of_day,
+    )
+
+
+def _upsert_conversation(
+    session: Session, world_id: str, req: TurnRequest, reply: dict[str, Any], line: str, language: str
+) -> None:
+    conv = session.get(Conversation, (world_id, req.session_id))
+    if conv is None:
+        conv = Conversation(
+            world_id=world_id,
+            session_id=req.session_id,
+            agent_a=req.agent_id,
+            agent_b=req.target_id,
+            location_name=req.location_name,
+            start_day=req.day,
+            start_time_of_day=req.time_of_day,
+            language=language,
+        )
+    transcript = [*req.history, line]
+    if len(transcript) >= len(conv.transcript or []):
+        conv.transcript = transcript
+    conv.turn_count = max(conv.turn_count, reply["turn_index"] + 1)
+    conv.location_name = req.location_name or conv.location_name
+    if reply["is_conversation_end"] and not conv.ended:
+        conv.ended, conv.end_reason = True, reply["end_reason"]
+        conv.end_day, conv.end_time_of_day = req.day, req.time_of_day
+    conv.updated_at = utcnow()
+    session.add(conv)
+
+
+def end_conversation(
+    engine: Any, world_id: str, session_id: str, reason: str, day: int | None, time_of_day: float | None
+) -> tuple[Conversation, bool]:
+    """Mark a conversation ended (idempotent). Returns (conversation, already_ended)."""
+    with Session(engine, expire_on_commit=False) as session:
+        conv = get_conversation_row(session, world_id, session_id)
+        if conv.ended:
+            return conv, True
+        last = session.exec(
+            select(Turn)
+            .where(Turn.world_id == world_id, Turn.session_id == session_id)
+            .order_by(col(Turn.turn_index).desc())
+        ).first()
+        conv.ended, conv.end_reason = True, reason
+        conv.end_day = day if day is not None else (last.day if last else conv.start_day)
+        conv.end_time_of_day = (
+            time_of_day if time_of_day is not None else (last.time_of_day if last else conv.start_time_of_day)
+        )
+        conv.updated_at = utcnow()
+        session.add(conv)
+        session.commit()
+        return conv, False
+
+
+def claim_reflection(engine: Any, world_id: str, session_id: str) -> bool:
+    """Atomically flip `reflected`; True for exactly one caller however many times the end is reported."""
+    with Session(engine) as session:
+        result = session.exec(  # type: ignore[call-overload]
+            update(Conversation)
+            .where(
+                col(Conversation.world_id) == world_id,
+                col(Conversation.session_id) == session_id,
+                col(Conversation.ended).is_(True),
+                col(Conversation.reflected).is_(False),
+            )
+            .values(reflected=True)
+        )
+        session.commit()
+        return bool(result.rowcount == 1)
+
+
+def get_conversation_row(session: Session, world_id: str, session_id: str) -> Conversation:
+    conv = session.get(Conversation, (world_id, session_id))
+    if conv is None:
+        raise NotFound(
+            f"no conversation {session_id!r} in world {world_id!r}", details={"field": "session_id"}
+        )
+    return conv
+
+
+def conversation_turns(session: Session, world_id: str, session_id: str) -> list[Turn]:
+    query = select(Turn).where(Turn.world_id == world_id, Turn.session_id == session_id)
+    return list(session.exec(query.order_by(col(Turn.turn_index))))
+
+
+def list_conversations(
+    session: Session, world_id: str, agent_id: str | None, limit: int
+) -> list[Conversation]:
+    query = select(Conversation).where(Conversation.world_id == world_id)
+    if agent_id:
+        query = query.where(or_(Conversation.agent_a == agent_id, Conversation.agent_b == agent_id))
+    return list(session.exec(query.order_by(col(Conversation.updated_at).desc()).limit(limit)))
+
+
+def names(session: Session, world_id: str, agent_ids: set[str]) -> dict[str, str]:
+    if not agent_ids:
+        return {}
+    rows = session.exec(select(Agent).where(Agent.world_id == world_id, col(Agent.id).in_(agent_ids)))
+    return {agent.id: agent.name for agent in rows}
+
+
+def load_participants(engine: Any, world_id: str, session_id: str) -> tuple[Conversation, dict[str, Agent]]:
+    with Session(engine, expire_on_commit=False) as session:
+        conv = get_conversation_row(session, world_id, session_id)
+        rows = session.exec(
+            select(Agent).where(Agent.world_id == world_id, col(Agent.id).in_([conv.agent_a, conv.agent_b]))
+        )
+        return conv, {agent.id: agent for agent in rows}
+
+
+def observation_ids(engine: Any, world_id: str, agent_id: str, session_id: str) -> list[int]:
+    """The agent's observation memories from this conversation (the reflection's evidence)."""
+    with Session(engine) as session:
+        query = select(Memory.id).where(
+            Memory.world_id == world_id,
+            Memory.agent_id == agent_id,
+            Memory.session_id == session_id,
+            Memory.type == "observation",
+        )
+        return [int(i) for i in session.exec(query.order_by(col(Memory.id))) if i is not None]

@@ -1,0 +1,157 @@
+"""The streamed turn: `delta` events as the model writes the dialogue, then one `reply` event.
+
+Invariant for Unity: the `delta` texts (since the last `reset`, if any) concatenate to the final reply's
+`dialogue`. A server-side change that only appends (a goodbye added because the partner said goodbye) is
+sent as one more delta. A change that rewrites what was already shown (the model failed mid-stream and a
+fallback line replaces it, or the reply was cut) is sent as `reset` followed by the whole final line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from backend.api.errors import error_body
+from backend.conversation.extract import FieldExtractor
+from backend.conversation.schemas import TurnReply
+from backend.conversation.service import ConversationService, PreparedTurn
+from backend.errors import LLMError, LLMReplyError, MachiError
+from backend.llm.base import Completion, json_schema_for, parse_reply
+from backend.llm.retry import REASK
+
+log = logging.getLogger(__name__)
+
+
+def sse(event: str, data: dict[str, Any]) -> str:
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+class _Trim:
+    """Streams text as `str.strip()` would leave it: leading whitespace dropped, trailing held back."""
+
+    def __init__(self) -> None:
+        self.started = False
+        self.held = ""
+
+    def feed(self, text: str) -> str:
+        out = []
+        for ch in text:
+            if ch.isspace():
+                if self.started:
+                    self.held += ch
+                continue
+            self.started = True
+            out.append(self.held + ch)
+            self.held = ""
+        return "".join(out)
+
+
+async def turn_events(service: ConversationService, prepared: PreparedTurn) -> AsyncIterator[str]:
+    """The SSE body of a streamed turn. Storage and retry-safety are those of the plain turn."""
+    if prepared.stored is not None:
+        yield sse("delta", {"text": prepared.stored["dialogue"]})
+        yield sse("reply", prepared.stored)
+        return
+    shown: list[str] = []
+    reply: TurnReply | None = None
+    try:
+        async for text in _dialogue_pieces(service, prepared):
+            if isinstance(text, TurnReply):
+                reply = text
+            else:
+                shown.append(text)
+                yield sse("delta", {"text": text})
+        stored = await service.finish(prepared, reply)
+    except MachiError as exc:
+        yield sse("error", error_body(exc.code, exc.message, exc.details))
+        return
+    except Exception:  # noqa: BLE001 - the stream has begun; an error event is all Unity can still get
+        log.exception("streamed turn %s failed", prepared.request.session_id)
+        yield sse("error", error_body("internal_error", "the turn could not be stored; retry it"))
+        return
+    sent, final = "".join(shown), stored["dialogue"]
+    if final.startswith(sent):
+        if final != sent:
+            yield sse("delta", {"text": final[len(sent) :]})
+    else:
+        yield sse("reset", {})
+        yield sse("delta", {"text": final})
+    yield sse("reply", stored)
+
+
+async def _dialogue_pieces(service: ConversationService, prepared: PreparedTurn) -> AsyncIterator[Any]:
+    """Dialogue text pieces while the model streams, then the parsed TurnReply (nothing on failure)."""
+    messages, options = service.messages(prepared), service.options(prepared)
+    extractor, trim, raw = FieldExtractor("dialogue"), _Trim(), []
+    usage = Completion("")
+    loop = asyncio.get_running_loop()
+    stop_at = loop.time() + service.remaining(prepared)
+    pieces = service.llm.stream(messages, options=options, schema=json_schema_for(TurnReply), usage=usage)
+    iterator = pieces.__aiter__()
+    try:
+        while True:
+            piece = await asyncio.wait_for(iterator.__anext__(), timeout=max(0.0, stop_at - loop.time()))
+            raw.append(piece)
+            text = trim.feed(extractor.feed(piece))
+            if text:
+                yield text
+    except StopAsyncIteration:
+        pass
+    except (LLMError, TimeoutError) as exc:
+        log.warning("streamed turn %s falls back: %s", prepared.request.session_id, exc)
+        return
+    except Exception:  # noqa: BLE001 - a provider bug still gets Unity a fallback line
+        log.exception("streamed turn %s: unexpected model failure", prepared.request.session_id)
+        return
+    finally:
+        await _close(iterator)
+    reply = await _parse_or_reask(service, prepared, "".join(raw), usage, stop_at)
+    if reply is not None:
+        yield reply
+
+
+async def _parse_or_reask(
+    service: ConversationService, prepared: PreparedTurn, text: str, usage: Completion, stop_at: float
+) -> TurnReply | None:
+    """Repair and validate the streamed reply; if invalid, re-ask once (not streamed) within the deadline."""
+    try:
+        return parse_reply(text, TurnReply)
+    except LLMReplyError as exc:
+        await _mark_invalid(service.llm, usage.trace_id, exc.message)
+        reask = [
+            *service.messages(prepared),
+            {"role": "assistant", "content": text[:4000]},
+            {"role": "user", "content": REASK.format(error=exc.message[:600])},
+        ]
+        budget = stop_at - asyncio.get_running_loop().time()
+        if budget <= 0:
+            return None
+        try:
+            call = service.llm.generate_json(reask, TurnReply, options=service.options(prepared))
+            return await asyncio.wait_for(call, timeout=budget)
+        except (LLMError, TimeoutError) as again:
+            log.warning("streamed turn %s falls back after re-ask: %s", prepared.request.session_id, again)
+            return None
+
+
+async def _close(iterator: Any) -> None:
+    close = getattr(iterator, "aclose", None)
+    if close is not None:
+        try:
+            await close()
+        except Exception:  # noqa: BLE001 - closing a failed stream must not mask the turn's outcome
+            log.debug("closing the model stream failed", exc_info=True)
+
+
+async def _mark_invalid(llm: Any, trace_id: int | None, error: str) -> None:
+    """Tell the tracer that the streamed reply failed validation (so the dashboard shows it)."""
+    current = llm
+    while current is not None and trace_id is not None:
+        mark = getattr(current, "mark_invalid", None)
+        if mark is not None:
+            await mark(trace_id, error)
+            return
+        current = getattr(current, "inner", None)

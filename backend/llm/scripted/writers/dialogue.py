@@ -1,0 +1,174 @@
+"""Scripted writer for conversation turns (`TurnReply`): a short in-character line from the turn's facts.
+
+It greets by time of day on the first line, picks up a word from the partner's last line, brings up the
+place, the speaker's plan, a memory or a topic from its backstory (never one it already used in this
+conversation), says goodbye when the partner did, and after a few turns sometimes (deterministically,
+from the seeded random source) wraps up and says goodbye itself. Polite speakers (敬語/丁寧/polite in their
+speaking style) get です/ます endings.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from backend.llm.scripted.engine import WriterContext
+from backend.text import keywords
+
+#: From this turn on the speaker may decide to leave; the chance per turn.
+LEAVE_FROM_TURN = 4
+LEAVE_CHANCE = 0.25
+_POLITE_MARKS = ("敬語", "丁寧", "です", "ます", "polite", "formal")
+_SAD_WORDS = ("疲れ", "悲し", "寂し", "つらい", "落ち込", "tired", "sad", "lonely", "rough")
+#: Words too common to make a topic of (including the ones these templates themselves use, so the
+#: partner's echo of a template never becomes the next topic).
+_COMMON = frozenset(
+    "一番 今日 明日 昨日 最近 本当 時間 自分 前話 話 今度 一緒 thing things lately today really "
+    "something wait sounds great nice remember planning hello morning evening didn't talking "
+    "tomorrow alright about think thinking feels stop".split()
+)
+
+
+def _polite(facts: dict[str, Any]) -> bool:
+    style = str((facts.get("speaker") or {}).get("speaking_style") or "").lower()
+    return any(mark in style for mark in _POLITE_MARKS)
+
+
+def _end(ctx: WriterContext, polite: str, casual: str) -> str:
+    return polite if _polite(ctx.facts) else casual
+
+
+def _excluded(facts: dict[str, Any]) -> set[str]:
+    """Words not worth talking about: the two names and the place (already obvious to both)."""
+    words = {str((facts.get(k) or {}).get("name") or "").lower() for k in ("speaker", "partner")} | _COMMON
+    words.update(w.lower() for w in keywords(str(facts.get("location") or ""), limit=8))
+    return words
+
+
+def _fresh_words(text: str, facts: dict[str, Any], limit: int = 3) -> list[str]:
+    skip = _excluded(facts)
+    # Short English words are mostly function words ("into", "tell"); real topics are longer.
+    found = [w for w in keywords(text, limit=limit + 12) if w.lower() not in skip]
+    return [w for w in found if not w.isascii() or len(w) >= 5][:limit]
+
+
+def _greeting(ctx: WriterContext, partner: str, hour: float) -> str:
+    if ctx.ja:
+        word = "おはよう" if hour < 11 else ("こんばんは" if hour >= 18 else "こんにちは")
+        if word == "おはよう" and _polite(ctx.facts):
+            word = "おはようございます"
+        return f"{word}、{partner}{_end(ctx, 'さん', '')}！"
+    word = "Good morning" if hour < 11 else ("Good evening" if hour >= 18 else "Hi")
+    return f"{word}, {partner}!"
+
+
+def _remarks(ctx: WriterContext) -> list[str]:
+    """Candidate second sentences about the place, the plan, a memory or the speaker's own interests."""
+    facts = ctx.facts
+    place, activity = facts.get("location"), facts.get("plan_activity")
+    out: list[str] = []
+    if place:
+        out.append(
+            f"{place}で会えるなんて嬉しい{_end(ctx, 'です', 'な')}。"
+            if ctx.ja
+            else f"Nice to run into you at {place}."
+        )
+    if activity:
+        out.append(f"このあと「{activity}」の予定{_end(ctx, 'なんです', 'なんだ')}。" if ctx.ja
+                   else f"I'm planning to {activity} after this.")  # fmt: skip
+    for word in _fresh_words(" ".join(str(m) for m in facts.get("memories") or []), facts, limit=2):
+        out.append(f"そういえば、この前話した{word}のこと、覚えて{_end(ctx, 'います', 'る')}？" if ctx.ja
+                   else f"By the way, remember what we said about {word}?")  # fmt: skip
+    persona = str((facts.get("speaker") or {}).get("persona") or "")
+    for word in _fresh_words(persona, facts, limit=2):
+        out.append(f"最近、{word}のことばかり考えて{_end(ctx, 'いるんです', 'るんだ')}。" if ctx.ja
+                   else f"Lately I can't stop thinking about {word}.")  # fmt: skip
+    out.append(
+        f"今日はいい日になりそう{_end(ctx, 'です', 'だね')}。"
+        if ctx.ja
+        else "It feels like a good day today."
+    )
+    return out
+
+
+def _remark(ctx: WriterContext) -> str:
+    """One remark not yet said in this conversation (so the talk moves on instead of looping)."""
+    said = " ".join(str(line) for line in ctx.facts.get("history") or [])
+    fresh = [r for r in _remarks(ctx) if r not in said]
+    return str(ctx.pick(fresh or _remarks(ctx)))
+
+
+def _answer(ctx: WriterContext, last: str) -> tuple[str, str]:
+    """A reply to the partner's last line: (text, emotion)."""
+    if any(word in last.lower() for word in _SAD_WORDS):
+        return (f"そうなんだ…無理しないで{_end(ctx, 'くださいね', 'ね')}。" if ctx.ja
+                else "Oh no... don't push yourself too hard."), "sad"  # fmt: skip
+    words = _fresh_words(last, ctx.facts)
+    if words:
+        word = ctx.pick(words)
+        ja = [f"{word}、いい{_end(ctx, 'ですね', 'ね')}！", f"{word}の話、もっと聞かせて{_end(ctx, 'ください', 'よ')}。",
+              f"へえ、{word}かあ。知らなかった{_end(ctx, 'です', '')}。", f"えっ、{word}？本当{_end(ctx, 'ですか', 'に')}？"]  # fmt: skip
+        en = [f"{word.capitalize()}? That sounds great!", f"Tell me more about {word}.",
+              f"Huh, {word}. I didn't know that.", f"Wait, {word}? Really?"]  # fmt: skip
+        index = ctx.rng.randrange(len(ja))
+        return (ja if ctx.ja else en)[index], ("happy", "neutral", "relaxed", "surprised")[index]
+    if last.rstrip().endswith(("?", "？")):
+        return (f"うーん、どうだろう。考えてみ{_end(ctx, 'ます', 'る')}。" if ctx.ja
+                else "Hmm, good question. Let me think about it."), "neutral"  # fmt: skip
+    return (
+        f"うんうん、わかる{_end(ctx, '気がします', 'よ')}。" if ctx.ja else "Yeah, I know what you mean."
+    ), "relaxed"
+
+
+def _goodbye(ctx: WriterContext, partner: str, leaving: bool) -> str:
+    activity = ctx.facts.get("plan_activity")
+    if ctx.ja:
+        if leaving and activity:
+            return f"あ、そろそろ「{activity}」の時間だ。{partner}、またね！"
+        return str(
+            ctx.pick(
+                [
+                    f"話せて楽しかった。またね、{partner}！",
+                    "じゃあ、またね！",
+                    f"うん、{partner}、また明日ね。",
+                ]
+            )
+        )
+    if leaving and activity:
+        return f"Oh, it's almost time to {activity}. See you, {partner}!"
+    return str(
+        ctx.pick(
+            [
+                f"It was nice talking, {partner}. See you!",
+                "Alright, bye for now!",
+                f"See you tomorrow, {partner}.",
+            ]
+        )
+    )
+
+
+def _reply(dialogue: str, emotion: str, end: bool) -> dict[str, Any]:
+    return {"dialogue": dialogue, "emotion": emotion, "is_conversation_end": end}
+
+
+def write_turn(ctx: WriterContext) -> dict[str, Any]:
+    """The next line of the speaker named in `ctx.facts` (see `backend/conversation/prompts.build_facts`)."""
+    facts = ctx.facts
+    partner = str((facts.get("partner") or {}).get("name") or ("あなた" if ctx.ja else "you"))
+    turn = int(facts.get("turn_index") or 0)
+    if facts.get("partner_said_farewell"):
+        return _reply(_goodbye(ctx, partner, leaving=False), "happy", True)
+    last_turn = turn + 1 >= int(facts.get("max_turns") or 8)
+    if last_turn or (turn >= LEAVE_FROM_TURN and ctx.rng.random() < LEAVE_CHANCE):
+        return _reply(_goodbye(ctx, partner, leaving=True), "relaxed", True)
+    space = "" if ctx.ja else " "
+    last = str(facts.get("partner_last_line") or "")
+    if turn == 0 or not last:
+        greeting = _greeting(ctx, partner, float(facts.get("time_of_day") or 12.0))
+        return _reply(f"{greeting}{space}{_remark(ctx)}", "happy", False)
+    answer, emotion = _answer(ctx, last)
+    if ctx.rng.random() < 0.6:
+        answer = f"{answer}{space}{_remark(ctx)}"
+    return _reply(answer, emotion, False)
+
+
+WRITERS = {"TurnReply": write_turn}
