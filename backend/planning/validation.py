@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from backend.gametime import format_clock
+from backend.gametime import format_clock as _format_clock
 from backend.planning.schemas import PlanItem
 
 #: Items shorter than this (hours) after trimming are dropped rather than kept as slivers.
@@ -22,6 +22,11 @@ MIN_ITEM_HOURS = 1 / 60
 #: A model plan whose own items cover less than this share of the window is not worth repairing.
 MIN_COVERAGE = 0.5
 HOME_ACTIVITY = {"ja": "家で過ごす", "en": "Time at home"}
+
+
+def format_clock(hours: float) -> str:
+    """Like gametime.format_clock, but the end of the day reads 24:00, not 00:00."""
+    return "24:00" if hours >= 24 else _format_clock(hours)
 
 
 class PlanUnrepairable(ValueError):

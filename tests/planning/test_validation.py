@@ -1,0 +1,148 @@
+"""Plan validation and repair (pure functions): each kind of broken plan is detected and repaired."""
+
+from __future__ import annotations
+
+import pytest
+
+from backend.planning.schemas import PlanItem, PlanReplyItem
+from backend.planning.validation import PlanUnrepairable, fallback_plan, plan_problems, repair_plan
+
+KNOWN = {"home", "cafe", "park", "library"}
+
+
+def item(start: float, end: float, poi: str = "cafe", activity: str = "x") -> dict[str, object]:
+    return {"start": start, "end": end, "poi_id": poi, "activity": activity}
+
+
+def repair(items: list[dict[str, object]], start: float = 7.0, end: float = 22.0):
+    return repair_plan(items, known_pois=KNOWN, home="home", start=start, end=end, language="ja")
+
+
+def spans(items: list[PlanItem]) -> list[tuple[float, float, str | None]]:
+    return [(it.start, it.end, it.poi_id) for it in items]
+
+
+def problems(items: list[PlanItem], start: float = 7.0, end: float = 22.0) -> list[str]:
+    return plan_problems(items, known_pois=KNOWN, home="home", start=start, end=end)
+
+
+def test_a_sound_plan_is_kept_as_is() -> None:
+    plan = [item(7, 9, "home"), item(9, 12, "library"), item(12, 18, "park"), item(18, 22, "home")]
+    repaired, repairs = repair(plan)
+    assert repairs == []
+    assert spans(repaired) == [(7, 9, "home"), (9, 12, "library"), (12, 18, "park"), (18, 22, "home")]
+    assert problems(repaired) == []
+
+
+def test_unknown_place_is_detected_and_replaced_by_home() -> None:
+    raw = [
+        PlanItem(**item(7, 12, "library")),
+        PlanItem(**item(12, 15, "moon_base")),
+        PlanItem(**item(15, 22)),
+    ]
+    assert any("moon_base" in p for p in problems(raw))
+    repaired, repairs = repair([it.model_dump() for it in raw])
+    assert spans(repaired)[1] == (12, 15, "home")
+    assert any("moon_base" in r for r in repairs)
+    assert problems(repaired) == []
+
+
+def test_mostly_unknown_places_cannot_be_repaired() -> None:
+    with pytest.raises(PlanUnrepairable, match="do not exist"):
+        repair([item(7, 12, "x"), item(12, 17, "y"), item(17, 22, "cafe")])
+
+
+def test_overlap_is_detected_and_trimmed() -> None:
+    raw = [item(7, 12, "library"), item(11, 15, "cafe"), item(15, 22, "park")]
+    assert any("overlaps" in p for p in problems([PlanItem(**r) for r in raw]))
+    repaired, repairs = repair(raw)
+    assert spans(repaired) == [(7, 12, "library"), (12, 15, "cafe"), (15, 22, "park")]
+    assert any("overlapped" in r for r in repairs)
+
+
+def test_an_item_swallowed_by_an_earlier_one_is_dropped() -> None:
+    repaired, _ = repair([item(7, 15, "library"), item(9, 11, "cafe"), item(15, 22, "park")])
+    assert spans(repaired) == [(7, 15, "library"), (15, 22, "park")]
+
+
+def test_out_of_hours_is_detected_and_clipped() -> None:
+    raw = [item(5, 12, "library"), item(12, 23.5, "park"), item(23.5, 24, "cafe")]
+    found = problems([PlanItem(**r) for r in raw])
+    assert any("starts at 05:00" in p for p in found) and any("ends at 24:00" in p for p in found)
+    repaired, repairs = repair(raw)
+    assert spans(repaired) == [(7, 12, "library"), (12, 22, "park")]
+    assert sum("outside" in r for r in repairs) == 3  # two clipped, one dropped entirely
+
+
+def test_gaps_are_detected_and_filled_with_home() -> None:
+    raw = [item(9, 11, "library"), item(12, 18, "park")]
+    found = problems([PlanItem(**r) for r in raw])
+    assert any("gap" in p for p in found) and any("starts at 09:00" in p for p in found)
+    repaired, repairs = repair(raw)
+    assert spans(repaired) == [
+        (7, 9, "home"),
+        (9, 11, "library"),
+        (11, 12, "home"),
+        (12, 18, "park"),
+        (18, 22, "home"),
+    ]
+    assert repaired[0].activity == "家で過ごす"
+    assert sum("gap" in r for r in repairs) == 3
+
+
+def test_unordered_items_are_sorted() -> None:
+    repaired, repairs = repair([item(15, 22, "park"), item(7, 15, "library")])
+    assert spans(repaired) == [(7, 15, "library"), (15, 22, "park")]
+    assert "items reordered by start time" in repairs
+
+
+def test_reversed_items_are_dropped() -> None:
+    repaired, repairs = repair([item(7, 16, "library"), item(18, 17, "cafe"), item(16, 22, "park")])
+    assert spans(repaired) == [(7, 16, "library"), (16, 22, "park")]
+    assert any("ends before it starts" in r for r in repairs)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        [],
+        [item(7, 8, "cafe")],
+        [item(1, 3, "cafe"), item(23, 24, "park")],
+        [{"poi_id": "cafe"}],
+        ["nonsense"],
+    ],
+)
+def test_plans_beyond_repair_raise(raw: list[object]) -> None:
+    with pytest.raises(PlanUnrepairable):
+        repair(raw)  # type: ignore[arg-type]
+
+
+def test_a_sliver_left_by_rounding_is_absorbed_not_a_gap_item() -> None:
+    repaired, _ = repair([item(7, 12.001, "library"), item(12.01, 22, "park")])
+    assert len(repaired) == 2 and repaired[1].start == repaired[0].end
+
+
+def test_window_for_replanning_is_respected() -> None:
+    repaired, _ = repair([item(10, 16, "cafe"), item(16, 22, "park")], start=13.25, end=22)
+    assert spans(repaired) == [(13.25, 16, "cafe"), (16, 22, "park")]
+
+
+def test_model_clock_strings_are_read_as_hours() -> None:
+    parsed = PlanReplyItem.model_validate(
+        {"start": "08:30", "end": "9:45", "poi_id": "cafe", "activity": "a"}
+    )
+    assert (parsed.start, parsed.end) == (8.5, 9.75)
+
+
+def test_fallback_plan_is_sound_and_deterministic() -> None:
+    pois = [("home", "家", "home"), ("cafe", "中央カフェ", "cafe"), ("park", "公園", "park")]
+    first = fallback_plan(pois, home="home", start=7, end=22, language="ja")
+    assert first == fallback_plan(pois, home="home", start=7, end=22, language="ja")
+    assert problems(first) == []
+    assert {it.poi_id for it in first} == {"home", "cafe", "park"}
+    assert "中央カフェ" in next(it.activity for it in first if it.poi_id == "cafe")
+
+
+def test_fallback_without_any_place_stays_home_all_day() -> None:
+    plan = fallback_plan([], home=None, start=6, end=21, language="en")
+    assert spans(plan) == [(6, 21, None)] and plan[0].activity == "Time at home"
