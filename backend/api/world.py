@@ -24,12 +24,6 @@ def import_world(
 ) -> dict[str, Any]:
     """Replace this world with the document's contents (one transaction: a bad document changes nothing)."""
     counts = transfer.import_world(session, world, document)
-    invalidate_memory_cache(memory, world)
+    # The rows changed underneath the memory service: its cached matrices for this world are stale.
+    memory.invalidate_world(world)
     return {"world_id": world, "imported": counts}
-
-
-def invalidate_memory_cache(memory: Any, world_id: str) -> None:
-    """Drop the memory service's cached matrices for a world whose rows were replaced underneath it."""
-    invalidate = getattr(memory, "invalidate_world", None) or getattr(memory, "invalidate", None)
-    if invalidate is not None:
-        invalidate(world_id)

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import delete, func, text
+from sqlalchemy import PrimaryKeyConstraint, UniqueConstraint, delete, func, text
 from sqlmodel import Session, SQLModel, col, select
 
 from backend.conversation.models import Conversation, Turn
@@ -97,6 +97,8 @@ def parse_document(doc: Any) -> dict[str, list[SQLModel]]:
             raise InvalidInput(f"section {name!r} must be a list of rows", details={"field": name})
         parsed[name] = [_parse_row(name, index, table, row) for index, row in enumerate(raw)]
     _check_references(parsed)
+    for name, rows in parsed.items():
+        _check_unique(name, SECTIONS[name], rows)
     return parsed
 
 
@@ -135,6 +137,28 @@ def _check_references(parsed: dict[str, list[SQLModel]]) -> None:
                     f"{where}: agent {row.agent_id!r} is not in the document",  # type: ignore[attr-defined]
                     details={"field": where},
                 )
+
+
+def _check_unique(section: str, table: type[SQLModel], rows: list[SQLModel]) -> None:
+    """Duplicate keys would fail half-way through the insert: name them up front instead."""
+    keys = [
+        [c.name for c in constraint.columns if c.name != "world_id"]
+        for constraint in table.__table__.constraints  # type: ignore[attr-defined]
+        if isinstance(constraint, PrimaryKeyConstraint | UniqueConstraint)
+    ]
+    for columns in keys:
+        seen: dict[tuple[Any, ...], int] = {}
+        for index, row in enumerate(rows):
+            value = tuple(getattr(row, name) for name in columns)
+            if any(part is None for part in value):
+                continue
+            if value in seen:
+                where = f"{section}[{index}]"
+                raise InvalidInput(
+                    f"{where} repeats {'/'.join(columns)} {value!r} of {section}[{seen[value]}]",
+                    details={"field": f"{where}.{columns[-1]}"},
+                )
+            seen[value] = index
 
 
 def wipe_world(session: Session, world_id: str) -> dict[str, int]:
