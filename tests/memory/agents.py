@@ -11,7 +11,12 @@ from backend.world.models import DEFAULT_WORLD, Agent
 
 
 def add_agent(
-    client: TestClient, agent_id: str = "aoi", *, world: str = DEFAULT_WORLD, name: str = "アオイ", language: str = "ja"
+    client: TestClient,
+    agent_id: str = "aoi",
+    *,
+    world: str = DEFAULT_WORLD,
+    name: str = "アオイ",
+    language: str = "ja",
 ) -> None:
     app: Any = client.app
     with Session(app.state.engine) as session:

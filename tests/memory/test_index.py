@@ -1,0 +1,76 @@
+"""The per-agent index: amortised growth, id lookups, tombstones, and vectorised keyword counts."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from backend.llm.embedding import LocalEmbedder
+from backend.memory.index import AgentIndex, IndexRow
+from backend.text import token_set
+
+TEXTS = ["カフェでヒカリと話した", "図書館で本を読んだ", "I met Hikari at the cafe", "公園でヒカリと散歩した"]
+
+
+def build(texts: list[str], start_id: int = 1) -> AgentIndex:
+    embedder = LocalEmbedder(dim=64)
+    vectors = embedder.embed_sync(texts)
+    index = AgentIndex(64, capacity=2)
+    index.append(
+        [
+            IndexRow(start_id + i, float(i + 1), 10.0 * i, "observation", t, vectors[i])
+            for i, t in enumerate(texts)
+        ]
+    )
+    return index
+
+
+def test_append_grows_capacity_and_keeps_rows() -> None:
+    index = build(TEXTS)
+    assert index.size == 4 and index.ids.shape[0] >= 4
+    assert index.ids[:4].tolist() == [1, 2, 3, 4]
+    assert index.importance[:4].tolist() == [1.0, 2.0, 3.0, 4.0]
+    assert np.allclose(np.linalg.norm(index.vectors[:4], axis=1), 1.0)
+    # Ids must keep increasing: a stale or duplicate append is refused.
+    try:
+        index.append([IndexRow(2, 1.0, 0.0, "observation", "x", None)])
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("an out-of-order append was accepted")
+
+
+def test_shared_tokens_equal_a_per_memory_count() -> None:
+    index = build(TEXTS)
+    query = token_set("ヒカリとカフェ")
+    expected = [len(query & token_set(t)) for t in TEXTS]
+    assert index.shared_tokens(query).tolist() == expected
+    assert index.token_counts[:4].tolist() == [len(token_set(t)) for t in TEXTS]
+    assert index.shared_tokens({"存在しない"}).tolist() == [0, 0, 0, 0]
+
+
+def test_cosine_all_equals_per_row_dot_products() -> None:
+    index = build(TEXTS)
+    query = LocalEmbedder(dim=64).embed_sync(["カフェ"])[0]
+    expected = [float(np.dot(index.vectors[i], query)) for i in range(4)]
+    assert np.allclose(index.cosine_all(query), expected)
+
+
+def test_remove_touch_and_importance_by_id() -> None:
+    index = build(TEXTS, start_id=10)
+    index.set_importance([11], [9.0])
+    index.touch([12, 99], 500.0)  # unknown ids are ignored
+    index.touch([12], 100.0)  # never moves backwards
+    assert index.importance[1] == 9.0 and index.accessed[2] == 500.0
+    assert index.remove([10, 13, 77]) == 2
+    assert index.candidates().tolist() == [1, 2]
+    assert index.live == 2 and index.latest_minutes() == 500.0
+    assert index.positions([11, 13]).tolist() == [1]
+
+
+def test_candidates_filter_by_type() -> None:
+    index = AgentIndex(8)
+    kinds = ["observation", "reflection", "plan", "observation"]
+    index.append([IndexRow(i + 1, 5.0, 0.0, kind, f"text {i}", None) for i, kind in enumerate(kinds)])
+    assert index.candidates(["observation"]).tolist() == [0, 3]
+    assert index.candidates(["reflection", "plan"]).tolist() == [1, 2]
+    assert index.candidates().tolist() == [0, 1, 2, 3]
