@@ -37,6 +37,7 @@ ROUTERS = (
     "backend.api.conversation",
     "backend.api.events",
     "backend.api.emotion",
+    "backend.api.dashboard",
 )
 
 #: Start-up steps run after the database is ready, in order: `async def step(app) -> None`.

@@ -1,0 +1,199 @@
+"""The web dashboard: server-rendered pages (webui/templates) and their static files (webui/static).
+
+Pages are thin shells: each renders its title, links and a boot record (world, ids, which JSON endpoints this
+server has), and the page's JavaScript fetches the same JSON API Unity uses and keeps it live. Asking the
+router which endpoints exist lets the dashboard show data from concepts as they land (emotion, people,
+council, the event WebSocket) without calling routes that are not there.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+from starlette.routing import Match
+from starlette.types import Scope
+
+from backend import __version__
+from backend.api.deps import WORLD_ID, SessionDep
+from backend.conversation.models import Conversation
+from backend.planning.service import plan_public, stored_plan
+from backend.world.models import DEFAULT_WORLD, Agent
+
+WEBUI_DIR = Path(__file__).resolve().parents[2] / "webui"
+
+templates = Jinja2Templates(directory=WEBUI_DIR / "templates")
+router = APIRouter(include_in_schema=False)
+router.mount("/static", StaticFiles(directory=WEBUI_DIR / "static"), name="static")
+
+#: Endpoints the pages may use, probed with sample ids: name -> (scope type, method, path).
+CAPABILITY_PROBES: dict[str, tuple[str, str, str]] = {
+    "agents": ("http", "GET", "/v1/agents"),
+    "agent": ("http", "GET", "/v1/agents/_probe"),
+    "pois": ("http", "GET", "/v1/pois"),
+    "states": ("http", "GET", "/v1/agents/_probe/states"),
+    "plan": ("http", "GET", "/v1/agents/_probe/plan"),
+    "memories": ("http", "GET", "/v1/agents/_probe/memories"),
+    "retrieve": ("http", "POST", "/v1/agents/_probe/memories/retrieve"),
+    "emotion": ("http", "GET", "/v1/agents/_probe/emotion"),
+    "emotion_history": ("http", "GET", "/v1/agents/_probe/emotion/history"),
+    "people": ("http", "GET", "/v1/agents/_probe/people"),
+    "conversations": ("http", "GET", "/v1/conversations"),
+    "conversation": ("http", "GET", "/v1/conversations/_probe"),
+    "judge": ("http", "POST", "/v1/conversations/_probe/judge"),
+    "councils": ("http", "GET", "/v1/council"),
+    "council": ("http", "GET", "/v1/council/_probe"),
+    "council_md": ("http", "GET", "/v1/council/_probe/record.md"),
+    "llm_calls": ("http", "GET", "/v1/llm-calls"),
+    "health": ("http", "GET", "/health"),
+    "events": ("websocket", "GET", "/v1/events"),
+}
+
+
+def _route_exists(request: Request, kind: str, method: str, path: str) -> bool:
+    """True when the app has a route answering `method path` (or a WebSocket at `path`)."""
+    scope: Scope = {
+        "type": kind,
+        "path": path,
+        "method": method,
+        "root_path": "",
+        "path_params": {},
+        "headers": [],
+        "query_string": b"",
+        "app": request.app,
+    }
+    for route in request.app.router.routes:
+        match, _ = route.matches(scope)
+        if match is Match.FULL:
+            return True
+    return False
+
+
+def capabilities(request: Request) -> dict[str, bool]:
+    """Which JSON endpoints (by the names the page scripts use) this server has right now."""
+    return {name: _route_exists(request, *probe) for name, probe in CAPABILITY_PROBES.items()}
+
+
+def _world(world: str | None) -> str | None:
+    """The world named in `?world=`, `default` when absent, None when the name is invalid."""
+    if not world:
+        return DEFAULT_WORLD
+    return world if WORLD_ID.match(world) else None
+
+
+def _world_query(world: str) -> str:
+    """The `?world=` suffix that keeps links between pages in the same world."""
+    return "" if world == DEFAULT_WORLD else f"?world={world}"
+
+
+def _page(request: Request, template: str, world: str | None, **context: Any) -> HTMLResponse:
+    """Render a page with the shared boot record; an invalid world name gets a 422 page."""
+    resolved = _world(world)
+    if resolved is None:
+        return _problem(request, 422, "Invalid world", "World names are 1-64 letters, digits, '_', '-' or '.'.")
+    boot = {"world": resolved, "caps": capabilities(request), "page": template.removesuffix(".html")}
+    boot.update(context.pop("boot", {}))
+    return templates.TemplateResponse(
+        request,
+        template,
+        {"world": resolved, "wq": _world_query(resolved), "boot": boot, "version": __version__, **context},
+    )
+
+
+def _problem(request: Request, status: int, title: str, message: str) -> HTMLResponse:
+    return templates.TemplateResponse(
+        request,
+        "problem.html",
+        {
+            "world": DEFAULT_WORLD,
+            "wq": "",
+            "boot": {"world": DEFAULT_WORLD, "caps": {}, "page": "problem"},
+            "title": title,
+            "message": message,
+            "version": __version__,
+        },
+        status_code=status,
+    )
+
+
+WorldQuery = Query(None, max_length=64, description="the world to show (default `default`)")
+
+
+@router.get("/", response_class=HTMLResponse)
+def town_page(request: Request, world: str | None = WorldQuery) -> HTMLResponse:
+    """The town: map, live conversation feed, model status."""
+    return _page(request, "town.html", world)
+
+
+@router.get("/agents/{agent_id}", response_class=HTMLResponse)
+def agent_page(
+    request: Request,
+    agent_id: str,
+    session: SessionDep,
+    world: str | None = WorldQuery,
+    day: int | None = Query(None, ge=1, le=1_000_000),
+) -> HTMLResponse:
+    """One agent's mind: persona, emotion, plan, memories, retrieval probe, people."""
+    resolved = _world(world)
+    agent = session.get(Agent, (resolved, agent_id)) if resolved else None
+    if resolved is not None and agent is None:
+        return _problem(request, 404, "No such agent", f"There is no agent “{agent_id}” in world “{resolved}”.")
+    shown_day = day or (agent.state_day if agent and agent.state_day else 1)
+    # The stored plan comes inline: "no plan yet" is then not a failed (console-logged) 404 fetch.
+    plan = stored_plan(session, resolved, agent_id, shown_day) if resolved else None
+    boot = {
+        "agent_id": agent_id,
+        "day": shown_day,
+        "plan": plan_public(plan).model_dump(mode="json") if plan else None,
+    }
+    return _page(request, "agent.html", world, agent=agent, boot=boot)
+
+
+@router.get("/conversations", response_class=HTMLResponse)
+def conversations_page(
+    request: Request, world: str | None = WorldQuery, agent_id: str | None = Query(None, max_length=64)
+) -> HTMLResponse:
+    return _page(request, "conversations.html", world, boot={"agent_id": agent_id})
+
+
+@router.get("/conversations/{session_id}", response_class=HTMLResponse)
+def conversation_page(
+    request: Request, session_id: str, session: SessionDep, world: str | None = WorldQuery
+) -> HTMLResponse:
+    resolved = _world(world)
+    conversation = session.get(Conversation, (resolved, session_id)) if resolved else None
+    # The judge's stored verdict is not part of the conversation JSON, so it comes inline.
+    boot = {"session_id": session_id, "judge": conversation.judge if conversation else None}
+    return _page(request, "conversation.html", world, session_id=session_id, boot=boot)
+
+
+@router.get("/council", response_class=HTMLResponse)
+def councils_page(request: Request, world: str | None = WorldQuery) -> HTMLResponse:
+    return _page(request, "councils.html", world)
+
+
+@router.get("/council/{council_id}", response_class=HTMLResponse)
+def council_page(request: Request, council_id: str, world: str | None = WorldQuery) -> HTMLResponse:
+    return _page(request, "council.html", world, council_id=council_id, boot={"council_id": council_id})
+
+
+@router.get("/llm-calls", response_class=HTMLResponse)
+def llm_calls_page(
+    request: Request,
+    world: str | None = WorldQuery,
+    purpose: str | None = Query(None, max_length=32),
+    agent_id: str | None = Query(None, max_length=64),
+    errors_only: bool = False,
+) -> HTMLResponse:
+    filters = {"purpose": purpose or "", "agent_id": agent_id or "", "errors_only": errors_only}
+    return _page(request, "llm_calls.html", world, filters=filters, boot={"filters": filters})
+
+
+@router.get("/llm-calls/{call_id}", response_class=HTMLResponse)
+def llm_call_page(request: Request, call_id: int, world: str | None = WorldQuery) -> HTMLResponse:
+    return _page(request, "llm_call.html", world, call_id=call_id, boot={"call_id": call_id})
+
