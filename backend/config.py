@@ -7,8 +7,8 @@ from typing import Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-LLMProviderName = Literal["scripted", "ollama", "openai", "vllm"]
-EmbeddingProviderName = Literal["local", "ollama", "openai"]
+LLMProviderName = Literal["scripted", "ollama", "openai", "vllm", "llamacpp"]
+EmbeddingProviderName = Literal["local", "ollama", "openai", "llamacpp"]
 RelevanceMode = Literal["embedding", "keyword", "hybrid"]
 
 #: The model roles: each purpose of a model call maps to one of these (see `Settings.model_for`).
@@ -70,6 +70,13 @@ class Settings(BaseSettings):
     vllm_base_url: str = "http://127.0.0.1:8000/v1"
     vllm_model: str = "Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4"
     vllm_api_key: SecretStr = SecretStr("EMPTY")
+
+    # Embedded llama.cpp (extra machi[llamacpp]): a GGUF file loaded in-process.
+    llamacpp_model_path: str | None = None
+    llamacpp_n_gpu_layers: int = Field(-1, ge=-1)  # -1 = every layer on the GPU, 0 = CPU only
+    llamacpp_n_ctx: int = Field(8192, ge=256, le=262_144)
+    llamacpp_threads: int | None = Field(None, ge=1, le=512)  # None = llama.cpp's choice
+    llamacpp_embedding_model_path: str | None = None  # None = LLAMACPP_MODEL_PATH
 
     # Model per role; empty means "the provider's model".
     model_dialogue: str | None = None
@@ -138,6 +145,25 @@ class Settings(BaseSettings):
             )
         return self
 
+    @model_validator(mode="after")
+    def _check_llamacpp_model(self) -> Settings:
+        from pathlib import Path
+
+        needed: list[tuple[str, str | None]] = []
+        if self.llm_provider == "llamacpp":
+            needed.append(("LLAMACPP_MODEL_PATH", self.llamacpp_model_path))
+        if self.embedding_provider == "llamacpp" and self.llamacpp_embedding_model_path:
+            needed.append(("LLAMACPP_EMBEDDING_MODEL_PATH", self.llamacpp_embedding_model_path))
+        elif self.embedding_provider == "llamacpp":
+            needed.append(("LLAMACPP_MODEL_PATH", self.llamacpp_model_path))
+        for name, path in needed:
+            if not path or not Path(path).expanduser().is_file():
+                raise ValueError(
+                    f"{name} must name an existing GGUF file when LLM_PROVIDER or EMBEDDING_PROVIDER "
+                    f"is llamacpp (got {path!r})"
+                )
+        return self
+
     def provider_model(self) -> str:
         """The model name the configured provider uses when a role names none."""
         return {
@@ -145,6 +171,7 @@ class Settings(BaseSettings):
             "ollama": self.ollama_model,
             "openai": self.openai_model,
             "vllm": self.vllm_model,
+            "llamacpp": _file_name(self.llamacpp_model_path),
         }[self.llm_provider]
 
     def model_for(self, role: str) -> str:
@@ -164,12 +191,19 @@ class Settings(BaseSettings):
             "local": f"hashed-char-ngrams-{self.embedding_dim}",
             "ollama": "nomic-embed-text",
             "openai": "text-embedding-3-small",
+            "llamacpp": _file_name(self.llamacpp_embedding_model_path or self.llamacpp_model_path),
         }[self.embedding_provider]
 
     def database_kind(self) -> str:
         from sqlalchemy.engine import make_url
 
         return make_url(self.database_url).get_backend_name()
+
+
+def _file_name(path: str | None) -> str:
+    from pathlib import Path
+
+    return Path(path).name if path else "unset"
 
 
 def describe_settings_error(exc: ValidationError) -> str:

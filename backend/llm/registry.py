@@ -17,16 +17,18 @@ PROVIDERS: dict[str, str] = {
     "ollama": "backend.llm.ollama:OllamaLLM",
     "openai": "backend.llm.openai_compat:OpenAILLM",
     "vllm": "backend.llm.openai_compat:VLLMLLM",
+    "llamacpp": "backend.llm.llamacpp:LlamaCppLLM",
 }
 
 EMBEDDERS: dict[str, str] = {
     "local": "backend.llm.embedding:LocalEmbedder",
     "ollama": "backend.llm.embedding:OllamaEmbedder",
     "openai": "backend.llm.embedding:OpenAIEmbedder",
+    "llamacpp": "backend.llm.llamacpp:LlamaCppEmbedder",
 }
 
 #: The pip extra that brings each optional client, named in the error when it is missing.
-EXTRAS: dict[str, str] = {}
+EXTRAS: dict[str, str] = {"llamacpp": "llamacpp"}
 
 
 def _load(path: str, name: str) -> Callable[..., Any]:
