@@ -90,7 +90,9 @@ class FakeModelServer:
         self._server.server_close()
 
     def answer(self, method: str, path: str, body: Any) -> Reply:
-        """The reply for one request (called on the server thread)."""
+        """The reply for one request (called on the server thread); a queued `Reply` answers any POST."""
+        if method == "POST" and self.queue and isinstance(self.queue[0], Reply):
+            return self.queue.popleft()  # type: ignore[return-value]
         if method == "GET" and path == "/api/tags":
             return Reply(body={"models": [{"name": m, "model": m, "size": 1} for m in self.models]})
         if method == "GET" and path.endswith("/models"):
@@ -106,8 +108,7 @@ class FakeModelServer:
             usage = {"prompt_tokens": 3, "total_tokens": 3}
             return Reply(body={"object": "list", "data": data, "model": body["model"], "usage": usage})
         queued = self.queue.popleft() if self.queue else Said(self.default_text)
-        if isinstance(queued, Reply):
-            return queued
+        assert isinstance(queued, Said)
         if path == "/api/chat":
             return _ollama_chat(queued, body)
         return _openai_chat(queued, body)

@@ -12,6 +12,7 @@ import asyncio
 import hashlib
 import importlib
 import json
+import math
 import pkgutil
 import random
 from collections import deque
@@ -202,11 +203,12 @@ def fill_schema(schema: dict[str, Any], ctx: WriterContext, name: str = "") -> A
         count = ctx.rng.randint(low, max(low, min(high, low + 2)))
         return [fill_schema(schema.get("items", {"type": "string"}), ctx, name) for _ in range(count)]
     if kind == "integer":
-        low, high = _bounds(schema, 1, 10)
-        return ctx.rng.randint(int(low), int(high))
+        low, high = _bounds(schema, 1, 10, step=1)
+        return ctx.rng.randint(math.ceil(low), math.floor(high))
     if kind == "number":
-        low, high = _bounds(schema, 0.0, 1.0)
-        return round(ctx.rng.uniform(float(low), float(high)), 2)
+        low, high = _bounds(schema, 0.0, 1.0, step=0.01)
+        # Two decimals read naturally; clamping keeps the rounding inside the bounds.
+        return min(max(round(ctx.rng.uniform(low, high), 2), low), high)
     if kind == "boolean":
         return False
     if kind == "null":
@@ -214,13 +216,16 @@ def fill_schema(schema: dict[str, Any], ctx: WriterContext, name: str = "") -> A
     return _fill_string(schema, ctx, name)
 
 
-def _bounds(schema: dict[str, Any], low: float, high: float) -> tuple[float, float]:
-    lo = schema.get("minimum", low)
-    hi = schema.get("maximum", high)
+def _bounds(schema: dict[str, Any], low: float, high: float, *, step: float) -> tuple[float, float]:
+    """Inclusive bounds; an exclusive bound moves inward by `step` (1 for integers, 0.01 for numbers)."""
+    lo = float(schema.get("minimum", low))
     if "exclusiveMinimum" in schema:
-        lo = schema["exclusiveMinimum"] + 1
+        lo = float(schema["exclusiveMinimum"]) + step
+    hi = float(schema.get("maximum", max(high, lo + (high - low))))
     if "exclusiveMaximum" in schema:
-        hi = schema["exclusiveMaximum"] - 1
+        hi = float(schema["exclusiveMaximum"]) - step
+    if "minimum" not in schema and "exclusiveMinimum" not in schema and hi < lo:
+        lo = hi - (high - low)  # only an upper bound below the default range
     return lo, max(lo, hi)
 
 

@@ -1,0 +1,115 @@
+"""Embedders: the offline local one (Japanese without spaces), and Ollama/OpenAI against the fake server."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pydantic import SecretStr
+
+from backend.config import Settings
+from backend.errors import LLMUnavailable
+from backend.llm.embedding import EMBED_BATCH, LocalEmbedder, OllamaEmbedder, OpenAIEmbedder
+from backend.llm.registry import build_embedder
+from tests.llm.fakes import FakeModelServer, Reply, closed_port_url
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    return float(a @ b)  # rows are L2-normalised
+
+
+async def test_local_ranks_a_japanese_sentence_sharing_words_above_an_unrelated_one() -> None:
+    embedder = LocalEmbedder(dim=384)
+    query, related, unrelated = await embedder.embed(
+        ["カフェ", "カフェでヒカリと話した", "図書館で本を返却した"]
+    )
+    assert cosine(query, related) > cosine(query, unrelated)
+    assert cosine(query, related) > 0.2
+
+
+async def test_local_works_for_english_and_mixed_text() -> None:
+    embedder = LocalEmbedder(dim=256)
+    query, related, unrelated = await embedder.embed(
+        ["bakery bread", "Aoi bought bread at the bakery", "rain on the river"]
+    )
+    assert cosine(query, related) > cosine(query, unrelated)
+
+
+async def test_local_vectors_are_normalised_float32_and_deterministic() -> None:
+    texts = ["おはよう、アオイ。", "Good morning", "", "ｶﾌｪ"]  # half-width kana normalises to カフェ
+    first = await LocalEmbedder(dim=128).embed(texts)
+    second = await LocalEmbedder(dim=128).embed(texts)
+    assert first.dtype == np.float32 and first.shape == (4, 128)
+    assert np.array_equal(first, second)
+    norms = np.linalg.norm(first, axis=1)
+    assert np.allclose(norms[[0, 1, 3]], 1.0, atol=1e-5)
+    assert norms[2] == 0.0  # empty text stays a zero row instead of NaN
+    [cafe] = await LocalEmbedder(dim=128).embed(["カフェ"])
+    assert np.allclose(cafe, first[3])
+
+
+async def test_ollama_embedder_posts_api_embed_and_normalises(
+    settings: Settings, fake: FakeModelServer
+) -> None:
+    configured = settings.model_copy(update={"embedding_provider": "ollama", "ollama_host": fake.url})
+    embedder = build_embedder(configured)
+    assert isinstance(embedder, OllamaEmbedder) and embedder.dim == 768  # nomic-embed-text, known up front
+    vectors = await embedder.embed(["カフェ", "図書館で"])
+    [sent] = fake.posts("/api/embed")
+    assert sent["model"] == "nomic-embed-text" and sent["input"] == ["カフェ", "図書館で"]
+    assert "dimensions" not in sent
+    assert vectors.dtype == np.float32 and vectors.shape == (2, 4)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
+    expected = np.array([3.0, 1.0, 0.0, 2.0]) / np.linalg.norm([3.0, 1.0, 0.0, 2.0])
+    assert np.allclose(vectors[0], expected)
+    assert embedder.dim == 4  # learned from the reply
+    await embedder.aclose()
+
+
+async def test_remote_embedders_batch_large_inputs(settings: Settings, fake: FakeModelServer) -> None:
+    embedder = OllamaEmbedder(host=fake.url, model="all-minilm")
+    texts = [f"記憶{i}" * (i % 5 + 1) for i in range(EMBED_BATCH + 5)]
+    vectors = await embedder.embed(texts)
+    assert [len(body["input"]) for body in fake.posts("/api/embed")] == [EMBED_BATCH, 5]
+    assert vectors.shape == (len(texts), 4)
+    assert (await embedder.embed([])).shape == (0, 4)
+    await embedder.aclose()
+
+
+async def test_openai_embedder_sorts_by_index_and_asks_for_dimensions(
+    settings: Settings, fake: FakeModelServer
+) -> None:
+    configured = Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        embedding_provider="openai",
+        openai_api_key=SecretStr("sk-embed"),
+        openai_base_url=f"{fake.url}/v1",
+        embedding_dim=256,
+        database_url=settings.database_url,
+    )
+    embedder = build_embedder(configured)
+    assert isinstance(embedder, OpenAIEmbedder)
+    vectors = await embedder.embed(["a", "abcdef"])  # the fake answers in reverse index order
+    [request] = [r for r in fake.requests if r.path == "/v1/embeddings"]
+    assert request.headers["authorization"] == "Bearer sk-embed"
+    assert request.body["model"] == "text-embedding-3-small"
+    assert request.body["dimensions"] == 256  # EMBEDDING_DIM was set explicitly
+    assert request.body["encoding_format"] == "float"
+    expected_first = np.array([1.0, 1.0, 0.0, 2.0]) / np.linalg.norm([1.0, 1.0, 0.0, 2.0])
+    assert np.allclose(vectors[0], expected_first)
+    await embedder.aclose()
+
+
+async def test_embedder_errors_are_mapped(fake: FakeModelServer) -> None:
+    refused = OllamaEmbedder(host=closed_port_url(), model="nomic-embed-text")
+    with pytest.raises(LLMUnavailable, match="cannot reach Ollama"):
+        await refused.embed(["x"])
+    fake.reply(Reply(status=404, body={"error": "model not found"}))
+    missing = OllamaEmbedder(host=fake.url, model="bge-m3")
+    with pytest.raises(LLMUnavailable, match="ollama pull bge-m3"):
+        await missing.embed(["x"])
+    fake.reply(Reply(status=401, body={"error": {"message": "bad key"}}))
+    rejected = OpenAIEmbedder(api_key="nope", base_url=f"{fake.url}/v1", model="text-embedding-3-small")
+    with pytest.raises(LLMUnavailable, match="OPENAI_API_KEY"):
+        await rejected.embed(["x"])
+    for embedder in (refused, missing, rejected):
+        await embedder.aclose()
