@@ -1,0 +1,94 @@
+"""Every model a client sees on the wire, by the name its JSON Schema (and generated C# class) carries.
+
+Imported from the concept modules, so the exported schemas are the server's own validation and reply models.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel
+
+from backend.conversation.schemas import (
+    ConversationDetail,
+    ConversationList,
+    EndRequest,
+    EndResult,
+    TurnRequest,
+    TurnResult,
+)
+from backend.memory.models import (
+    MemoryBatchCreate,
+    MemoryCreate,
+    MemoryList,
+    MemoryPublic,
+    ReflectRequest,
+    ReflectResponse,
+    RetrieveRequest,
+    RetrieveResponse,
+)
+from backend.planning.schemas import PlanNow, PlanPublic, PlanRequest
+from backend.protocol.wire import ErrorBody, HealthPublic, TurnDelta, TurnReset
+from backend.world.schemas import (
+    AgentDetail,
+    AgentPublic,
+    AgentUpsert,
+    PoiPublic,
+    PoiUpsert,
+    StateAccepted,
+    StateReport,
+)
+
+Role = Literal["request", "reply", "event"]
+
+
+@dataclass(frozen=True)
+class WireModel:
+    model: type[BaseModel]
+    role: Role
+    used_by: str  # the call (or SSE event) that sends or returns it
+
+    @property
+    def name(self) -> str:
+        """The schema's (and generated C# class's) name: the pydantic class name."""
+        return self.model.__name__
+
+
+PROTOCOL_MODELS: tuple[WireModel, ...] = (
+    WireModel(HealthPublic, "reply", "GET /health"),
+    WireModel(ErrorBody, "reply", "any 4xx/5xx; SSE event `error`"),
+    WireModel(AgentUpsert, "request", "PUT /v1/agents/{agent_id}"),
+    WireModel(AgentPublic, "reply", "GET /v1/agents (a JSON array of these)"),
+    WireModel(AgentDetail, "reply", "GET|PUT /v1/agents/{agent_id}"),
+    WireModel(PoiUpsert, "request", "PUT /v1/pois/{poi_id}"),
+    WireModel(PoiPublic, "reply", "GET /v1/pois (array), GET|PUT /v1/pois/{poi_id}"),
+    WireModel(StateReport, "request", "POST /v1/agents/{agent_id}/state"),
+    WireModel(StateAccepted, "reply", "POST /v1/agents/{agent_id}/state"),
+    WireModel(PlanRequest, "request", "POST /v1/agents/{agent_id}/plan"),
+    WireModel(PlanPublic, "reply", "GET|POST /v1/agents/{agent_id}/plan"),
+    WireModel(PlanNow, "reply", "GET /v1/agents/{agent_id}/plan/now"),
+    WireModel(TurnRequest, "request", "POST /v1/conversation/turn[/stream]"),
+    WireModel(TurnResult, "reply", "POST /v1/conversation/turn; SSE event `reply`"),
+    WireModel(TurnDelta, "event", "SSE event `delta` of /v1/conversation/turn/stream"),
+    WireModel(TurnReset, "event", "SSE event `reset` of /v1/conversation/turn/stream"),
+    WireModel(EndRequest, "request", "POST /v1/conversation/end"),
+    WireModel(EndResult, "reply", "POST /v1/conversation/end"),
+    WireModel(ConversationList, "reply", "GET /v1/conversations"),
+    WireModel(ConversationDetail, "reply", "GET /v1/conversations/{session_id}"),
+    WireModel(MemoryCreate, "request", "POST /v1/agents/{agent_id}/memories"),
+    WireModel(MemoryBatchCreate, "request", "POST /v1/agents/{agent_id}/memories/batch"),
+    WireModel(MemoryPublic, "reply", "POST /v1/agents/{agent_id}/memories"),
+    WireModel(MemoryList, "reply", "GET /v1/agents/{agent_id}/memories"),
+    WireModel(RetrieveRequest, "request", "POST /v1/agents/{agent_id}/memories/retrieve"),
+    WireModel(RetrieveResponse, "reply", "POST /v1/agents/{agent_id}/memories/retrieve"),
+    WireModel(ReflectRequest, "request", "POST /v1/agents/{agent_id}/reflect"),
+    WireModel(ReflectResponse, "reply", "POST /v1/agents/{agent_id}/reflect"),
+)
+
+
+def by_name(name: str) -> WireModel:
+    for entry in PROTOCOL_MODELS:
+        if entry.name == name:
+            return entry
+    raise KeyError(name)

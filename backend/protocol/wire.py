@@ -1,0 +1,60 @@
+"""Wire shapes that have no model of their own in a concept module (health, errors, stream events).
+
+Tests check these against what the server really sends, so they cannot drift from the code that sends it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class HealthPublic(BaseModel):
+    """`GET /health`: always public; the first call a client makes (it learns the protocol version here)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    status: str = Field(description="ok | degraded")
+    version: str
+    protocol_version: int = Field(description="The X-Machi-Protocol major this server speaks.")
+    llm_provider: str
+    llm_model: str
+    llm_reachable: bool | None
+    llm_detail: Any = None
+    embedding_provider: str
+    database: str
+    database_ok: bool
+    background_tasks: int
+
+
+class ErrorInfo(BaseModel):
+    code: str = Field(description="Machine-readable, e.g. not_found, validation_error, unsupported_protocol.")
+    message: str = Field(description="What went wrong, for a developer to act on.")
+    details: Any = None
+
+
+class ErrorBody(BaseModel):
+    """Every 4xx/5xx answer, and the `error` event of a streamed turn."""
+
+    error: ErrorInfo
+
+
+class TurnDelta(BaseModel):
+    """SSE `delta` event: more of the dialogue. Deltas since the last `reset` concatenate to the reply's text."""
+
+    text: str
+
+
+class TurnReset(BaseModel):
+    """SSE `reset` event: discard the text shown so far; the next deltas carry the whole final line."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class DeleteResult(BaseModel):
+    """`DELETE /v1/agents/{id}` and `/v1/pois/{id}`."""
+
+    model_config = ConfigDict(extra="allow")
+
+    deleted: str

@@ -1,0 +1,75 @@
+"""The committed schemas and C# DTOs are exactly what the server's models export today."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from backend.protocol.cli import DEFAULT_CSHARP_DIR, DEFAULT_SCHEMA_DIR
+from backend.protocol.codegen import GENERATED_FILE, QUICKTYPE_VERSION, find_quicktype, generate_csharp
+from backend.protocol.export import INDEX, SUFFIX, export_documents, write_export
+from backend.protocol.registry import PROTOCOL_MODELS
+
+FIX = "run `machi protocol export --csharp` and commit unity_protocol/"
+
+
+def test_committed_schemas_match_a_fresh_export() -> None:
+    fresh = export_documents()
+    committed = {p.name: p.read_text(encoding="utf-8") for p in DEFAULT_SCHEMA_DIR.glob("*.json")}
+    assert sorted(committed) == sorted(fresh), f"schema files differ; {FIX}"
+    for name, text in fresh.items():
+        assert committed[name] == text, f"{name} is stale; {FIX}"
+
+
+def test_every_wire_model_has_a_schema_and_references_resolve(tmp_path: Path) -> None:
+    write_export(tmp_path)
+    index = json.loads((tmp_path / INDEX).read_text(encoding="utf-8"))
+    names = {item["name"] for item in index["schemas"]}
+    assert {entry.name for entry in PROTOCOL_MODELS} <= names
+    for path in tmp_path.glob("*" + SUFFIX):
+        for ref in _refs(json.loads(path.read_text(encoding="utf-8"))):
+            assert (tmp_path / ref).is_file(), f"{path.name} refers to missing {ref}"
+
+
+def test_turn_reply_schema_keeps_the_fields_unity_relies_on() -> None:
+    schema = json.loads(export_documents()["TurnResult" + SUFFIX])
+    required = set(schema["required"])
+    assert {
+        "dialogue",
+        "emotion",
+        "is_conversation_end",
+        "end_reason",
+        "session_id",
+        "turn_index",
+    } <= required
+    emotions = schema["properties"]["emotion"]["enum"]
+    assert sorted(emotions) == ["angry", "happy", "neutral", "relaxed", "sad", "surprised"]
+
+
+def test_export_removes_schemas_of_models_that_no_longer_exist(tmp_path: Path) -> None:
+    (tmp_path / ("Gone" + SUFFIX)).write_text("{}", encoding="utf-8")
+    write_export(tmp_path)
+    assert not (tmp_path / ("Gone" + SUFFIX)).exists()
+
+
+def test_committed_csharp_dtos_match_a_fresh_quicktype_run(tmp_path: Path) -> None:
+    executable = find_quicktype()
+    if executable is None:
+        pytest.skip(
+            f"quicktype is not installed (npm install --prefix ~/.cache/machi-tools/quicktype "
+            f"quicktype@{QUICKTYPE_VERSION}, or run .ci/unity-tools.sh); CI installs it"
+        )
+    generated = generate_csharp(DEFAULT_SCHEMA_DIR, tmp_path, executable)
+    committed = (DEFAULT_CSHARP_DIR / GENERATED_FILE).read_text(encoding="utf-8")
+    assert generated.read_text(encoding="utf-8") == committed, f"C# DTOs are stale; {FIX}"
+
+
+def _refs(node: object) -> list[str]:
+    if isinstance(node, dict):
+        found = [node["$ref"]] if isinstance(node.get("$ref"), str) else []
+        return found + [ref for value in node.values() for ref in _refs(value)]
+    if isinstance(node, list):
+        return [ref for value in node for ref in _refs(value)]
+    return []

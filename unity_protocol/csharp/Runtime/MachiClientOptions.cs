@@ -1,0 +1,34 @@
+using System;
+
+namespace Machi.Client
+{
+    /// <summary>Where the Machi server is and how patiently to talk to it.</summary>
+    [Serializable]
+    public sealed class MachiClientOptions
+    {
+        /// <summary>The protocol major this package speaks (sent as X-Machi-Protocol).</summary>
+        public const int ProtocolVersion = 1;
+
+        /// <summary>e.g. http://127.0.0.1:8000 (no trailing slash needed).</summary>
+        public string BaseUrl = "http://127.0.0.1:8000";
+        /// <summary>MACHI_API_KEY of the server, or null when it runs without one.</summary>
+        public string ApiKey;
+        /// <summary>Send the key as "Authorization: Bearer" instead of "X-Api-Key".</summary>
+        public bool UseBearer;
+        /// <summary>The world this client plays in (X-Machi-World); null means the server's default.</summary>
+        public string WorldId;
+        /// <summary>Per-attempt limit for ordinary calls.</summary>
+        public TimeSpan Timeout = TimeSpan.FromSeconds(30);
+        /// <summary>Per-attempt limit for conversation turns (the server answers within its TURN_DEADLINE_S).</summary>
+        public TimeSpan TurnTimeout = TimeSpan.FromSeconds(25);
+        /// <summary>Extra attempts after the first on network errors, timeouts and 5xx (never on 4xx).</summary>
+        public int MaxRetries = 3;
+        public TimeSpan InitialBackoff = TimeSpan.FromMilliseconds(500);
+        public TimeSpan MaxBackoff = TimeSpan.FromSeconds(8);
+
+        public string Url(string path)
+        {
+            return BaseUrl.TrimEnd('/') + path;
+        }
+    }
+}

@@ -1,0 +1,30 @@
+using System;
+
+namespace Machi.Client
+{
+    /// <summary>When to try again and how long to wait. Pure, so it is tested without Unity.</summary>
+    public static class RetryPolicy
+    {
+        /// <summary>Network errors, timeouts and 5xx are worth another attempt; a 4xx never is (the same
+        /// request would be refused again), and the server makes a retried turn return the same reply.</summary>
+        public static bool IsRetryable(long statusCode, bool networkError, bool timedOut)
+        {
+            if (networkError || timedOut)
+            {
+                return true;
+            }
+            return statusCode >= 500 && statusCode <= 599;
+        }
+
+        /// <summary>Exponential backoff with jitter: initial * 2^attempt, capped, scaled by 0.5-1.0.</summary>
+        /// <param name="attempt">0 for the wait after the first failure.</param>
+        /// <param name="jitter01">A random number in [0, 1).</param>
+        public static TimeSpan Backoff(int attempt, TimeSpan initial, TimeSpan max, double jitter01)
+        {
+            double exponent = Math.Min(Math.Max(attempt, 0), 16);
+            double millis = Math.Min(initial.TotalMilliseconds * Math.Pow(2, exponent), max.TotalMilliseconds);
+            double scale = 0.5 + 0.5 * Math.Min(Math.Max(jitter01, 0.0), 1.0);
+            return TimeSpan.FromMilliseconds(millis * scale);
+        }
+    }
+}
