@@ -80,8 +80,8 @@ def delete_agent(session: Session, memory: MemoryService, world_id: str, agent_i
     removed = {"memories": memory.delete_agent(world_id, agent_id)}
     for name, table in (("plans", Plan), ("state_events", AgentStateEvent)):
         query = delete(table).where(
-            col(table.world_id) == world_id,  # type: ignore[attr-defined]
-            col(table.agent_id) == agent_id,  # type: ignore[attr-defined]
+            col(table.world_id) == world_id,
+            col(table.agent_id) == agent_id,
         )
         removed[name] = session.execute(query).rowcount  # type: ignore[attr-defined]
     session.delete(agent)

@@ -197,7 +197,7 @@ def import_world(session: Session, world_id: str, doc: Any) -> dict[str, int]:
 
 def _insert(session: Session, world_id: str, table: type[SQLModel], rows: list[SQLModel]) -> None:
     for row in rows:
-        row.world_id = world_id  # type: ignore[attr-defined]
+        row.world_id = world_id
     if table is CouncilRecord:
         _fresh_council_ids(session, rows)
     elif "id" in table.model_fields and table not in (Agent, PointOfInterest):
@@ -220,7 +220,7 @@ def _renumber(session: Session, table: type[SQLModel], rows: list[SQLModel]) -> 
     """Give rows new ids; memories keep their evidence links pointing at the renumbered rows."""
     old_ids = [row.id for row in rows]  # type: ignore[attr-defined]
     for row in rows:
-        row.id = None  # type: ignore[attr-defined]
+        row.id = None
     session.add_all(rows)
     session.flush()
     if table is Memory:
@@ -234,7 +234,7 @@ def _fresh_council_ids(session: Session, rows: list[SQLModel]) -> None:
     # Council ids are unique across worlds: a copy of another world's record needs its own id.
     for row in rows:
         if session.get(CouncilRecord, row.id) is not None:  # type: ignore[attr-defined]
-            row.id = uuid.uuid4().hex  # type: ignore[attr-defined]
+            row.id = uuid.uuid4().hex
 
 
 def _advance_sequences(session: Session) -> None:
@@ -243,7 +243,7 @@ def _advance_sequences(session: Session) -> None:
     if bind.dialect.name != "postgresql":
         return
     for table in SECTIONS.values():
-        name = table.__tablename__  # type: ignore[attr-defined]
+        name = table.__tablename__
         if "id" in table.model_fields and table not in (Agent, PointOfInterest, CouncilRecord):
             session.execute(
                 text(
