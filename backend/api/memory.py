@@ -114,7 +114,7 @@ async def reflect(
 ) -> ReflectResponse:
     """Run the threshold (Generative Agents) reflection now; returns the insights it stored."""
     memory.require_agent(world, agent_id)
-    request = request or ReflectRequest()
+    request = request or ReflectRequest(day=None, time_of_day=None)
     made = await memory.reflect_now(world, agent_id, day=request.day, time_of_day=request.time_of_day)
     return ReflectResponse(reflections=[public(r) for r in made])
 

@@ -91,7 +91,9 @@ class MemoryService:
             agent_id=agent_id,
             type=item.type,
             content=item.content,
-            importance=item.importance if rated else self.settings.importance_provisional,
+            importance=item.importance
+            if item.importance is not None
+            else self.settings.importance_provisional,
             importance_source="caller" if rated else "provisional",
             location_name=item.location_name,
             tags=item.tags if item.tags is not None else keywords(item.content),
@@ -224,7 +226,7 @@ class MemoryService:
         if query_vector is None and mode != "keyword":
             mode = "keyword"  # the embedder failed: keyword overlap still works
         query_tokens = token_set(query) if mode != "embedding" else set()
-        ranked = await asyncio.to_thread(
+        ranked, touched, now = await asyncio.to_thread(
             self._rank,
             index,
             mode,
@@ -236,7 +238,6 @@ class MemoryService:
             (day, time_of_day),
             types,
         )
-        ranked, touched, now = ranked
         rows = await asyncio.to_thread(self._touch_and_fetch, key, [r[0] for r in ranked], touched, now)
         return [
             ScoredMemory(rows[memory_id], score, rec, imp, rel)

@@ -6,6 +6,7 @@ Every query filters by world and agent. The service runs these in a worker threa
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from sqlalchemy import delete, func, or_, update
@@ -51,7 +52,7 @@ def existing_ids(engine: Engine, world_id: str, agent_id: str, ids: Sequence[int
 
 def set_importance(engine: Engine, memory_id: int, importance: int, source: str) -> None:
     with Session(engine) as session:
-        session.exec(  # type: ignore[call-overload]
+        session.exec(
             update(Memory)
             .where(col(Memory.id) == memory_id)
             .values(importance=importance, importance_source=source)
@@ -65,9 +66,13 @@ def touch(engine: Engine, world_id: str, agent_id: str, ids: Sequence[int], minu
         return
     day, time_of_day = from_game_minutes(minutes)
     with Session(engine) as session:
-        session.exec(  # type: ignore[call-overload]
+        session.exec(
             update(Memory)
-            .where(Memory.world_id == world_id, Memory.agent_id == agent_id, col(Memory.id).in_(list(ids)))
+            .where(
+                col(Memory.world_id) == world_id,
+                col(Memory.agent_id) == agent_id,
+                col(Memory.id).in_(list(ids)),
+            )
             .values(last_accessed_day=day, last_accessed_time_of_day=time_of_day, last_accessed_at=utcnow())
         )
         session.commit()
@@ -79,7 +84,7 @@ def remove(engine: Engine, world_id: str, agent_id: str, ids: Sequence[int] | No
     if ids is not None:
         statement = statement.where(col(Memory.id).in_(list(ids)))
     with Session(engine) as session:
-        result = session.exec(statement)  # type: ignore[call-overload]
+        result = session.exec(statement)
         session.commit()
         return int(result.rowcount or 0)
 
@@ -96,7 +101,7 @@ def page(
     offset: int = 0,
 ) -> tuple[list[Memory], int]:
     """Newest first (game time, then id), with the total matching count."""
-    filters = [Memory.world_id == world_id, Memory.agent_id == agent_id]
+    filters: list[Any] = [Memory.world_id == world_id, Memory.agent_id == agent_id]
     if types:
         filters.append(col(Memory.type).in_(list(types)))
     if q:
@@ -186,7 +191,7 @@ def index_rows(engine: Engine, world_id: str, agent_id: str, dim: int) -> tuple[
 def save_embeddings(engine: Engine, vectors: dict[int, bytes]) -> None:
     with Session(engine) as session:
         for memory_id, blob in vectors.items():
-            session.exec(  # type: ignore[call-overload]
+            session.exec(
                 update(Memory).where(col(Memory.id) == memory_id).values(embedding=blob)
             )
         session.commit()
