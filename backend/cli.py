@@ -13,7 +13,12 @@ from backend.config import Settings, describe_settings_error, load_settings
 
 #: Modules that add subcommands: each defines `register(subparsers) -> None`, and every subparser it adds
 #: sets `func=callable(args, settings) -> int` via `set_defaults`.
-COMMAND_MODULES: tuple[str, ...] = ("backend.world.cli", "backend.protocol.cli")
+COMMAND_MODULES: tuple[str, ...] = (
+    "backend.world.cli",
+    "backend.council.cli",
+    "backend.protocol.cli",
+    "backend.simulate.cli",
+)
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:

@@ -1,0 +1,117 @@
+"""`machi simulate --hours 24 --seed 1 [--speed max|N] [--server URL]`: a day of the town without Unity.
+
+Without `--server` the command serves the configured app itself (same database, same model) on a free
+loopback port; either way the stand-in world talks to it only over HTTP, as Unity would.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import sys
+import uuid
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+from backend.config import Settings
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    sim = subparsers.add_parser("simulate", help="drive the server with a headless stand-in for Unity")
+    sim.add_argument("--hours", type=float, default=24.0, help="game hours to simulate (default 24)")
+    sim.add_argument("--seed", type=int, default=1, help="seed of the world's layout and choices (default 1)")
+    sim.add_argument(
+        "--speed",
+        default="60",
+        help="game minutes per real second, or 'max' for as fast as the server answers",
+    )
+    sim.add_argument("--server", help="URL of a running server (default: start one in-process)")
+    sim.add_argument("--api-key", help="the server's MACHI_API_KEY (default: the configured one)")
+    sim.add_argument("--world", help="X-Machi-World to play in (default: the server's default world)")
+    sim.add_argument("--day", type=int, default=1, help="game day to start on (default 1)")
+    sim.add_argument("--start-hour", type=float, default=6.0, help="hour of day to start at (default 6)")
+    sim.add_argument("--json", type=Path, help="also write the summary as JSON to this file")
+    sim.set_defaults(func=_simulate)
+
+
+def _simulate(args: argparse.Namespace, settings: Settings) -> int:
+    pace = _pace(args.speed)
+    if pace == -1.0:
+        print(f"--speed must be 'max' or a positive number, not {args.speed!r}", file=sys.stderr)
+        return 2
+    api_key = args.api_key or (settings.machi_api_key.get_secret_value() if settings.machi_api_key else None)
+    if args.server:
+        serving: Any = nullcontext(args.server)
+    else:
+        from backend.simulate.server import ServerThread
+
+        serving = ServerThread(settings)
+    with serving as url:
+        summary = run_simulation(url, hours=args.hours, seed=args.seed, pace=pace, api_key=api_key,
+                                 world_id=args.world, start_day=args.day, start_hour=args.start_hour,
+                                 progress=ProgressBar(args.hours))  # fmt: skip
+    from backend.simulate.summary import render
+
+    print(render(summary))
+    if args.json:
+        args.json.write_text(json.dumps(summary, ensure_ascii=False, indent=2), encoding="utf-8")
+    return 0 if summary["errors"] == 0 else 1
+
+
+def _pace(speed: str) -> float | None:
+    if speed == "max":
+        return None
+    try:
+        value = float(speed)
+    except ValueError:
+        return -1.0
+    return value if value > 0 else -1.0
+
+
+def run_simulation(
+    url: str, *, hours: float, seed: int, pace: float | None = None, api_key: str | None = None,
+    world_id: str | None = None, start_day: int = 1, start_hour: float = 6.0,
+    progress: Any = None, run_id: str | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """Run the stand-in world against the server at `url`; returns the summary (see summary.build_summary)."""
+    from backend.simulate import load_client_package
+    from backend.simulate.summary import build_summary, server_counts
+
+    machi_client = load_client_package()
+    from machi_client.world import HeadlessWorld  # loaded just above
+
+    run_id = run_id or f"sim{seed}-{uuid.uuid4().hex[:6]}"
+    with machi_client.MachiClient(url, api_key=api_key, world_id=world_id, seed=seed) as client:
+        world = HeadlessWorld(client, seed=seed, start_day=start_day, start_hour=start_hour, run_id=run_id)
+        report = world.run(hours, pace=pace, progress=progress)
+        if progress is not None:
+            progress.close()
+        log_during_run = copy.deepcopy(client.log)
+        counts = server_counts(client, report.plan_days, [w.id for w in world.walkers])
+    return build_summary(report, counts, log_during_run, hours, seed)
+
+
+class ProgressBar:
+    """A plain one-line progress bar on stderr (redrawn every game quarter hour)."""
+
+    WIDTH = 30
+
+    def __init__(self, hours: float) -> None:
+        self.hours = hours
+        self._last = -1
+
+    def __call__(self, done_min: float, total_min: float) -> None:
+        step = int(done_min // 15)
+        if step == self._last and done_min < total_min:
+            return
+        self._last = step
+        filled = int(self.WIDTH * done_min / total_min) if total_min else self.WIDTH
+        bar = "#" * filled + "." * (self.WIDTH - filled)
+        sys.stderr.write(f"\r[{bar}] {done_min / 60:5.1f}/{self.hours:g} game hours")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        sys.stderr.write("\n")
+        sys.stderr.flush()

@@ -1,0 +1,80 @@
+"""The simulation's summary: what the world saw, plus the server's own counts of memories, reflections, plans."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+PLAN_DAYS_LIMIT = 30
+
+
+def server_counts(client: Any, plan_days: dict[str, set[int]], agent_ids: list[str]) -> dict[str, Any]:
+    """Memories, reflections and stored plans per agent, asked of the server after the run."""
+    memories, reflections, plans, plan_versions = Counter[str](), Counter[str](), Counter[str](), 0
+    for agent_id in agent_ids:
+        memories[agent_id] = client.memories(agent_id, limit=1)["total"]
+        reflections[agent_id] = client.memories(agent_id, type="reflection", limit=1)["total"]
+        for day in sorted(plan_days.get(agent_id, set()))[:PLAN_DAYS_LIMIT]:
+            plan = client.plan(agent_id, day)
+            plans[agent_id] += 1
+            plan_versions += int(plan.get("version", 1))
+    return {
+        "memories": dict(memories),
+        "reflections": dict(reflections),
+        "plans": dict(plans),
+        "plan_versions": plan_versions,
+    }
+
+
+def build_summary(report: Any, counts: dict[str, Any], log: Any, hours: float, seed: int) -> dict[str, Any]:
+    errors = sum(n for status, n in log.statuses.items() if status >= 400)
+    return {
+        "hours": hours,
+        "seed": seed,
+        "conversations": len(report.conversations),
+        "end_reasons": dict(report.end_reasons),
+        "turns": report.turns,
+        "streamed_turns": report.streamed_turns,
+        "fallbacks": report.fallbacks,
+        "memories": sum(counts["memories"].values()),
+        "reflections": sum(counts["reflections"].values()),
+        "plans": sum(counts["plans"].values()),
+        "plan_versions": counts["plan_versions"],
+        "state_reports": report.state_reports,
+        "plan_requests": report.plan_requests,
+        "errors": errors,
+        "retries": log.retries,
+        "failures": log.failures[:20],
+        "per_agent": counts,
+        "visited": {k: sorted(v) for k, v in report.visited.items()},
+        "plan_targets": {k: sorted(v) for k, v in report.plan_targets.items()},
+        "conversation_log": report.conversations,
+    }
+
+
+def render(summary: dict[str, Any]) -> str:
+    """The human-readable summary printed at the end of `machi simulate`."""
+    lines = [f"Simulated {summary['hours']:g} game hours (seed {summary['seed']})."]
+    reasons = ", ".join(f"{k} {v}" for k, v in sorted(summary["end_reasons"].items())) or "none"
+    lines.append(f"conversations: {summary['conversations']} (ended by: {reasons})")
+    for conv in summary["conversation_log"]:
+        lines.append(
+            f"  day {conv['day']} {_clock(conv['time_of_day'])}  {' & '.join(conv['agents']):<18} "
+            f"{conv['turns']:>2} turns  {conv['end_reason']}{'  (streamed)' if conv['streamed'] else ''}"
+        )
+    lines.append(
+        f"turns: {summary['turns']} ({summary['streamed_turns']} streamed), fallbacks: {summary['fallbacks']}"
+    )
+    lines.append(f"memories: {summary['memories']}, reflections: {summary['reflections']}")
+    lines.append(
+        f"plans: {summary['plans']} (versions {summary['plan_versions']}), plan/now calls: {summary['plan_requests']}"
+    )
+    lines.append(f"state reports: {summary['state_reports']}")
+    lines.append(f"errors (4xx/5xx): {summary['errors']}, retries: {summary['retries']}")
+    lines.extend(f"  ! {failure}" for failure in summary["failures"])
+    return "\n".join(lines)
+
+
+def _clock(hours: float) -> str:
+    minutes = int(round(hours * 60))
+    return f"{minutes // 60:02d}:{minutes % 60:02d}"
