@@ -272,6 +272,7 @@ class CouncilRun:
                 content=content,
                 importance=COUNCIL_MEMORY_IMPORTANCE,
                 tags=["council", f"council:{self.row.id}"],
+                location_name=member.get("location_name"),
                 day=member.get("day") or 1,
                 time_of_day=member.get("time_of_day") or 0.0,
             )

@@ -113,14 +113,17 @@ async def judge_conversation(
         JudgeUnavailable: as `judge_content`.
     """
     conversation, turns, agents = await asyncio.to_thread(_load_conversation, engine, world_id, session_id)
-    if not turns:
+    names = {agent_id: agent.name for agent_id, agent in agents.items()}
+    # The stored transcript also holds the lines Unity sent as history; the turns are the fallback.
+    turn_lines = [f"{names.get(t.speaker_id, t.speaker_id)}: {t.dialogue}" for t in turns]
+    lines = list(conversation.transcript or []) or turn_lines
+    if not lines:
         raise InvalidInput(
             f"conversation {session_id!r} has no turns to judge", details={"field": "session_id"}
         )
-    names = {agent_id: agent.name for agent_id, agent in agents.items()}
-    lines = [f"{names.get(t.speaker_id, t.speaker_id)}: {t.dialogue}" for t in turns]
     content = "\n".join(lines)[-MAX_CONTENT_CHARS:]
-    language = next((a.language for a in agents.values()), None) or ("ja" if is_japanese(content) else "en")
+    language = conversation.language or next((a.language for a in agents.values()), None)
+    language = language or ("ja" if is_japanese(content) else "en")
     speakers = [_speaker(agent, memory, world_id) for agent in agents.values()]
     context = "\n".join(_speaker_context(s, language) for s in speakers)
     result = await judge_content(

@@ -48,9 +48,8 @@ def create_council(engine: Engine, world_id: str, request: CouncilCreate) -> Cou
     """
     with Session(engine) as session:
         members, moderator = resolve_members(session, world_id, request)
-        language = request.language or next(
-            (a.language for a in members if a.id == moderator.id), members[0].language
-        )
+        # The council speaks the moderator's language unless the request says otherwise.
+        language: str = request.language or moderator.language
     for _attempt in range(NUMBER_ATTEMPTS):
         with Session(engine, expire_on_commit=False) as session:
             row = CouncilRecord(
@@ -197,6 +196,7 @@ def _member_facts(agent: Agent) -> dict[str, Any]:
         "backstory": agent.backstory,
         "speaking_style": agent.speaking_style,
         "council_role": agent.council_role,
+        "location_name": agent.location_name,
         "day": agent.state_day,
         "time_of_day": agent.state_time_of_day,
     }

@@ -38,7 +38,9 @@ SISTERS: list[dict[str, Any]] = [
 ]
 
 
-def add_agents(client: TestClient, agents: list[dict[str, Any]] | None = None, world: str = "default") -> None:
+def add_agents(
+    client: TestClient, agents: list[dict[str, Any]] | None = None, world: str = "default"
+) -> None:
     app: Any = client.app
     with Session(app.state.engine) as session:
         for spec in agents if agents is not None else SISTERS:
@@ -60,5 +62,7 @@ def prompt_text(call: LLMCall) -> str:
     return "\n".join(str(m.get("content", "")) for m in call.messages)
 
 
-def opinion(stance: str, text: str, concerns: list[str] | None = None, conditions: list[str] | None = None) -> dict:
+def opinion(
+    stance: str, text: str, concerns: list[str] | None = None, conditions: list[str] | None = None
+) -> dict:
     return {"stance": stance, "opinion": text, "concerns": concerns or [], "conditions": conditions or []}
