@@ -88,7 +88,7 @@ class RemoteEmbedder(Embedder):
         self.dim = _known_dim(model, dimensions)
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
-        rows: list[list[float]] = []
+        rows: list[Sequence[float]] = []
         for start in range(0, len(texts), EMBED_BATCH):
             batch = list(texts[start : start + EMBED_BATCH])
             vectors = await self.embed_batch(batch)

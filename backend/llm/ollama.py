@@ -137,7 +137,7 @@ class OllamaLLM(LLM):
         try:
             parts = await self.client.chat(**request, stream=True)
             # aclosing: a consumer that stops early must not leave the HTTP response open.
-            async with contextlib.aclosing(parts) as chunks:
+            async with contextlib.aclosing(parts) as chunks:  # type: ignore[type-var]
                 async for part in chunks:
                     if part.message.content:
                         yield part.message.content

@@ -203,12 +203,12 @@ def fill_schema(schema: dict[str, Any], ctx: WriterContext, name: str = "") -> A
         count = ctx.rng.randint(low, max(low, min(high, low + 2)))
         return [fill_schema(schema.get("items", {"type": "string"}), ctx, name) for _ in range(count)]
     if kind == "integer":
-        low, high = _bounds(schema, 1, 10, step=1)
-        return ctx.rng.randint(math.ceil(low), math.floor(high))
+        lowest, highest = _bounds(schema, 1, 10, step=1)
+        return ctx.rng.randint(math.ceil(lowest), math.floor(highest))
     if kind == "number":
-        low, high = _bounds(schema, 0.0, 1.0, step=0.01)
+        lowest, highest = _bounds(schema, 0.0, 1.0, step=0.01)
         # Two decimals read naturally; clamping keeps the rounding inside the bounds.
-        return min(max(round(ctx.rng.uniform(low, high), 2), low), high)
+        return min(max(round(ctx.rng.uniform(lowest, highest), 2), lowest), highest)
     if kind == "boolean":
         return False
     if kind == "null":
