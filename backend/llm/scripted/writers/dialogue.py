@@ -123,7 +123,7 @@ def _goodbye(ctx: WriterContext, partner: str, leaving: bool) -> str:
     activity = ctx.facts.get("plan_activity")
     if ctx.ja:
         if leaving and activity:
-            return f"あ、そろそろ「{activity}」の時間だ。{partner}、またね！"
+            return f"あ、そろそろ「{activity}」の時間だ。{partner}、行かなくちゃ！"  # no goodbye: ends by "model"
         return str(
             ctx.pick(
                 [
@@ -134,7 +134,7 @@ def _goodbye(ctx: WriterContext, partner: str, leaving: bool) -> str:
             )
         )
     if leaving and activity:
-        return f"Oh, it's almost time to {activity}. See you, {partner}!"
+        return f"Oh, it's almost time to {activity}. I have to run, {partner}!"
     return str(
         ctx.pick(
             [
