@@ -20,7 +20,14 @@ from backend.council.schemas import (
     JudgeRequest,
     JudgeResult,
 )
-from backend.council.service import council_label, create_council, get_council, list_councils, run_council
+from backend.council.service import (
+    council_label,
+    create_council,
+    event_publisher,
+    get_council,
+    list_councils,
+    run_council,
+)
 
 router = APIRouter(prefix="/v1", tags=["council"])
 
@@ -35,9 +42,13 @@ async def start_council(
 ) -> CouncilAccepted:
     """Store the proposal and hold the council in the background; poll GET /v1/council/{id}."""
     row = await asyncio.to_thread(create_council, engine, world, body)
-    memory = getattr(request.app.state, "memory", None)
-    # on_update=None: progress is saved to the record after every step; the event bus will hook in here.
-    tasks.spawn(run_council(engine, llm, row.id, memory=memory, on_update=None), name=f"council:{row.id}")
+    state = request.app.state
+    memory = getattr(state, "memory", None)
+    bus = getattr(state, "events", None)
+    on_update = event_publisher(bus) if bus is not None else None  # each step goes out as council.updated
+    tasks.spawn(
+        run_council(engine, llm, row.id, memory=memory, on_update=on_update), name=f"council:{row.id}"
+    )
     return CouncilAccepted(id=row.id, number=row.number, label=council_label(row.number), status=row.status)
 
 

@@ -327,7 +327,7 @@ class CouncilRun:
 async def _publish_progress(on_update: OnUpdate | None, row: CouncilRecord) -> None:
     """The one place council progress leaves the council (the `council.updated` event goes out from here).
 
-    `on_update` gets {id, world_id, number, status, outcome, stage, record} after every saved step; it may
+    `on_update` gets {id, world_id, number, status, outcome, stage, round, record} after every saved step; it may
     be sync or async. Its failures are logged and never stop the council.
     """
     if on_update is None:
@@ -339,6 +339,7 @@ async def _publish_progress(on_update: OnUpdate | None, row: CouncilRecord) -> N
         "status": row.status,
         "outcome": row.outcome,
         "stage": row.record.get("stage"),
+        "round": len(row.record.get("rounds") or []) or None,
         "record": copy.deepcopy(row.record),
     }
     try:

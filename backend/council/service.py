@@ -202,6 +202,24 @@ def _member_facts(agent: Agent) -> dict[str, Any]:
     }
 
 
+def event_publisher(bus: Any) -> OnUpdate:
+    """An `on_update` that publishes each step as a `council.updated` event on the app's event bus."""
+    from backend.events import COUNCIL_UPDATED, CouncilPayload
+
+    def publish(update: dict[str, Any]) -> None:
+        payload = CouncilPayload(
+            council_id=update["id"],
+            number=update["number"],
+            status=update["status"],
+            stage=update["stage"],
+            round=update["round"],
+            outcome=update["outcome"],
+        )
+        bus.publish(COUNCIL_UPDATED, update["world_id"], payload)
+
+    return publish
+
+
 # --- reading -----------------------------------------------------------------------------------------
 def get_council(session: Session, world_id: str, council_id: str) -> CouncilRecord:
     row = session.get(CouncilRecord, council_id)

@@ -276,3 +276,16 @@ def test_round_one_recalls_only_the_members_own_memories(sisters: TestClient) ->
 def test_unknown_council_is_404(sisters: TestClient) -> None:
     assert sisters.get("/v1/council/nope").status_code == 404
     assert sisters.get("/v1/council/nope/record.md").status_code == 404
+
+
+def test_progress_is_published_as_council_updated(sisters: TestClient) -> None:
+    app: Any = sisters.app
+    seen: list[Any] = []
+    app.state.events.subscribe(seen.append, types=["council.updated"])
+    council = hold(sisters, rounds=1)
+    assert seen and all(e.payload.council_id == council["id"] for e in seen)
+    stages = [e.payload.stage for e in seen]
+    assert stages[0] == "starting" and "opinion round 1" in stages and "consensus" in stages
+    last = seen[-1].payload
+    assert (last.status, last.stage, last.outcome, last.round) == ("done", "done", council["outcome"], 1)
+    assert seen[-1].world_id == "default"
