@@ -77,7 +77,9 @@ PROTOCOL_MODELS: tuple[WireModel, ...] = (
     WireModel(ConversationList, "reply", "GET /v1/conversations"),
     WireModel(ConversationDetail, "reply", "GET /v1/conversations/{session_id}"),
     WireModel(MemoryCreate, "request", "POST /v1/agents/{agent_id}/memories"),
-    WireModel(MemoryBatchCreate, "request", "POST /v1/agents/{agent_id}/memories/batch"),
+    WireModel(
+        MemoryBatchCreate, "request", "POST /v1/agents/{agent_id}/memories (a batch; answers a MemoryList)"
+    ),
     WireModel(MemoryPublic, "reply", "POST /v1/agents/{agent_id}/memories"),
     WireModel(MemoryList, "reply", "GET /v1/agents/{agent_id}/memories"),
     WireModel(RetrieveRequest, "request", "POST /v1/agents/{agent_id}/memories/retrieve"),

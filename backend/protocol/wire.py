@@ -13,16 +13,16 @@ from pydantic import BaseModel, ConfigDict, Field
 class HealthPublic(BaseModel):
     """`GET /health`: always public; the first call a client makes (it learns the protocol version here)."""
 
-    model_config = ConfigDict(extra="allow")
-
     status: str = Field(description="ok | degraded")
     version: str
     protocol_version: int = Field(description="The X-Machi-Protocol major this server speaks.")
     llm_provider: str
     llm_model: str
+    llm_models: dict[str, str] = Field(description="The model per role (dialogue, plan, ...).")
     llm_reachable: bool | None
     llm_detail: Any = None
     embedding_provider: str
+    embedding_model: str
     database: str
     database_ok: bool
     background_tasks: int

@@ -52,3 +52,11 @@ def test_parse_major() -> None:
     assert parse_major("") == PROTOCOL_VERSION
     assert parse_major("3.1") == 3
     assert parse_major("x") is None
+
+
+def test_health_reply_is_exactly_the_exported_health_schema(client: TestClient) -> None:
+    from backend.protocol.wire import HealthPublic
+
+    body = client.get("/health").json()
+    assert set(body) == set(HealthPublic.model_fields), "update backend/protocol/wire.py HealthPublic"
+    HealthPublic.model_validate(body)

@@ -478,6 +478,9 @@ namespace Machi.Protocol
         [JsonProperty("database_ok")]
         public bool DatabaseOk { get; set; }
 
+        [JsonProperty("embedding_model")]
+        public string EmbeddingModel { get; set; }
+
         [JsonProperty("embedding_provider")]
         public string EmbeddingProvider { get; set; }
 
@@ -486,6 +489,12 @@ namespace Machi.Protocol
 
         [JsonProperty("llm_model")]
         public string LlmModel { get; set; }
+
+        /// <summary>
+        /// The model per role (dialogue, plan, ...).
+        /// </summary>
+        [JsonProperty("llm_models")]
+        public Dictionary<string, string> LlmModels { get; set; }
 
         [JsonProperty("llm_provider")]
         public string LlmProvider { get; set; }

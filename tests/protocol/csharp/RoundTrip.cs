@@ -1,0 +1,174 @@
+// The C# side of the protocol round trip (tests/protocol/test_csharp.py drives it).
+//   roundtrip.exe serialize DIR          writes sample requests, built with the generated DTOs, as DIR/<name>.json
+//   roundtrip.exe deserialize IN OUT     reads the server's real replies IN/<Type>[.tag].json (list-<Type>.json for
+//                                        arrays, *.sse for a streamed turn), parses them with the DTOs and writes
+//                                        them back to OUT/ as the DTOs serialise them
+//   roundtrip.exe selftest               retry policy and error parsing of the client
+// Exit code 0 on success; a failed check prints "FAIL: ..." and exits 1.
+using System;
+using System.Collections.Generic;
+using System.IO;
+using System.Reflection;
+using System.Text;
+using Machi.Client;
+using Machi.Protocol;
+using Newtonsoft.Json;
+
+public static class RoundTrip
+{
+    public static int Main(string[] args)
+    {
+        try
+        {
+            switch (args[0])
+            {
+                case "serialize": Serialize(args[1]); break;
+                case "deserialize": Deserialize(args[1], args[2]); break;
+                case "selftest": SelfTest(); break;
+                default: throw new ArgumentException("unknown mode " + args[0]);
+            }
+            return 0;
+        }
+        catch (Exception exception)
+        {
+            Console.Error.WriteLine("FAIL: " + exception);
+            return 1;
+        }
+    }
+
+    private static void Write(string dir, string name, object value)
+    {
+        File.WriteAllText(Path.Combine(dir, name + ".json"), MachiClient.ToJson(value), new UTF8Encoding(false));
+    }
+
+    private static void Serialize(string dir)
+    {
+        Write(dir, "poi-cafe", new PoiUpsert { Name = "中央カフェ", Kind = "cafe", Description = "窓際の席が人気。", Position = new Position { X = 0, Y = 0, Z = 0 } });
+        Write(dir, "poi-park", new PoiUpsert { Name = "公園", Kind = "park", Position = new Position { X = 30.5, Z = 12 } });
+        Write(dir, "agent-aoi", new AgentUpsert
+        {
+            Name = "葵", Language = Language.Ja, Age = 22, Traits = new List<string> { "読書好き", "好奇心旺盛" },
+            Backstory = "図書館で過ごすのが好きな学生。", SpeakingStyle = "丁寧でやわらかい口調。", HomePoi = "cafe",
+            WakeHour = 7, SleepHour = 23
+        });
+        Write(dir, "agent-hikari", new AgentUpsert
+        {
+            Name = "ひかり", Language = Language.Ja, Traits = new List<string> { "明るい" }, HomePoi = "park",
+            WakeHour = 6, SleepHour = 22.5
+        });
+        Write(dir, "state", new StateReport
+        {
+            State = State.WanderingInPoi, LocationName = "中央カフェ", Position = new Position { X = 1.5, Y = 0, Z = -2 },
+            Day = 1, TimeOfDay = 9.25
+        });
+        Write(dir, "plan", new PlanRequest { Day = 1 });
+        Write(dir, "turn", new TurnRequest
+        {
+            AgentId = "aoi", TargetId = "hikari", SessionId = "cs-roundtrip-1", LocationName = "中央カフェ",
+            History = new List<string>(), TimeOfDay = 14.5, Day = 1
+        });
+        Write(dir, "turn-stream", new TurnRequest
+        {
+            AgentId = "hikari", TargetId = "aoi", SessionId = "cs-roundtrip-1", LocationName = "中央カフェ",
+            History = new List<string> { "葵: こんにちは、ひかりさん！" }, TimeOfDay = 14.5, Day = 1
+        });
+        Write(dir, "end", new EndRequest { SessionId = "cs-roundtrip-1", Reason = "distance", Day = 1, TimeOfDay = 14.75 });
+        Write(dir, "memory", new MemoryCreate
+        {
+            Type = TypeElement.Observation, Content = "カフェで新しいケーキを見つけた", Importance = 6,
+            LocationName = "中央カフェ", Tags = new List<string> { "cake" }, Day = 1, TimeOfDay = 10
+        });
+        Write(dir, "retrieve", new RetrieveRequest { Query = "ケーキ", K = 3 });
+    }
+
+    private static void Deserialize(string inDir, string outDir)
+    {
+        foreach (string path in Directory.GetFiles(inDir))
+        {
+            string file = Path.GetFileName(path);
+            string text = File.ReadAllText(path, Encoding.UTF8);
+            if (file.EndsWith(".sse", StringComparison.Ordinal))
+            {
+                File.WriteAllText(Path.Combine(outDir, file + ".json"), ParseStream(File.ReadAllBytes(path)), new UTF8Encoding(false));
+                continue;
+            }
+            string name = file.Substring(0, file.IndexOf('.'));
+            bool list = name.StartsWith("list-", StringComparison.Ordinal);
+            Type type = typeof(TurnResult).Assembly.GetType("Machi.Protocol." + (list ? name.Substring(5) : name), true);
+            if (list)
+            {
+                type = typeof(List<>).MakeGenericType(type);
+            }
+            object value = JsonConvert.DeserializeObject(text, type, ConverterSettings());
+            File.WriteAllText(Path.Combine(outDir, file), JsonConvert.SerializeObject(value, ConverterSettings()), new UTF8Encoding(false));
+        }
+    }
+
+    private static JsonSerializerSettings ConverterSettings()
+    {
+        return Converter.Settings;
+    }
+
+    /// <summary>Feeds the SSE body to the client's download handler in 5-byte chunks (splitting UTF-8
+    /// characters, as a network does) and checks that the deltas add up to the reply's dialogue.</summary>
+    private static string ParseStream(byte[] body)
+    {
+        var events = new List<SseEvent>();
+        var handler = new SseDownloadHandler(events.Add);
+        MethodInfo receive = typeof(SseDownloadHandler).GetMethod("ReceiveData", BindingFlags.Instance | BindingFlags.NonPublic);
+        MethodInfo complete = typeof(SseDownloadHandler).GetMethod("CompleteContent", BindingFlags.Instance | BindingFlags.NonPublic);
+        for (int offset = 0; offset < body.Length; offset += 5)
+        {
+            int n = Math.Min(5, body.Length - offset);
+            var chunk = new byte[n];
+            Array.Copy(body, offset, chunk, 0, n);
+            receive.Invoke(handler, new object[] { chunk, n });
+        }
+        complete.Invoke(handler, new object[0]);
+        var shown = new StringBuilder();
+        TurnResult reply = null;
+        foreach (SseEvent ev in events)
+        {
+            if (ev.Name == "delta") shown.Append(TurnDelta.FromJson(ev.Data).Text);
+            else if (ev.Name == "reset") shown.Length = 0;
+            else if (ev.Name == "reply") reply = TurnResult.FromJson(ev.Data);
+        }
+        Check(reply != null, "the stream has a reply event");
+        Check(shown.ToString() == reply.Dialogue, "deltas concatenate to the dialogue: '" + shown + "' vs '" + reply.Dialogue + "'");
+        return JsonConvert.SerializeObject(new { events = events.ConvertAll(e => new { name = e.Name, data = e.Data }), dialogue = shown.ToString() });
+    }
+
+    private static void SelfTest()
+    {
+        Check(RetryPolicy.IsRetryable(0, true, false), "network errors are retried");
+        Check(RetryPolicy.IsRetryable(0, false, true), "timeouts are retried");
+        Check(RetryPolicy.IsRetryable(503, false, false), "5xx is retried");
+        Check(!RetryPolicy.IsRetryable(404, false, false) && !RetryPolicy.IsRetryable(422, false, false), "4xx is never retried");
+        TimeSpan first = RetryPolicy.Backoff(0, TimeSpan.FromMilliseconds(500), TimeSpan.FromSeconds(8), 1.0);
+        TimeSpan capped = RetryPolicy.Backoff(10, TimeSpan.FromMilliseconds(500), TimeSpan.FromSeconds(8), 1.0);
+        Check(first == TimeSpan.FromMilliseconds(500) && capped == TimeSpan.FromSeconds(8), "backoff doubles and is capped");
+        Check(RetryPolicy.Backoff(1, TimeSpan.FromSeconds(1), TimeSpan.FromSeconds(8), 0.0) == TimeSpan.FromSeconds(1), "jitter halves at most");
+        var parsed = Attempt.ParseError(422, "{\"error\":{\"code\":\"validation_error\",\"message\":\"invalid request: time_of_day\",\"details\":[{\"field\":\"time_of_day\"}]}}", "");
+        Check(parsed.Code == "validation_error" && parsed.StatusCode == 422 && parsed.DetailsJson.Contains("time_of_day"), "error body surfaces code and details");
+        var html = Attempt.ParseError(502, "<html>bad gateway</html>", "");
+        Check(html.Code == "http_502" && html.ApiMessage.Contains("bad gateway"), "a non-JSON error body is kept as text");
+        var attempt = Attempt.From(UnityEngine.Networking.UnityWebRequest.Result.ProtocolError, 409, "{}", "");
+        Check(!attempt.Ok && !attempt.Retryable, "a 409 is final");
+        attempt = Attempt.From(UnityEngine.Networking.UnityWebRequest.Result.ConnectionError, 0, "", "refused");
+        Check(attempt.Retryable && attempt.Failure == TransportFailure.Network, "a connection error is retried");
+        var parser = new SseParser();
+        var got = parser.Feed("event: delta\r\ndata: {\"text\":\"こん\"}\r\n\r\n: keep-alive\n\nevent: reply\ndata: {\"a\":\n");
+        Check(got.Count == 1 && got[0].Name == "delta", "CRLF events parse, comments are skipped");
+        got = parser.Feed("data: 1}\n\n");
+        Check(got.Count == 1 && got[0].Name == "reply" && got[0].Data == "{\"a\":\n1}", "multi-line data joins with newlines");
+        Console.WriteLine("selftest ok");
+    }
+
+    private static void Check(bool condition, string what)
+    {
+        if (!condition)
+        {
+            throw new Exception("check failed: " + what);
+        }
+    }
+}

@@ -1,0 +1,178 @@
+"""The Unity package compiles with Mono's mcs against stubs of Unity/UniTask/UniVRM, and its DTOs round-trip
+with the real server: C# serialises requests the server accepts, and parses the server's real replies."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.conftest import drain
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGE = REPO / "unity_protocol" / "csharp"
+STUBS = Path(__file__).parent / "csharp_stubs"
+PROGRAM = Path(__file__).parent / "csharp" / "RoundTrip.cs"
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("mcs") is None or shutil.which("mono") is None,
+    reason="Mono's mcs/mono are not installed (apt-get install mono-mcs mono-runtime libnewtonsoft-json-cil-dev, "
+    "or run .ci/unity-tools.sh); CI installs them",
+)
+
+
+def _newtonsoft() -> Path:
+    for candidate in sorted(Path("/usr/lib/cli").glob("Newtonsoft.Json*/Newtonsoft.Json.dll")):
+        return candidate
+    pytest.fail("Newtonsoft.Json.dll not found: apt-get install libnewtonsoft-json-cil-dev")
+
+
+def _mcs(out: Path, sources: list[Path], target: str) -> None:
+    command = [
+        "mcs",
+        f"-target:{target}",
+        f"-out:{out}",
+        f"-r:{_newtonsoft()}",
+        "-warnaserror+",
+        "-nowarn:1591",
+    ]
+    result = subprocess.run([*command, *map(str, sources)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, f"mcs failed:\n{result.stdout}\n{result.stderr}"
+
+
+def _sources(*roots: Path) -> list[Path]:
+    return sorted(path for root in roots for path in root.rglob("*.cs"))
+
+
+def test_every_package_file_compiles_with_mcs(tmp_path: Path) -> None:
+    sources = _sources(PACKAGE, STUBS)
+    assert any(p.parent.name == "Generated" for p in sources) and any("Samples~" in p.parts for p in sources)
+    _mcs(tmp_path / "Machi.Client.dll", sources, "library")
+
+
+@pytest.fixture(scope="module")
+def roundtrip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """RoundTrip.exe: the package's Runtime + the stubs + the test program, in one assembly."""
+    folder = tmp_path_factory.mktemp("roundtrip")
+    _mcs(folder / "roundtrip.exe", [*_sources(PACKAGE / "Runtime", STUBS), PROGRAM], "exe")
+    shutil.copy(_newtonsoft(), folder)
+    return folder / "roundtrip.exe"
+
+
+def _run(exe: Path, *args: str) -> str:
+    result = subprocess.run(["mono", str(exe), *args], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
+    return result.stdout
+
+
+def test_client_retry_policy_error_parsing_and_sse_parser(roundtrip: Path) -> None:
+    assert "selftest ok" in _run(roundtrip, "selftest")
+
+
+def test_requests_serialised_by_csharp_are_accepted_and_replies_parse_back(
+    roundtrip: Path, client: TestClient, tmp_path: Path
+) -> None:
+    requests_dir, replies_dir, echoed_dir = (tmp_path / d for d in ("requests", "replies", "echoed"))
+    for folder in (requests_dir, replies_dir, echoed_dir):
+        folder.mkdir()
+    _run(roundtrip, "serialize", str(requests_dir))
+    sent = {p.stem: p.read_bytes() for p in requests_dir.glob("*.json")}
+    replies = _drive_server(client, sent)
+    for name, body in replies.items():
+        (replies_dir / name).write_bytes(body)
+    _run(roundtrip, "deserialize", str(replies_dir), str(echoed_dir))
+
+    for name, body in replies.items():
+        if name.endswith(".sse"):
+            continue
+        original, echoed = json.loads(body), json.loads((echoed_dir / name).read_text(encoding="utf-8"))
+        _assert_same(original, echoed, name)
+    stream = json.loads((echoed_dir / "turn.sse.json").read_text(encoding="utf-8"))
+    assert stream["dialogue"] and any(e["name"] == "reply" for e in stream["events"])
+
+
+def _drive_server(client: TestClient, sent: dict[str, bytes]) -> dict[str, bytes]:
+    """Send the C# requests in the order Unity would; keep each real reply under its DTO's name."""
+    headers = {"Content-Type": "application/json", "X-Machi-Protocol": "1"}
+    replies: dict[str, bytes] = {}
+
+    def call(method: str, path: str, body: str | None, name: str | None) -> Any:
+        reply = client.request(method, path, content=sent[body] if body else None, headers=headers)
+        assert reply.status_code < 300, f"{method} {path} with C# {body}: {reply.status_code} {reply.text}"
+        if name:
+            replies[name] = reply.content
+        return reply
+
+    call("PUT", "/v1/pois/cafe", "poi-cafe", "PoiPublic.cafe.json")
+    call("PUT", "/v1/pois/park", "poi-park", None)
+    call("PUT", "/v1/agents/aoi", "agent-aoi", "AgentDetail.put.json")
+    call("PUT", "/v1/agents/hikari", "agent-hikari", None)
+    call("GET", "/health", None, "HealthPublic.json")
+    call("GET", "/v1/pois", None, "list-PoiPublic.json")
+    call("POST", "/v1/agents/aoi/state", "state", "StateAccepted.json")
+    call("POST", "/v1/agents/aoi/plan", "plan", "PlanPublic.json")
+    call("GET", "/v1/agents/aoi/plan/now?day=1&time_of_day=10.5", None, "PlanNow.json")
+    call("POST", "/v1/conversation/turn", "turn", "TurnResult.json")
+    replies["turn.sse"] = call("POST", "/v1/conversation/turn/stream", "turn-stream", None).content
+    call("POST", "/v1/conversation/end", "end", "EndResult.json")
+    call("POST", "/v1/agents/aoi/memories", "memory", "MemoryPublic.json")
+    drain(client)
+    call("POST", "/v1/agents/aoi/memories/retrieve", "retrieve", "RetrieveResponse.json")
+    call("GET", "/v1/agents/aoi/memories?limit=5", None, "MemoryList.json")
+    call("GET", "/v1/conversations/cs-roundtrip-1", None, "ConversationDetail.json")
+    call("GET", "/v1/conversations", None, "ConversationList.json")
+    call("GET", "/v1/agents", None, "list-AgentPublic.json")
+    call("GET", "/v1/agents/aoi", None, "AgentDetail.get.json")
+    missing = client.get("/v1/agents/nobody", headers=headers)
+    assert missing.status_code == 404
+    replies["ErrorBody.json"] = missing.content
+
+    agent = client.get("/v1/agents/aoi").json()
+    assert (
+        agent["name"] == "葵"
+        and agent["traits"] == ["読書好き", "好奇心旺盛"]
+        and agent["home_poi"] == "cafe"
+    )
+    assert json.loads(replies["TurnResult.json"])["session_id"] == "cs-roundtrip-1"
+    assert json.loads(replies["EndResult.json"])["end_reason"] in (
+        "distance",
+        "farewell",
+        "model",
+        "max_turns",
+    )
+    return replies
+
+
+def _assert_same(original: Any, echoed: Any, where: str) -> None:
+    """Every field the server sent survives the C# DTO (numbers as numbers, timestamps as the same instant)."""
+    if isinstance(original, dict):
+        assert isinstance(echoed, dict), where
+        for key, value in original.items():
+            if value is None and key not in echoed:
+                continue  # an absent optional field reads back as null
+            assert key in echoed, f"{where}: {key} lost by the C# DTO"
+            _assert_same(value, echoed[key], f"{where}.{key}")
+    elif isinstance(original, list):
+        assert isinstance(echoed, list) and len(original) == len(echoed), where
+        for i, (a, b) in enumerate(zip(original, echoed, strict=True)):
+            _assert_same(a, b, f"{where}[{i}]")
+    elif isinstance(original, str) and _is_time(original):
+        assert _is_time(str(echoed)) and _instant(original) == _instant(str(echoed)), f"{where}: {echoed}"
+    elif isinstance(original, float | int) and not isinstance(original, bool):
+        assert isinstance(echoed, float | int) and abs(original - echoed) < 1e-9, f"{where}: {echoed}"
+    else:
+        assert original == echoed, f"{where}: {original!r} != {echoed!r}"
+
+
+def _is_time(text: str) -> bool:
+    return len(text) >= 19 and text[4] == "-" and text[10] == "T"
+
+
+def _instant(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
