@@ -20,7 +20,11 @@ def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
 
 
 def _field_name(loc: tuple[Any, ...] | list[Any]) -> str:
-    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    # The first part says where the value came from (body/query/path/header); the rest names the field,
+    # which may itself be called "query" (the retrieval request's field).
+    parts = [str(p) for p in loc]
+    if parts and parts[0] in ("body", "query", "path", "header", "cookie"):
+        parts = parts[1:]
     return ".".join(parts) or "body"
 
 

@@ -83,11 +83,6 @@ def test_bad_retrieval_names_the_field(aoi: TestClient, body: dict[str, Any], fi
     assert fields(aoi.post(f"{URL}/retrieve", json=body)) == {field}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="backend/api/errors.py _field_name drops every loc part named 'query' (meant for the location "
-    "prefix), so a body field called `query` is reported as 'body'; lead to fix there",
-)
 def test_empty_query_names_the_query_field(aoi: TestClient) -> None:
     assert fields(aoi.post(f"{URL}/retrieve", json={"query": ""})) == {"query"}
 
