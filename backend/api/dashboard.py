@@ -22,7 +22,7 @@ from backend import __version__
 from backend.api.deps import WORLD_ID, SessionDep
 from backend.conversation.models import Conversation
 from backend.planning.service import plan_public, stored_plan
-from backend.world.models import DEFAULT_WORLD, Agent
+from backend.world.models import DEFAULT_WORLD, Agent, PointOfInterest
 
 WEBUI_DIR = Path(__file__).resolve().parents[2] / "webui"
 
@@ -150,7 +150,8 @@ def agent_page(
         "day": shown_day,
         "plan": plan_public(plan).model_dump(mode="json") if plan else None,
     }
-    return _page(request, "agent.html", world, agent=agent, boot=boot)
+    home = session.get(PointOfInterest, (resolved, agent.home_poi)) if agent and agent.home_poi else None
+    return _page(request, "agent.html", world, agent=agent, home=home, boot=boot)
 
 
 @router.get("/conversations", response_class=HTMLResponse)

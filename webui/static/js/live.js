@@ -1,11 +1,15 @@
 // Live updates: the /v1/events WebSocket when the server has it, polling otherwise.
-// Pages register handlers for event types and refresh functions; while the socket is open the refreshes
-// run only when a matching event arrives, and when it is closed (or absent) they run on a timer.
+// Pages register handlers for event types (run at once when an event arrives) and refresh functions (run
+// on a timer). While the socket is open the timers slow down to a safety net, not off: a concept that does
+// not publish an event for some change yet still shows up, just later.
 
 import { boot, caps, world } from "./core.js";
 
 const RETRY_MIN_MS = 2000;
 const RETRY_MAX_MS = 30000;
+/** With the socket open, refreshes run this many times less often (and at least this far apart). */
+const SOCKET_SLOWDOWN = 3;
+const SOCKET_MIN_POLL_MS = 9000;
 
 export class Live {
   constructor() {
@@ -22,7 +26,7 @@ export class Live {
     return this;
   }
 
-  /** Call fn every `ms` while no event stream is open (and once when the stream (re)opens). */
+  /** Call fn every `ms` (slower while the event stream is open, and once when it (re)opens). */
   poll(fn, ms) {
     this.pollers.push({ fn, ms, timer: null });
     return this;
@@ -40,18 +44,15 @@ export class Live {
     this.statusNode.textContent = text;
   }
 
-  startPolling() {
-    const seconds = Math.min(...this.pollers.map((p) => p.ms), 60000) / 1000;
-    this.setStatus("polling", this.pollers.length ? `live · polling ${seconds} s` : "static");
-    for (const poller of this.pollers) {
-      if (poller.timer === null) poller.timer = setInterval(() => this.safely(poller.fn), poller.ms);
+  startPolling(slow = false) {
+    if (!slow) {
+      const seconds = Math.min(...this.pollers.map((p) => p.ms), 60000) / 1000;
+      this.setStatus("polling", this.pollers.length ? `live · polling ${seconds} s` : "static");
     }
-  }
-
-  stopPolling() {
     for (const poller of this.pollers) {
       clearInterval(poller.timer);
-      poller.timer = null;
+      const ms = slow ? Math.max(poller.ms * SOCKET_SLOWDOWN, SOCKET_MIN_POLL_MS) : poller.ms;
+      poller.timer = setInterval(() => this.safely(poller.fn), ms);
     }
   }
 
@@ -77,7 +78,7 @@ export class Live {
     this.socket = socket;
     socket.addEventListener("open", () => {
       this.retryMs = RETRY_MIN_MS;
-      this.stopPolling();
+      this.startPolling(true);
       this.setStatus("socket", "live · WebSocket");
       // Catch up on whatever happened while the socket was down.
       for (const poller of this.pollers) this.safely(poller.fn);

@@ -3,15 +3,17 @@
 
 import { agentColor, pageHref, s } from "./core.js";
 
-const WIDTH = 800;
-const HEIGHT = 500;
+const HEIGHT = 520;
 const PAD = 70;
+const MIN_WIDTH = 640;
+const MAX_WIDTH = 1000;
 const KIND_COLORS = {
   cafe: "#c98b4a",
   park: "#5a9e5f",
   library: "#6b7fc4",
   restaurant: "#c4645b",
   home: "#9a8a72",
+  hall: "#8a7fb0",
   shop: "#b07cc6",
   school: "#4a9fb0",
 };
@@ -33,17 +35,20 @@ export function placeAgent(agent, pois) {
   return null;
 }
 
+/** Fit the points into the drawing; the width follows the town's shape within sensible bounds. */
 function projection(points) {
   const xs = points.map((p) => p.x);
   const zs = points.map((p) => p.z);
   const [minX, maxX, minZ, maxZ] = [Math.min(...xs), Math.max(...xs), Math.min(...zs), Math.max(...zs)];
   const spanX = Math.max(maxX - minX, 1);
   const spanZ = Math.max(maxZ - minZ, 1);
-  const scale = Math.min((WIDTH - 2 * PAD) / spanX, (HEIGHT - 2 * PAD) / spanZ);
-  const offX = (WIDTH - spanX * scale) / 2;
+  const width = Math.max(MIN_WIDTH, Math.min(MAX_WIDTH, (spanX / spanZ) * (HEIGHT - 2 * PAD) + 2 * PAD));
+  const scale = Math.min((width - 2 * PAD) / spanX, (HEIGHT - 2 * PAD) / spanZ);
+  const offX = (width - spanX * scale) / 2;
   const offY = (HEIGHT - spanZ * scale) / 2;
   // Unity's z runs "north": up on the map.
-  return (x, z) => [offX + (x - minX) * scale, HEIGHT - (offY + (z - minZ) * scale)];
+  const project = (x, z) => [offX + (x - minX) * scale, HEIGHT - (offY + (z - minZ) * scale)];
+  return { project, width };
 }
 
 function drawPoi(poi, project) {
@@ -59,20 +64,24 @@ function drawPoi(poi, project) {
   );
 }
 
-/** Fan out agents that share a spot so every one stays visible. */
+const CROWD_PX = 30;
+
+/** Fan out agents standing close together (greedy clusters) so every pin and name stays readable. */
 function spread(placed) {
-  const groups = new Map();
+  const groups = [];
   for (const item of placed) {
-    const key = `${Math.round(item.px / 12)}:${Math.round(item.py / 12)}`;
-    if (!groups.has(key)) groups.set(key, []);
-    groups.get(key).push(item);
+    const group = groups.find((g) => Math.hypot(g.cx - item.px, g.cy - item.py) < CROWD_PX);
+    if (group) group.items.push(item);
+    else groups.push({ cx: item.px, cy: item.py, items: [item] });
   }
-  for (const group of groups.values()) {
-    if (group.length < 2) continue;
-    group.forEach((item, i) => {
-      const angle = (2 * Math.PI * i) / group.length - Math.PI / 2;
-      item.px += Math.cos(angle) * 22;
-      item.py += Math.sin(angle) * 22;
+  for (const group of groups) {
+    if (group.items.length < 2) continue;
+    const radius = 16 + 6 * group.items.length;
+    group.items.forEach((item, i) => {
+      const angle = (2 * Math.PI * i) / group.items.length - Math.PI / 2;
+      item.px = group.cx + Math.cos(angle) * radius;
+      item.py = group.cy + Math.sin(angle) * radius;
+      item.labelLeft = Math.cos(angle) < -0.3;
     });
   }
 }
@@ -88,8 +97,8 @@ function agentNode(item) {
     talking ? s("circle", { r: 17, class: "talk-ring", stroke: color }) : null,
     s("circle", { r: 12, fill: color, class: item.exact ? "pin" : "pin approx" }),
     s("text", { class: "pin-initial", "text-anchor": "middle", dy: "0.35em", text: Array.from(agent.name)[0] || "?" }),
-    s("text", { class: "pin-label", x: 16, dy: "0.35em", text: agent.name }),
-    s("text", { class: "pin-state", x: 16, y: 14, text: agent.state || "" }),
+    s("text", { class: "pin-label", x: item.labelLeft ? -16 : 16, dy: "0.35em", "text-anchor": item.labelLeft ? "end" : "start", text: agent.name }),
+    s("text", { class: "pin-state", x: item.labelLeft ? -16 : 16, y: 14, "text-anchor": item.labelLeft ? "end" : "start", text: agent.state || "" }),
   );
 }
 
@@ -105,7 +114,8 @@ export function renderMap(svg, pois, agents) {
   }
   points.push(...placed.map((p) => ({ x: p.x, z: p.z })));
   if (!points.length) points.push({ x: 0, z: 0 });
-  const project = projection(points);
+  const { project, width } = projection(points);
+  svg.setAttribute("viewBox", `0 0 ${width.toFixed(0)} ${HEIGHT}`);
   for (const item of placed) [item.px, item.py] = project(item.x, item.z);
   unplaced.forEach((agent, i) => placed.push({ agent, px: PAD + i * 90, py: HEIGHT - 24, exact: false }));
   spread(placed);
@@ -122,7 +132,7 @@ export function renderMap(svg, pois, agents) {
     });
   }
   svg.replaceChildren(
-    s("rect", { class: "map-ground", x: 0, y: 0, width: WIDTH, height: HEIGHT, rx: 14 }),
+    s("rect", { class: "map-ground", x: 0, y: 0, width, height: HEIGHT, rx: 14 }),
     s("g", { class: "pois" }, pois.map((poi) => drawPoi(poi, project))),
     layer,
   );

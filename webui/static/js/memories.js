@@ -75,7 +75,8 @@ export class MemoryTable {
 
   render(data) {
     const { memories, total } = data;
-    this.count.textContent = `${total} shown by filter`;
+    const filtered = this.type.value || this.q.value.trim();
+    this.count.textContent = `${total} ${filtered ? "matching" : "memories"}`;
     this.range.textContent = total ? `${this.offset + 1}–${this.offset + memories.length} of ${total}` : "0 of 0";
     this.prev.disabled = this.offset === 0;
     this.next.disabled = this.offset + memories.length >= total;

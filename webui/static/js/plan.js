@@ -47,11 +47,13 @@ export function renderPlan(node, plan, { now, pois }) {
       ),
     );
   });
-  const source = plan.source && plan.source !== "model" ? h("p", { class: "muted small", text: `plan ${plan.source}` }) : null;
+  const notes = [];
+  if (plan.source && plan.source !== "model") notes.push(`plan ${plan.source}`);
+  if (plan.reason) notes.push(`replanned: ${plan.reason}`);
   node.replaceChildren(
     h("div", { class: "plan-scale muted small" }, h("span", { text: clock(first) }), h("span", { text: clock(last) })),
     strip,
     list,
-    source,
+    ...notes.map((text) => h("p", { class: "muted small", text })),
   );
 }

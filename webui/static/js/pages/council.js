@@ -51,7 +51,7 @@ function memberCard(opinion) {
 
 function tallyLine(tally) {
   if (!tally) return null;
-  return h("p", { class: "tally" }, Object.entries(tally).filter(([, n]) => n).map(([stance, n]) => [stanceChip(stance), ` ×${n} `]));
+  return h("div", { class: "tally" }, Object.entries(tally).filter(([, n]) => n).map(([stance, n]) => [stanceChip(stance), ` ×${n} `]));
 }
 
 function roundCard(entry) {
@@ -86,7 +86,7 @@ function consensus(c) {
   const k = record.consensus || {};
   fill(
     document.getElementById("council-consensus"),
-    c.outcome ? h("p", { class: "outcome-line" }, "Outcome: ", outcomeChip(c.outcome), tallyLine(record.tally)) : null,
+    c.outcome ? h("div", { class: "outcome-line" }, "Outcome: ", outcomeChip(c.outcome), tallyLine(record.tally)) : null,
     k.summary ? h("p", { class: "summary", text: k.summary }) : null,
     h("div", { class: "aggregation" },
       bullets("points of agreement", k.agreements, "agree"),

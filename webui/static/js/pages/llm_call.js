@@ -1,6 +1,6 @@
 // One LLM call: what was asked (every message in full), what came back, and its bookkeeping.
 
-import { api, boot, chip, fill, h, pageHref, showError } from "../core.js";
+import { agentLink, api, boot, chip, fill, h, loadAgents, pageHref, showError } from "../core.js";
 
 function pretty(text) {
   if (text === null || text === undefined) return "";
@@ -15,17 +15,17 @@ function link(path, text) {
   return h("a", { href: pageHref(path), text });
 }
 
-function meta(call) {
+function meta(call, agents) {
   const pairs = [
     ["result", call.ok ? chip("ok", "ok") : chip("error", "warn")],
-    ["purpose", `${call.purpose}${call.stage ? ` · ${call.stage}` : ""}${call.round ? ` · round ${call.round}` : ""}`],
+    ["purpose", `${call.purpose}${call.stage && call.stage !== call.purpose ? ` · ${call.stage}` : ""}${call.round ? ` · round ${call.round}` : ""}`],
     ["model", `${call.provider} · ${call.model}`],
     ["schema", call.schema_name || "—"],
     ["latency", `${Math.round(call.latency_ms)} ms${call.streamed ? " (streamed)" : ""}`],
     ["tokens in / out", `${call.prompt_tokens ?? "?"} / ${call.completion_tokens ?? "?"}`],
     ["when", new Date(call.created_at).toLocaleString()],
   ];
-  if (call.agent_id) pairs.push(["agent", link(`/agents/${encodeURIComponent(call.agent_id)}`, call.agent_id)]);
+  if (call.agent_id) pairs.push(["agent", agentLink(agents, call.agent_id)]);
   if (call.session_id) pairs.push(["conversation", link(`/conversations/${encodeURIComponent(call.session_id)}`, call.session_id)]);
   if (call.council_id) pairs.push(["council", link(`/council/${encodeURIComponent(call.council_id)}`, call.council_id)]);
   if (call.error) pairs.push(["error", h("span", { class: "error-text", text: call.error })]);
@@ -45,7 +45,8 @@ async function start() {
     showError(document.getElementById("call-meta"), err, "call");
     return;
   }
-  fill(document.getElementById("call-meta"), meta(call));
+  const agents = await loadAgents().catch(() => new Map());
+  fill(document.getElementById("call-meta"), meta(call, agents));
   fill(
     document.getElementById("call-messages"),
     call.messages.map((m) =>

@@ -1,0 +1,215 @@
+"""The dashboard in a real browser: Debian's chromium driven by Playwright against the real server (uvicorn,
+demo world, scripted model) after a short conversation. Screenshots go to test-output/screenshots/."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+try:
+    from playwright.sync_api import Browser, ConsoleMessage, Page, expect, sync_playwright
+except ImportError:  # pragma: no cover - depends on the machine
+    pytest.skip("playwright is not installed (pip install -e '.[dev]')", allow_module_level=True)
+if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:  # pragma: no cover
+    pytest.skip(f"{CHROMIUM} is missing (.ci/webui.sh installs Debian chromium)", allow_module_level=True)
+
+from tests.webui.server import SESSION_ID, running_server, simulate, wait_idle  # noqa: E402
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+        "--disable-component-update", "--no-first-run", "--disable-sync"]
+SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots"
+TIMEOUT_MS = 15_000
+# Live views refresh at once on an event, and at the latest on their safety-net poll (about 10 s).
+expect.set_options(timeout=TIMEOUT_MS)
+
+
+@pytest.fixture(scope="module")
+def town(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """The running server after a simulated afternoon: states, a plan, a conversation, a council."""
+    with running_server(tmp_path_factory.mktemp("webui")) as base, httpx.Client(base_url=base, timeout=30) as http:
+        world = simulate(http)
+        council = http.post("/v1/council", json={"title": "公園に図書コーナーを作る", "background": "子どもが本に触れる場所を増やしたい"})
+        assert council.status_code == 202, council.text
+        council_id = council.json()["id"]
+        deadline = time.monotonic() + 60
+        while http.get(f"/v1/council/{council_id}").json()["status"] not in ("done", "failed"):
+            assert time.monotonic() < deadline, "the council did not finish"
+            time.sleep(0.2)
+        wait_idle(http)
+        yield {"base": base, "http": http, "council_id": council_id, **world}
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    """A fresh page that fails the test on any console error or uncaught exception."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, locale="ja-JP")
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    errors: list[str] = []
+
+    def on_console(message: ConsoleMessage) -> None:
+        if message.type == "error":
+            errors.append(f"console: {message.text}")
+
+    page.on("console", on_console)
+    page.on("pageerror", lambda exc: errors.append(f"uncaught: {exc}"))
+    yield page
+    context.close()
+    assert not errors, "\n".join(errors)
+
+
+def shoot(page: Page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def test_town_shows_map_agents_feed_and_model_status(page: Page, town: dict[str, Any]) -> None:
+    page.goto(town["base"] + "/")
+    expect(page.locator("#roster .roster-item")).to_have_count(6)
+    expect(page.locator("#town-map .poi")).to_have_count(9)
+    expect(page.locator("#town-map .poi-label", has_text="中央カフェ")).to_be_visible()
+    aoi_pin = page.locator('#town-map .agent-pin[data-agent="aoi"]')
+    expect(aoi_pin).to_contain_text("葵")
+    expect(aoi_pin).to_contain_text("talking")
+    first = town["replies"][0]
+    line = page.locator(".feed-line", has_text=first["dialogue"])
+    expect(line).to_be_visible()
+    expect(line.locator(".emo")).to_have_text(first["emotion"])
+    expect(page.locator("#llm-status")).to_contain_text("scripted")
+    expect(page.locator("#llm-status")).to_contain_text("ms")
+    expect(page.locator("#live-status")).to_have_attribute("data-mode", "socket")
+    shoot(page, "town")
+
+
+def test_agent_page_shows_persona_memories_emotion_and_plan(page: Page, town: dict[str, Any]) -> None:
+    http: httpx.Client = town["http"]
+    memories = http.get("/v1/agents/aoi/memories", params={"limit": 5}).json()["memories"]
+    emotion = http.get("/v1/agents/aoi/emotion").json()
+    page.goto(town["base"] + "/agents/aoi")
+    expect(page.locator("#agent-name")).to_contain_text("葵")
+    expect(page.locator("#mem-rows")).to_contain_text(memories[0]["content"])
+    expect(page.locator("#emotion-label")).to_contain_text(emotion["label"])
+    expect(page.locator("#emotion-axes .axis-row")).to_have_count(8)
+    expect(page.locator("#radar .radar-shape")).to_have_count(1)
+    expect(page.locator("#plan .plan-list li.current")).to_contain_text("now 14:30")
+    expect(page.locator("#reflections .reflection").first).to_contain_text("ひかり")
+    page.locator("#reflections summary").first.click()
+    expect(page.locator("#reflections .evidence li").first).not_to_contain_text("older than")
+    shoot(page, "agent")
+
+
+def test_memory_table_filters_by_type_and_text(page: Page, town: dict[str, Any]) -> None:
+    page.goto(town["base"] + "/agents/aoi")
+    expect(page.locator("#mem-rows tr").first).to_have_attribute("data-type", "reflection")
+    page.select_option("#mem-type", "plan")
+    expect(page.locator("#mem-rows tr[data-type]")).to_have_count(1)
+    expect(page.locator("#mem-rows tr").first).to_have_attribute("data-type", "plan")
+    page.select_option("#mem-type", "")
+    page.fill("#mem-q", "図書館？")
+    expect(page.locator("#mem-rows tr[data-type]").first).to_contain_text("図書館")
+    expect(page.locator("#mem-count")).to_contain_text("matching")
+
+
+def test_retrieval_probe_shows_the_three_components_for_a_japanese_query(page: Page, town: dict[str, Any]) -> None:
+    page.goto(town["base"] + "/agents/aoi")
+    page.fill("#probe-query", "カフェ")
+    page.click("#probe-form button[type=submit]")
+    hits = page.locator("#probe-results .hit")
+    expect(hits.first).to_be_visible()
+    for component in ("recency", "importance", "relevance"):
+        expect(hits.first.locator(f'[data-component="{component}"] .component-value')).to_have_text(
+            re.compile(r"^\d\.\d\d$")
+        )
+    expect(hits.first).to_contain_text("カフェ")
+    shoot(page, "agent-probe")
+
+
+def test_a_memory_posted_through_the_api_appears_without_reload(page: Page, town: dict[str, Any]) -> None:
+    page.goto(town["base"] + "/agents/aoi")
+    expect(page.locator("#mem-rows tr[data-type]").first).to_be_visible()
+    page.evaluate("window.__sameDocument = true")
+    text = "公園の桜がきれいに咲いていた <b>まだ</b> 散っていない"
+    posted = town["http"].post("/v1/agents/aoi/memories", json={"type": "observation", "content": text, "importance": 6})
+    assert posted.status_code == 201, posted.text
+    row = page.locator(f"#memory-{posted.json()['id']}")
+    expect(row).to_contain_text(text)  # shown as text: the markup is not interpreted
+    assert page.evaluate("window.__sameDocument") is True, "the page reloaded"
+    assert page.locator("#mem-rows b").count() == 0
+
+
+def test_conversation_list_and_transcript(page: Page, town: dict[str, Any]) -> None:
+    page.goto(town["base"] + "/conversations")
+    row = page.locator(f'#conv-rows tr[data-session="{SESSION_ID}"]')
+    expect(row).to_contain_text("葵")
+    expect(row).to_contain_text("ひかり")
+    shoot(page, "conversations")
+    row.get_by_role("link", name=f"{len(town['replies'])} turns").click()
+    expect(page.locator("#transcript .turn")).to_have_count(len(town["replies"]))
+    for reply in town["replies"]:
+        turn = page.locator(f'#transcript .turn[data-turn="{reply["turn_index"]}"]')
+        expect(turn).to_contain_text(reply["dialogue"])
+        expect(turn.locator(".emo")).to_have_text(reply["emotion"])
+    expect(page.locator("#conv-meta")).to_contain_text("distance")
+    shoot(page, "conversation")
+
+
+def test_judge_scores_a_conversation_from_its_page(page: Page, town: dict[str, Any]) -> None:
+    page.goto(f"{town['base']}/conversations/{SESSION_ID}")
+    page.click("#judge-button")
+    expect(page.locator("#judge .scores li").first).to_be_visible()
+    expect(page.locator("#judge")).to_contain_text("/ 10")
+
+
+def test_council_record_round_by_round(page: Page, town: dict[str, Any]) -> None:
+    record = town["http"].get(f"/v1/council/{town['council_id']}").json()
+    page.goto(town["base"] + "/council")
+    expect(page.locator("#council-rows")).to_contain_text("公園に図書コーナーを作る")
+    shoot(page, "councils")
+    page.get_by_role("link", name="公園に図書コーナーを作る").click()
+    rounds = record["record"]["rounds"]
+    expect(page.locator("#council-rounds .round")).to_have_count(len(rounds))
+    first = page.locator('#council-rounds .round[data-round="1"] .member')
+    expect(first).to_have_count(len(record["members"]))
+    for opinion in rounds[0]["opinions"]:
+        card = page.locator(f'#council-rounds .round[data-round="1"] .member[data-member="{opinion["agent_id"]}"]')
+        expect(card).to_contain_text(opinion["name"])
+        expect(card.locator(".stance")).to_have_text(opinion["stance"])
+    expect(page.locator("#council-consensus")).to_contain_text(record["outcome"].split("_")[0])
+    shoot(page, "council")
+
+
+def test_llm_calls_filters_and_full_prompt(page: Page, town: dict[str, Any]) -> None:
+    calls = town["http"].get("/v1/llm-calls", params={"purpose": "dialogue"}).json()["calls"]
+    page.goto(town["base"] + "/llm-calls")
+    expect(page.locator("#call-rows tr[data-call]").first).to_be_visible()
+    shoot(page, "llm-calls")
+    page.fill("#f-purpose", "dialogue")
+    page.click("#call-filters button[type=submit]")
+    expect(page.locator("#call-rows tr[data-call]")).to_have_count(len(calls))
+    page.check("#f-errors")
+    page.click("#call-filters button[type=submit]")
+    expect(page.locator("#call-rows")).to_contain_text("No calls match")
+    page.goto(f"{town['base']}/llm-calls/{calls[0]['id']}")
+    detail = town["http"].get(f"/v1/llm-calls/{calls[0]['id']}").json()
+    expect(page.locator("#call-messages .message")).to_have_count(len(detail["messages"]))
+    expect(page.locator("#call-messages")).to_contain_text(detail["messages"][-1]["content"][:40])
+    expect(page.locator("#call-reply")).to_contain_text("dialogue")
+    shoot(page, "llm-call")

@@ -1,0 +1,88 @@
+"""The dashboard's pages over plain HTTP (no browser): routes, escaping, links to the JSON API, static files."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from fastapi.testclient import TestClient
+
+from backend.api.dashboard import CAPABILITY_PROBES
+from backend.config import Settings
+from backend.llm.scripted import ScriptedLLM
+from tests.conftest import make_client
+
+PAGES = ["/", "/agents/aoi", "/conversations", "/conversations/s1", "/council", "/council/c1", "/llm-calls",
+         "/llm-calls/1"]
+
+
+def _boot(html: str) -> dict:
+    found = re.search(r'<script id="machi-boot" type="application/json">(.*?)</script>', html, re.S)
+    assert found, "page has no boot record"
+    return json.loads(found.group(1))
+
+
+def _demo(settings: Settings, scripted: ScriptedLLM) -> TestClient:
+    return make_client(settings, scripted, load_demo_world=True)
+
+
+def test_every_page_renders_utf8_html_linking_its_json_api(settings: Settings, scripted: ScriptedLLM) -> None:
+    with _demo(settings, scripted) as client:
+        for path in PAGES:
+            response = client.get(path)
+            assert response.status_code == 200, path
+            assert response.headers["content-type"] == "text/html; charset=utf-8"
+            assert 'href="/v1/' in response.text or 'href="/health"' in response.text, path
+            assert '<meta charset="utf-8">' in response.text
+        agent = client.get("/agents/aoi").text
+        assert "葵" in agent and 'href="/v1/agents/aoi/memories"' in agent
+        assert "葵の家" in agent  # home shown by its point of interest's name
+
+
+def test_static_files_are_served(client: TestClient) -> None:
+    css = client.get("/static/machi.css")
+    assert css.status_code == 200 and "Noto Sans CJK JP" in css.text
+    js = client.get("/static/js/pages/agent.js")
+    assert js.status_code == 200 and "javascript" in js.headers["content-type"]
+    assert client.get("/static/../backend/config.py").status_code == 404
+
+
+def test_boot_record_names_world_and_the_endpoints_this_server_has(client: TestClient) -> None:
+    boot = _boot(client.get("/", params={"world": "exhibit-2"}).text)
+    assert boot["world"] == "exhibit-2" and boot["page"] == "town"
+    assert set(boot["caps"]) == set(CAPABILITY_PROBES)
+    # The app wires these concepts today; a missing router would turn its flag false.
+    for name in ("agents", "pois", "memories", "retrieve", "conversations", "llm_calls", "health", "events"):
+        assert boot["caps"][name] is True, name
+
+
+def test_links_between_pages_keep_the_world(client: TestClient) -> None:
+    html = client.get("/conversations", params={"world": "exhibit-2"}).text
+    assert 'href="/council?world=exhibit-2"' in html
+    assert 'href="/council"' in client.get("/conversations").text
+
+
+def test_unknown_agent_and_bad_world_get_html_problem_pages(client: TestClient) -> None:
+    missing = client.get("/agents/nobody")
+    assert missing.status_code == 404 and "nobody" in missing.text
+    assert "text/html" in missing.headers["content-type"]
+    bad = client.get("/", params={"world": "no spaces"})
+    assert bad.status_code == 422 and "text/html" in bad.headers["content-type"]
+
+
+def test_persona_text_is_escaped(client: TestClient) -> None:
+    evil = "<script>alert(1)</script>"
+    put = client.put("/v1/agents/mallory", json={"name": evil, "backstory": evil, "traits": [evil]})
+    assert put.status_code == 201
+    html = client.get("/agents/mallory").text
+    assert evil not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_agent_page_inlines_the_stored_plan_for_the_day(client: TestClient) -> None:
+    client.put("/v1/pois/cafe", json={"name": "中央カフェ", "position": {"x": 0, "z": 0}})
+    client.put("/v1/agents/aoi", json={"name": "葵", "home_poi": "cafe"})
+    assert _boot(client.get("/agents/aoi").text)["plan"] is None
+    assert client.post("/v1/agents/aoi/plan", json={"day": 2}).status_code == 200
+    boot = _boot(client.get("/agents/aoi", params={"day": 2}).text)
+    assert boot["day"] == 2 and boot["plan"]["items"], "the day's plan should come inline"
