@@ -123,7 +123,10 @@ def _goodbye(ctx: WriterContext, partner: str, leaving: bool) -> str:
     activity = ctx.facts.get("plan_activity")
     if ctx.ja:
         if leaving and activity:
-            return f"あ、そろそろ「{activity}」の時間だ。{partner}、行かなくちゃ！"  # no goodbye: ends by "model"
+            # Half the time without a goodbye phrase: the talk then ends by the model's own choice ("model").
+            return f"あ、そろそろ「{activity}」の時間だ。{partner}、" + ctx.pick(
+                ["またね！", "行かなくちゃ！"]
+            )
         return str(
             ctx.pick(
                 [
@@ -134,7 +137,9 @@ def _goodbye(ctx: WriterContext, partner: str, leaving: bool) -> str:
             )
         )
     if leaving and activity:
-        return f"Oh, it's almost time to {activity}. I have to run, {partner}!"
+        return f"Oh, it's almost time to {activity}. " + ctx.pick(
+            [f"See you, {partner}!", f"I have to run, {partner}!"]
+        )
     return str(
         ctx.pick(
             [
