@@ -27,7 +27,7 @@ CHAR_RULE = r'[^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})'
 #: Integer ranges up to this many values are enumerated exactly.
 MAX_ENUMERATED_RANGE = 256
 
-#: llama.cpp treats a repetition bound above 2000 as unbounded; say so explicitly.
+#: llama.cpp's grammar parser treats a repetition bound above this as unbounded.
 MAX_BOUNDED_REPETITION = 2000
 
 _PRIMITIVES: dict[str, str] = {
@@ -164,11 +164,8 @@ class _Converter:
         low, high = int(schema.get("minItems", 0)), schema.get("maxItems")
         if high is not None and int(high) == 0:
             return self.add(name, f'"[" {space} "]" {space}')
-        rest = f'("," {space} {item})'
-        more_low = max(low - 1, 0)
-        bounded = high is not None and int(high) <= MAX_BOUNDED_REPETITION
-        more = f"{rest}{{{more_low},{int(high) - 1}}}" if bounded else f"{rest}{{{more_low},}}"
-        inner = f"{item} {more}"
+        more_high = None if high is None else int(high) - 1
+        inner = f'{item} ("," {space} {item}){_repeat(max(low - 1, 0), more_high)}'
         if low == 0:
             inner = f"({inner})?"
         return self.add(name, f'"[" {space} {inner} "]" {space}')
@@ -177,10 +174,8 @@ class _Converter:
         low, high = int(schema.get("minLength", 0)), schema.get("maxLength")
         if low == 0 and high is None:
             return self.primitive("string")
-        char = self.primitive("char")
-        bounded = high is not None and int(high) <= MAX_BOUNDED_REPETITION
-        count = f"{{{low},{int(high)}}}" if bounded else f"{{{low},}}"
-        return self.add(name, f'"\\"" {char}{count} "\\"" {self.primitive("space")}')
+        count = _repeat(low, None if high is None else int(high))
+        return self.add(name, f'"\\"" {self.primitive("char")}{count} "\\"" {self.primitive("space")}')
 
     def integer_rule(self, schema: dict[str, Any], name: str) -> str:
         low, high = _bounds(schema, integer=True)
@@ -197,12 +192,19 @@ class _Converter:
     def number_rule(self, schema: dict[str, Any], name: str) -> str:
         low, high = _bounds(schema, integer=False)
         space = self.primitive("space")
-        whole = low is not None and high is not None and float(low).is_integer() and float(high).is_integer()
         exclusive = "exclusiveMinimum" in schema or "exclusiveMaximum" in schema
-        if whole and not exclusive and 0 <= low < high and high - low < MAX_ENUMERATED_RANGE:  # type: ignore[operator]
+        if (
+            low is not None
+            and high is not None
+            and not exclusive
+            and float(low).is_integer()
+            and float(high).is_integer()
+            and 0 <= low < high
+            and high - low < MAX_ENUMERATED_RANGE
+        ):
             # Integer part in [low, high), any fraction; or exactly `high`, with zero fraction at most.
-            below = " | ".join(gbnf_literal(str(v)) for v in range(int(low), int(high)))  # type: ignore[arg-type]
-            top = gbnf_literal(str(int(high)))  # type: ignore[arg-type]
+            below = " | ".join(gbnf_literal(str(v)) for v in range(int(low), int(high)))
+            top = gbnf_literal(str(int(high)))
             body = f'({below}) ("." [0-9]{{1,6}})? | {top} ("." "0"{{1,6}})?'
             return self.add(name, f"({body}) {space}")
         if low is not None and low >= 0:
@@ -213,6 +215,13 @@ class _Converter:
         lines = [f"root ::= {root}"]
         lines += [f"{name} ::= {body}" for name, body in self.rules.items()]
         return "\n".join(lines) + "\n"
+
+
+def _repeat(low: int, high: int | None) -> str:
+    """A GBNF repetition suffix; llama.cpp treats a bound above 2000 as none, so say so explicitly."""
+    if high is None or high > MAX_BOUNDED_REPETITION:
+        return f"{{{low},}}"
+    return f"{{{low},{high}}}"
 
 
 def _bounds(schema: dict[str, Any], *, integer: bool) -> tuple[float | None, float | None]:

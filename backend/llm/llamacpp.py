@@ -15,7 +15,7 @@ import heapq
 import itertools
 import random
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -200,9 +200,8 @@ class LlamaCppLLM(LLM):
     ) -> AsyncIterator[str]:
         """Pieces as llama.cpp produces them: the worker thread pumps them into a queue.
 
-        Token counts in `usage`: llama-cpp-python streams no usage, so completion tokens are the pieces
-        streamed (a piece is one token, or a few when they make up one UTF-8 character) and prompt tokens
-        are what the context holds minus those.
+        llama-cpp-python streams no usage; the token counts in `usage` are read from the context as the
+        stream goes (see `_pump`), and match what a non-streamed call reports.
         """
         request = {**self.request(messages, options, schema), "stream": True}
         loop = asyncio.get_running_loop()
@@ -239,33 +238,37 @@ class LlamaCppLLM(LLM):
 def _pump(
     llama: Any, request: dict[str, Any], put: Callable[[tuple[str, Any]], None], stop: threading.Event
 ) -> None:
-    """Worker thread: stream a completion into `put` as ("piece", text)... then ("done", counts) or ("error", exc)."""
+    """Worker thread: stream a completion into `put` as ("piece", text)..., then ("done", (prompt_tokens,
+    completion_tokens)) or ("error", exc). Stops at the next token once `stop` is set."""
     if stop.is_set():  # the consumer gave up while waiting for its turn
-        put(("done", (None, 0)))
+        put(("done", (None, None)))
         return
-    try:
-        count = 0
-        for piece in _pieces(llama.create_chat_completion(**request), stop):
-            count += 1
-            put(("piece", piece))
-        put(("done", (max(llama.n_tokens - count, 0), count)))
-    except Exception as exc:  # handed to the consumer, which raises it
-        put(("error", exc))
-
-
-def _pieces(chunks: Iterator[dict[str, Any]], stop: threading.Event) -> Iterator[str]:
+    chunks = llama.create_chat_completion(**request)
+    prompt_tokens: int | None = None
+    finish = None
     try:
         for chunk in chunks:
             if stop.is_set():
-                return
+                break
+            if prompt_tokens is None:
+                # The first chunk comes right after the first token is sampled, before it is evaluated:
+                # the context then holds exactly the prompt.
+                prompt_tokens = int(llama.n_tokens)
             for choice in chunk.get("choices", ()):
+                finish = choice.get("finish_reason") or finish
                 content = (choice.get("delta") or {}).get("content")
                 if content:
-                    yield content
-    finally:
-        close = getattr(chunks, "close", None)
-        if close is not None:
-            close()
+                    put(("piece", content))
+        chunks.close()
+    except Exception as exc:  # handed to the consumer, which raises it
+        put(("error", exc))
+        return
+    # Every token but the last is evaluated before the next is sampled; an end-of-text token is not
+    # counted, while a reply cut at max_tokens ends on a counted token that was never evaluated.
+    completion_tokens = None
+    if prompt_tokens is not None:
+        completion_tokens = int(llama.n_tokens) - prompt_tokens + (1 if finish == "length" else 0)
+    put(("done", (prompt_tokens, completion_tokens)))
 
 
 class LlamaCppEmbedder(Embedder):

@@ -13,9 +13,7 @@ from typing import Any
 
 import pytest
 
-SKIP_REASON = (
-    "llama-cpp-python not installed: pip install -e '.[llamacpp]' (or run .ci/run) to enable real-engine tests"
-)
+SKIP_REASON = "llama-cpp-python not installed: pip install -e '.[llamacpp]' (or run .ci/run) to enable real-engine tests"
 HAVE_ENGINE = all(importlib.util.find_spec(name) is not None for name in ("llama_cpp", "gguf"))
 
 if not HAVE_ENGINE:
@@ -40,7 +38,13 @@ def open_llama(path: Path, **params: Any) -> Any:
     import llama_cpp
 
     return llama_cpp.Llama(
-        model_path=str(path), n_ctx=N_CTX, n_threads=1, n_threads_batch=1, n_gpu_layers=0, verbose=False, **params
+        model_path=str(path),
+        n_ctx=N_CTX,
+        n_threads=1,
+        n_threads_batch=1,
+        n_gpu_layers=0,
+        verbose=False,
+        **params,
     )
 
 

@@ -46,7 +46,9 @@ MESSAGES = [
 ]
 
 
-async def replies(provider: Any, schema: type[BaseModel] | None, *, seeds: range, max_tokens: int) -> list[str]:
+async def replies(
+    provider: Any, schema: type[BaseModel] | None, *, seeds: range, max_tokens: int
+) -> list[str]:
     """Raw reply texts, one per seed, with the schema's grammar when `schema` is given."""
     json_schema = json_schema_for(schema) if schema is not None else None
     texts = []
