@@ -65,17 +65,32 @@ def wait_idle(http: httpx.Client, timeout: float = 30.0) -> None:
 def simulate(http: httpx.Client, turns: int = 4) -> dict[str, Any]:
     """What Unity would do: report states, ask for a plan, hold a short conversation, end it."""
     for agent_id, x, z in (("aoi", -1.5, 0.5), ("hikari", 1.5, -0.5)):
-        report = {"state": "talking", "location_name": "中央カフェ", "position": {"x": x, "y": 0, "z": z},
-                  "day": 1, "time_of_day": 14.5}
+        report = {
+            "state": "talking",
+            "location_name": "中央カフェ",
+            "position": {"x": x, "y": 0, "z": z},
+            "day": 1,
+            "time_of_day": 14.5,
+        }
         http.post(f"/v1/agents/{agent_id}/state", json=report).raise_for_status()
     http.post("/v1/agents/aoi/plan", json={"day": 1}).raise_for_status()
-    names = {"aoi": http.get("/v1/agents/aoi").json()["name"], "hikari": http.get("/v1/agents/hikari").json()["name"]}
+    names = {
+        "aoi": http.get("/v1/agents/aoi").json()["name"],
+        "hikari": http.get("/v1/agents/hikari").json()["name"],
+    }
     history: list[str] = []
     replies = []
     speaker, target = "aoi", "hikari"
     for i in range(turns):
-        body = {"agent_id": speaker, "target_id": target, "session_id": SESSION_ID, "location_name": "中央カフェ",
-                "history": history, "time_of_day": 14.5 + i * 0.05, "day": 1}
+        body = {
+            "agent_id": speaker,
+            "target_id": target,
+            "session_id": SESSION_ID,
+            "location_name": "中央カフェ",
+            "history": history,
+            "time_of_day": 14.5 + i * 0.05,
+            "day": 1,
+        }
         reply = http.post("/v1/conversation/turn", json=body)
         reply.raise_for_status()
         replies.append(reply.json())
@@ -84,6 +99,8 @@ def simulate(http: httpx.Client, turns: int = 4) -> dict[str, Any]:
             break
         speaker, target = target, speaker
     if not replies[-1]["is_conversation_end"]:
-        http.post("/v1/conversation/end", json={"session_id": SESSION_ID, "reason": "distance"}).raise_for_status()
+        http.post(
+            "/v1/conversation/end", json={"session_id": SESSION_ID, "reason": "distance"}
+        ).raise_for_status()
     wait_idle(http)
     return {"names": names, "replies": replies}

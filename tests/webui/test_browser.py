@@ -25,8 +25,15 @@ from tests.webui.server import SESSION_ID, running_server, simulate, wait_idle  
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-        "--disable-component-update", "--no-first-run", "--disable-sync"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
 SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots"
 TIMEOUT_MS = 15_000
 # Live views refresh at once on an event, and at the latest on their safety-net poll (about 10 s).
@@ -36,9 +43,15 @@ expect.set_options(timeout=TIMEOUT_MS)
 @pytest.fixture(scope="module")
 def town(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """The running server after a simulated afternoon: states, a plan, a conversation, a council."""
-    with running_server(tmp_path_factory.mktemp("webui")) as base, httpx.Client(base_url=base, timeout=30) as http:
+    with (
+        running_server(tmp_path_factory.mktemp("webui")) as base,
+        httpx.Client(base_url=base, timeout=30) as http,
+    ):
         world = simulate(http)
-        council = http.post("/v1/council", json={"title": "公園に図書コーナーを作る", "background": "子どもが本に触れる場所を増やしたい"})
+        council = http.post(
+            "/v1/council",
+            json={"title": "公園に図書コーナーを作る", "background": "子どもが本に触れる場所を増やしたい"},
+        )
         assert council.status_code == 202, council.text
         council_id = council.json()["id"]
         deadline = time.monotonic() + 60
@@ -78,6 +91,7 @@ def page(browser: Browser) -> Iterator[Page]:
 
 def shoot(page: Page, name: str) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
+    page.evaluate("window.scrollTo(0, 0)")  # the sticky header stays on top of a full-page shot
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
@@ -128,7 +142,9 @@ def test_memory_table_filters_by_type_and_text(page: Page, town: dict[str, Any])
     expect(page.locator("#mem-count")).to_contain_text("matching")
 
 
-def test_retrieval_probe_shows_the_three_components_for_a_japanese_query(page: Page, town: dict[str, Any]) -> None:
+def test_retrieval_probe_shows_the_three_components_for_a_japanese_query(
+    page: Page, town: dict[str, Any]
+) -> None:
     page.goto(town["base"] + "/agents/aoi")
     page.fill("#probe-query", "カフェ")
     page.click("#probe-form button[type=submit]")
@@ -147,7 +163,9 @@ def test_a_memory_posted_through_the_api_appears_without_reload(page: Page, town
     expect(page.locator("#mem-rows tr[data-type]").first).to_be_visible()
     page.evaluate("window.__sameDocument = true")
     text = "公園の桜がきれいに咲いていた <b>まだ</b> 散っていない"
-    posted = town["http"].post("/v1/agents/aoi/memories", json={"type": "observation", "content": text, "importance": 6})
+    posted = town["http"].post(
+        "/v1/agents/aoi/memories", json={"type": "observation", "content": text, "importance": 6}
+    )
     assert posted.status_code == 201, posted.text
     row = page.locator(f"#memory-{posted.json()['id']}")
     expect(row).to_contain_text(text)  # shown as text: the markup is not interpreted
@@ -189,7 +207,9 @@ def test_council_record_round_by_round(page: Page, town: dict[str, Any]) -> None
     first = page.locator('#council-rounds .round[data-round="1"] .member')
     expect(first).to_have_count(len(record["members"]))
     for opinion in rounds[0]["opinions"]:
-        card = page.locator(f'#council-rounds .round[data-round="1"] .member[data-member="{opinion["agent_id"]}"]')
+        card = page.locator(
+            f'#council-rounds .round[data-round="1"] .member[data-member="{opinion["agent_id"]}"]'
+        )
         expect(card).to_contain_text(opinion["name"])
         expect(card.locator(".stance")).to_have_text(opinion["stance"])
     expect(page.locator("#council-consensus")).to_contain_text(record["outcome"].split("_")[0])
@@ -213,3 +233,35 @@ def test_llm_calls_filters_and_full_prompt(page: Page, town: dict[str, Any]) -> 
     expect(page.locator("#call-messages")).to_contain_text(detail["messages"][-1]["content"][:40])
     expect(page.locator("#call-reply")).to_contain_text("dialogue")
     shoot(page, "llm-call")
+
+
+def test_without_the_event_socket_the_page_falls_back_to_polling(page: Page, town: dict[str, Any]) -> None:
+    # The server accepts the socket and closes it at once, as a proxy without WebSocket support would.
+    page.route_web_socket(re.compile(r"/v1/events"), lambda ws: ws.close())
+    page.goto(town["base"] + "/agents/hikari")
+    expect(page.locator("#live-status")).to_have_attribute("data-mode", "polling")
+    posted = town["http"].post(
+        "/v1/agents/hikari/memories", json={"type": "observation", "content": "図書館で静かに本を読んだ"}
+    )
+    assert posted.status_code == 201
+    expect(page.locator(f"#memory-{posted.json()['id']}")).to_contain_text("図書館で静かに本を読んだ")
+
+
+def test_pages_work_in_another_world(page: Page, town: dict[str, Any]) -> None:
+    http: httpx.Client = town["http"]
+    headers = {"X-Machi-World": "exhibit"}
+    assert http.put(
+        "/v1/pois/plaza", json={"name": "広場", "position": {"x": 0, "z": 0}}, headers=headers
+    ).is_success
+    assert http.put("/v1/agents/kai", json={"name": "海", "home_poi": "plaza"}, headers=headers).is_success
+    http.post(
+        "/v1/agents/kai/memories",
+        json={"type": "observation", "content": "広場で凧を揚げた"},
+        headers=headers,
+    )
+    page.goto(town["base"] + "/?world=exhibit")
+    expect(page.locator("#roster .roster-item")).to_have_count(1)
+    expect(page.locator("#roster")).to_contain_text("海")
+    page.locator("#roster a").click()
+    expect(page).to_have_url(re.compile(r"/agents/kai\?world=exhibit$"))
+    expect(page.locator("#mem-rows")).to_contain_text("広場で凧を揚げた")

@@ -12,8 +12,16 @@ from backend.config import Settings
 from backend.llm.scripted import ScriptedLLM
 from tests.conftest import make_client
 
-PAGES = ["/", "/agents/aoi", "/conversations", "/conversations/s1", "/council", "/council/c1", "/llm-calls",
-         "/llm-calls/1"]
+PAGES = [
+    "/",
+    "/agents/aoi",
+    "/conversations",
+    "/conversations/s1",
+    "/council",
+    "/council/c1",
+    "/llm-calls",
+    "/llm-calls/1",
+]
 
 
 def _boot(html: str) -> dict:
