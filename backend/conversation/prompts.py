@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from backend.conversation.rules import line_text
+from backend.conversation.rules import lang_key, line_text
 from backend.conversation.schemas import EMOTIONS
 from backend.gametime import format_clock
 from backend.world.models import Agent
@@ -128,3 +128,18 @@ def build_facts(ctx: TurnContext) -> dict[str, Any]:
         "turn_index": ctx.turn_index,
         "max_turns": ctx.max_turns,
     }
+
+
+def observation_texts(speaker: Agent, listener: Agent, line: str) -> list[tuple[Agent, str]]:
+    """What each participant remembers of a line, in that participant's own language."""
+    said = (
+        f"{listener.name}に「{line}」と話した"
+        if lang_key(speaker.language) == "ja"
+        else f'I told {listener.name}: "{line}"'
+    )
+    heard = (
+        f"{speaker.name}が「{line}」と言った"
+        if lang_key(listener.language) == "ja"
+        else f'{speaker.name} told me: "{line}"'
+    )
+    return [(speaker, said), (listener, heard)]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from backend.config import Settings
 from backend.conversation import rules, store
-from backend.conversation.prompts import TurnContext, build_facts, build_messages
+from backend.conversation.prompts import TurnContext, build_facts, build_messages, observation_texts
 from backend.conversation.schemas import EndRequest, EndResult, TurnReply, TurnRequest, TurnResult
 from backend.errors import LLMError
 from backend.llm.base import LLM, PRIORITY_TURN, GenerateOptions
@@ -89,7 +89,6 @@ class ConversationService:
             return prepared
         language = rules.lang_key(req.language or state.speaker.language)
         partner_last = rules.line_text(req.history[-1]) if req.history else None
-        prepared.last_emotion = state.last_emotion
         prepared.ctx = TurnContext(
             speaker=state.speaker,
             partner=state.partner,
@@ -191,9 +190,9 @@ class ConversationService:
         )
         return TurnResult(
             dialogue=dialogue,
-            emotion=emotion,  # type: ignore[arg-type]
+            emotion=emotion,
             is_conversation_end=end_reason is not None,
-            end_reason=end_reason,  # type: ignore[arg-type]
+            end_reason=end_reason,
             session_id=req.session_id,
             turn_index=prepared.turn_index,
             fallback=fallback,
@@ -205,6 +204,11 @@ class ConversationService:
         """Compose, commit (before replying) and schedule the after-turn work. Returns the stored reply."""
         ctx, req = prepared.ctx, prepared.request
         assert ctx is not None
+        if reply is None or not reply.dialogue.strip():
+            # Only a fallback needs the speaker's last expression: skip the query on the usual path.
+            prepared.last_emotion = await asyncio.to_thread(
+                store.last_emotion, self.engine, prepared.world_id, req.session_id, req.agent_id
+            )
         result = self.compose(prepared, reply)
         line = f"{ctx.speaker.name}: {result['dialogue']}"
         stored, created = await asyncio.to_thread(
@@ -300,18 +304,3 @@ class ConversationService:
                 await self.memory.maybe_reflect(world_id, me.id, day=day, time_of_day=time_of_day)
             except Exception:  # noqa: BLE001 - one participant's failure must not cost the other its reflection
                 log.exception("conversation reflection for %s in %s failed", me.id, session_id)
-
-
-def observation_texts(speaker: Agent, listener: Agent, line: str) -> list[tuple[Agent, str]]:
-    """What each participant remembers of a line, in that participant's own language."""
-    said = (
-        f"{listener.name}に「{line}」と話した"
-        if rules.lang_key(speaker.language) == "ja"
-        else f'I told {listener.name}: "{line}"'
-    )
-    heard = (
-        f"{speaker.name}が「{line}」と言った"
-        if rules.lang_key(listener.language) == "ja"
-        else f'{speaker.name} told me: "{line}"'
-    )
-    return [(speaker, said), (listener, heard)]

@@ -29,7 +29,6 @@ class TurnState:
     partner: Agent
     stored_reply: dict[str, Any] | None
     plan_activity: str | None
-    last_emotion: str | None
 
 
 def _agent(session: Session, world_id: str, agent_id: str, field: str) -> Agent:
@@ -57,17 +56,11 @@ def load_turn_state(engine: Any, world_id: str, req: TurnRequest) -> TurnState:
                     f"turn {turn_index} of session {req.session_id!r} was spoken by {stored.speaker_id!r}",
                     details={"field": "agent_id", "turn_index": turn_index},
                 )
-            return TurnState(speaker, partner, stored.reply, None, None)
+            return TurnState(speaker, partner, stored.reply, None)
         conv = session.get(Conversation, (world_id, req.session_id))
         if conv is not None:
             _check_open(conv, req)
-        return TurnState(
-            speaker,
-            partner,
-            None,
-            _plan_activity(session, world_id, req),
-            _last_emotion(session, world_id, req),
-        )
+        return TurnState(speaker, partner, None, _plan_activity(session, world_id, req))
 
 
 def _check_open(conv: Conversation, req: TurnRequest) -> None:
@@ -105,14 +98,15 @@ def _plan_activity(session: Session, world_id: str, req: TurnRequest) -> str | N
     return None
 
 
-def _last_emotion(session: Session, world_id: str, req: TurnRequest) -> str | None:
-    """The speaker's emotion on its latest turn in this conversation (the fallback's expression)."""
+def last_emotion(engine: Any, world_id: str, session_id: str, agent_id: str) -> str | None:
+    """The speaker's emotion on its latest turn in this conversation (a fallback line keeps that face)."""
     query = (
         select(Turn.emotion)
-        .where(Turn.world_id == world_id, Turn.session_id == req.session_id, Turn.speaker_id == req.agent_id)
+        .where(Turn.world_id == world_id, Turn.session_id == session_id, Turn.speaker_id == agent_id)
         .order_by(col(Turn.turn_index).desc())
     )
-    return session.exec(query).first()
+    with Session(engine) as session:
+        return session.exec(query).first()
 
 
 def stored_reply(engine: Any, world_id: str, session_id: str, turn_index: int) -> dict[str, Any] | None:
@@ -217,7 +211,7 @@ def end_conversation(
 def claim_reflection(engine: Any, world_id: str, session_id: str) -> bool:
     """Atomically flip `reflected`; True for exactly one caller however many times the end is reported."""
     with Session(engine) as session:
-        result = session.exec(  # type: ignore[call-overload]
+        result = session.exec(
             update(Conversation)
             .where(
                 col(Conversation.world_id) == world_id,

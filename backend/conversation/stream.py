@@ -23,6 +23,8 @@ from backend.llm.base import Completion, json_schema_for, parse_reply
 from backend.llm.retry import REASK
 
 log = logging.getLogger(__name__)
+#: Built once: turning the pydantic model into a JSON Schema costs more than a scripted reply.
+TURN_SCHEMA = json_schema_for(TurnReply)
 
 
 def sse(event: str, data: dict[str, Any]) -> str:
@@ -89,7 +91,7 @@ async def _dialogue_pieces(service: ConversationService, prepared: PreparedTurn)
     usage = Completion("")
     loop = asyncio.get_running_loop()
     stop_at = loop.time() + service.remaining(prepared)
-    pieces = service.llm.stream(messages, options=options, schema=json_schema_for(TurnReply), usage=usage)
+    pieces = service.llm.stream(messages, options=options, schema=TURN_SCHEMA, usage=usage)
     iterator = pieces.__aiter__()
     try:
         while True:
