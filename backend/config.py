@@ -103,6 +103,28 @@ class Settings(BaseSettings):
     # Importance a memory holds until the model's rating lands (when the caller gives none).
     importance_provisional: int = Field(3, ge=1, le=10)
 
+    # --- memory hygiene (caps, deduplication, person memory) ---
+    # Memories kept per agent and type; past the cap the least important, least recently used go first.
+    memory_cap_observation: int = Field(5000, ge=10, le=10_000_000)
+    memory_cap_reflection: int = Field(2000, ge=10, le=10_000_000)
+    memory_cap_plan: int = Field(500, ge=10, le=10_000_000)
+    # Share of the cap evicted beyond the excess, so eviction runs once per batch of inserts, not per insert.
+    memory_evict_batch: float = Field(0.05, gt=0, le=0.5)
+    # Importance at or above which a memory is never evicted (the cap is exceeded instead).
+    memory_evict_protect: int = Field(8, ge=1, le=11)
+    memory_dedup: bool = True
+    # An observation merges into one of the same agent (and conversation) within this many game hours...
+    memory_dedup_window_hours: float = Field(24.0, ge=0, le=24 * 365)
+    # ...whose tags have at least this Jaccard similarity; reflections merge at their own threshold, any time.
+    memory_dedup_observation_jaccard: float = Field(0.5, gt=0, le=1)
+    memory_dedup_reflection_jaccard: float = Field(0.6, gt=0, le=1)
+    # Memories with fewer tags than this never merge (too little to tell two events apart).
+    memory_dedup_min_tags: int = Field(2, ge=1, le=32)
+    # Person memory: the running summary is recompressed after more than this many lines with the person.
+    person_compress_exchanges: int = Field(20, ge=1, le=10_000)
+    # Target length (characters) of a recompressed person summary.
+    person_summary_chars: int = Field(400, ge=50, le=4000)
+
     # --- emotion ---
     emotion_half_life_minutes: float = Field(60.0, gt=0, le=100_000)
     emotion_history_limit: int = Field(200, ge=10, le=100_000)
