@@ -25,6 +25,7 @@ from sqlmodel import Session
 
 from backend.council import outcome as rules
 from backend.council import prompts
+from backend.council.memories import remember_council
 from backend.council.models import CouncilRecord
 from backend.council.schemas import Aggregation, Consensus, MemberOpinion
 from backend.errors import LLMError
@@ -33,9 +34,8 @@ from backend.llm.base import LLM, PRIORITY_COUNCIL, GenerateOptions
 
 log = logging.getLogger(__name__)
 
-#: Memories recalled per member for round 1, and the importance of the memory each member keeps.
+#: Memories recalled per member for round 1.
 DEFAULT_MEMORY_K = 5
-COUNCIL_MEMORY_IMPORTANCE = 6
 
 OnUpdate = Callable[[dict[str, Any]], Any]
 
@@ -262,29 +262,11 @@ class CouncilRun:
         """Each member keeps an observation of what was decided and what it said."""
         if self.memory is None:
             return
-        from backend.memory.service import MemoryCreate
-
-        ids: dict[str, int | None] = {}
-        for answer, member in zip(final, self.members, strict=True):
-            content = _memory_text(self.row, answer, outcome, self.language)
-            item = MemoryCreate(
-                type="observation",
-                content=content,
-                importance=COUNCIL_MEMORY_IMPORTANCE,
-                tags=["council", f"council:{self.row.id}"],
-                location_name=member.get("location_name"),
-                day=member.get("day") or 1,
-                time_of_day=member.get("time_of_day") or 0.0,
-            )
-            try:
-                stored = await self.memory.add(self.row.world_id, member["id"], item)
-                ids[member["id"]] = stored.id
-            except Exception as exc:  # noqa: BLE001 - a lost memory must not fail a decided council
-                log.warning("council %s: could not store a memory for %s: %s", self.row.id, member["id"], exc)
-                self.record["errors"].append(
-                    {"stage": "memory", "agent_id": member["id"], "error": str(exc)[:300]}
-                )
+        ids, errors = await remember_council(
+            self.memory, self.row, self.members, final, outcome, self.language
+        )
         self.record["memory_ids"] = ids
+        self.record["errors"].extend(errors)
 
     # --- plumbing ----------------------------------------------------------------------------------
     def options(
@@ -371,38 +353,3 @@ def _brief(answer: dict[str, Any] | None) -> dict[str, Any] | None:
         return None
     keys = ("agent_id", "name", "stance", "opinion", "concerns", "conditions")
     return {k: answer.get(k) for k in keys}
-
-
-def _memory_text(row: CouncilRecord, answer: dict[str, Any], outcome: str, language: str) -> str:
-    words = prompts.STANCE_WORDS[language]
-    label = OUTCOME_WORDS[language][outcome]
-    said = (answer.get("opinion") or "").strip()
-    if len(said) > 160:
-        said = said[:159] + "…"
-    if language == "ja":
-        mine = (
-            f"私は{words[answer['stance']]}の立場で「{said}」と述べた。"
-            if said
-            else "私は発言できなかった（棄権）。"
-        )
-        return f"評議会 No.{row.number:03d}「{row.title}」の結論は「{label}」になった。{mine}"
-    mine = f'I was {words[answer["stance"]]} and said: "{said}"' if said else "I could not speak (abstained)."
-    return f'Council No.{row.number:03d} on "{row.title}" decided: {label}. {mine}'
-
-
-OUTCOME_WORDS = {
-    "ja": {
-        "adopt": "採択",
-        "adopt_with_conditions": "条件付き採択",
-        "revise": "修正のうえ再提案",
-        "reconsider": "再考",
-        "another_round": "再審議",
-    },
-    "en": {
-        "adopt": "adopt",
-        "adopt_with_conditions": "adopt with conditions",
-        "revise": "revise",
-        "reconsider": "reconsider",
-        "another_round": "another round",
-    },
-}

@@ -89,3 +89,22 @@ def supporting_conditions(opinions: Iterable[dict[str, object]]) -> list[str]:
                 if text:
                     seen.setdefault(text, None)
     return list(seen)
+
+
+#: How each outcome is written in records and memories.
+OUTCOME_WORDS = {
+    "ja": {
+        ADOPT: "採択",
+        ADOPT_WITH_CONDITIONS: "条件付き採択",
+        REVISE: "修正のうえ再提案",
+        RECONSIDER: "再考",
+        ANOTHER_ROUND: "再審議",
+    },
+    "en": {
+        ADOPT: "adopt",
+        ADOPT_WITH_CONDITIONS: "adopt with conditions",
+        REVISE: "revise",
+        RECONSIDER: "reconsider",
+        ANOTHER_ROUND: "another round",
+    },
+}

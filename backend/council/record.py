@@ -7,8 +7,8 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader
 
-from backend.council.deliberation import OUTCOME_WORDS
 from backend.council.models import CouncilRecord
+from backend.council.outcome import OUTCOME_WORDS
 from backend.council.prompts import STANCE_WORDS, lang_key
 
 TEMPLATES = Path(__file__).parent / "templates"
