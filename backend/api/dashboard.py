@@ -94,7 +94,9 @@ def _page(request: Request, template: str, world: str | None, **context: Any) ->
     """Render a page with the shared boot record; an invalid world name gets a 422 page."""
     resolved = _world(world)
     if resolved is None:
-        return _problem(request, 422, "Invalid world", "World names are 1-64 letters, digits, '_', '-' or '.'.")
+        return _problem(
+            request, 422, "Invalid world", "World names are 1-64 letters, digits, '_', '-' or '.'."
+        )
     boot = {"world": resolved, "caps": capabilities(request), "page": template.removesuffix(".html")}
     boot.update(context.pop("boot", {}))
     return templates.TemplateResponse(
@@ -141,7 +143,9 @@ def agent_page(
     resolved = _world(world)
     agent = session.get(Agent, (resolved, agent_id)) if resolved else None
     if resolved is not None and agent is None:
-        return _problem(request, 404, "No such agent", f"There is no agent “{agent_id}” in world “{resolved}”.")
+        return _problem(
+            request, 404, "No such agent", f"There is no agent “{agent_id}” in world “{resolved}”."
+        )
     shown_day = day or (agent.state_day if agent and agent.state_day else 1)
     # The stored plan comes inline: "no plan yet" is then not a failed (console-logged) 404 fetch.
     plan = stored_plan(session, resolved, agent_id, shown_day) if resolved else None
@@ -197,4 +201,3 @@ def llm_calls_page(
 @router.get("/llm-calls/{call_id}", response_class=HTMLResponse)
 def llm_call_page(request: Request, call_id: int, world: str | None = WorldQuery) -> HTMLResponse:
     return _page(request, "llm_call.html", world, call_id=call_id, boot={"call_id": call_id})
-
