@@ -13,7 +13,7 @@ DEFAULT_SCHEMA_DIR = REPO / "unity_protocol" / "schemas"
 DEFAULT_CSHARP_DIR = REPO / "unity_protocol" / "csharp" / "Runtime" / "Generated"
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     protocol = subparsers.add_parser("protocol", help="the Unity wire contract (JSON Schemas, C# DTOs)")
     actions = protocol.add_subparsers(dest="protocol_command", required=True)
     export = actions.add_parser("export", help="write a JSON Schema for every request, reply and event")
@@ -28,6 +28,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help=f"also regenerate the C# DTOs with quicktype into this folder (default {DEFAULT_CSHARP_DIR})",
     )
     export.set_defaults(func=_export)
+    readme = actions.add_parser("readme", help="rewrite unity_protocol/README.md with real replies")
+    readme.add_argument("--out", type=Path, default=REPO / "unity_protocol" / "README.md")
+    readme.set_defaults(func=_readme)
+
+
+def _readme(args: argparse.Namespace, _settings: Settings) -> int:
+    from backend.protocol.readme import render_readme
+
+    args.out.write_text(render_readme(), encoding="utf-8")
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
 
 
 def _export(args: argparse.Namespace, _settings: Settings) -> int:

@@ -10,7 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic.json_schema import models_json_schema
+from pydantic import BaseModel
+from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from backend import PROTOCOL_VERSION
 from backend.protocol.registry import PROTOCOL_MODELS
@@ -36,7 +37,9 @@ def _rewrite_refs(node: Any) -> Any:
 
 def type_schemas() -> dict[str, dict[str, Any]]:
     """Type name -> its JSON Schema: requests as the server validates them, replies as it sends them."""
-    pairs = [(e.model, "validation" if e.role == "request" else "serialization") for e in PROTOCOL_MODELS]
+    pairs: list[tuple[type[BaseModel], JsonSchemaMode]] = [
+        (e.model, "validation" if e.role == "request" else "serialization") for e in PROTOCOL_MODELS
+    ]
     _, bundle = models_json_schema(pairs, ref_template=_LOCAL_REF + "{model}")
     roles = {e.name: e for e in PROTOCOL_MODELS}
     schemas = {}

@@ -18,7 +18,7 @@ from typing import Any
 from backend.config import Settings
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sim = subparsers.add_parser("simulate", help="drive the server with a headless stand-in for Unity")
     sim.add_argument("--hours", type=float, default=24.0, help="game hours to simulate (default 24)")
     sim.add_argument("--seed", type=int, default=1, help="seed of the world's layout and choices (default 1)")

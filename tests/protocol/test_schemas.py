@@ -73,3 +73,17 @@ def _refs(node: object) -> list[str]:
     if isinstance(node, list):
         return [ref for value in node for ref in _refs(value)]
     return []
+
+
+def test_readme_examples_come_from_a_real_run_of_every_call() -> None:
+    from backend.protocol.readme import render_readme
+    from backend.protocol.readme_text import STEPS
+
+    fresh = render_readme()  # raises if any documented call did not answer as documented
+    committed = (DEFAULT_SCHEMA_DIR.parent / "README.md").read_text(encoding="utf-8")
+    headings = [line for line in fresh.splitlines() if line.startswith("### ")]
+    assert len(headings) == len(STEPS)
+    assert headings == [line for line in committed.splitlines() if line.startswith("### ")], (
+        "unity_protocol/README.md is stale; run `machi protocol readme`"
+    )
+    assert '"protocol_version": 1' in committed and "event: reply" in committed

@@ -8,10 +8,12 @@ using UnityEngine;
 
 namespace Machi.Samples
 {
-    /// <summary>Starts a conversation when two idle agents meet: within `talkDistance`, each inside the other's
-    /// view angle, and nothing between them (a raycast on `obstacleMask`). The agent with the smaller id leads,
-    /// so a pair starts one conversation, not two. Speakers alternate turn by turn; the talk ends when the
-    /// server says so (is_conversation_end) or when they walk apart (reported as reason "distance").</summary>
+    /// <summary>Starts a conversation when two idle agents meet: within `talkDistance`, the other inside this
+    /// agent's view angle, and nothing between them (a raycast on `obstacleMask`). The one who saw the other
+    /// speaks first; both brains switch to Talking at once, so a pair starts one conversation, not two.
+    /// Speakers alternate turn by turn; the talk ends when the server says so (is_conversation_end) or when
+    /// they walk apart (reported as reason "distance"). The headless world in unity_protocol/python follows
+    /// the same rules.</summary>
     [RequireComponent(typeof(AgentBrain))]
     public sealed class ConversationTrigger : MonoBehaviour
     {
@@ -53,7 +55,7 @@ namespace Machi.Samples
                 {
                     continue;
                 }
-                if (string.CompareOrdinal(_brain.agentId, other._brain.agentId) < 0 && Sees(other) && other.Sees(this))
+                if (Sees(other))
                 {
                     TalkAsync(other, this.GetCancellationTokenOnDestroy()).Forget();
                     return;
