@@ -85,7 +85,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.tasks = TaskRunner()
     app.state.events = EventBus()
     _publish_llm_calls(app.state.llm, app.state.events)
-    app.state.memory = MemoryService(engine=engine, embedder=app.state.embedder, llm=app.state.llm, settings=settings, tasks=app.state.tasks)  # noqa: E501
+    app.state.memory = MemoryService(engine=engine, embedder=app.state.embedder, llm=app.state.llm, settings=settings, tasks=app.state.tasks, events=app.state.events)  # noqa: E501
     app.state.emotion = EmotionService(
         engine=engine, llm=app.state.llm, settings=settings, tasks=app.state.tasks, events=app.state.events
     )

@@ -118,8 +118,9 @@ class Settings(BaseSettings):
     # ...whose tags have at least this Jaccard similarity; reflections merge at their own threshold, any time.
     memory_dedup_observation_jaccard: float = Field(0.5, gt=0, le=1)
     memory_dedup_reflection_jaccard: float = Field(0.6, gt=0, le=1)
-    # Memories with fewer tags than this never merge (too little to tell two events apart).
-    memory_dedup_min_tags: int = Field(2, ge=1, le=32)
+    # Two memories must share at least this many tags to merge (unless their texts are the same): with
+    # short tag sets one differing word still leaves Jaccard 0.5 ("カフェでヒカリと話した" / "ヒカリがカフェで笑っていた").
+    memory_dedup_min_shared: int = Field(3, ge=1, le=32)
     # Person memory: the running summary is recompressed after more than this many lines with the person.
     person_compress_exchanges: int = Field(20, ge=1, le=10_000)
     # Target length (characters) of a recompressed person summary.

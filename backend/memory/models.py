@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 from pydantic import Field as PydanticField
-from sqlalchemy import JSON, LargeBinary
+from sqlalchemy import JSON, LargeBinary, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from backend.gametime import utcnow
@@ -41,6 +42,17 @@ class Memory(SQLModel, table=True):
     # Where the memory came from: caller (the API / another concept) | conversation (end-of-talk summary)
     # | insight (threshold reflection). "Importance since the last reflection" counts from the last insight.
     origin: str = Field(default="caller", max_length=16)
+
+
+@dataclass
+class ScoredMemory:
+    """A retrieved memory with its weighted score and the three normalised components."""
+
+    memory: Memory
+    score: float
+    recency: float
+    importance: float
+    relevance: float
 
 
 class MemoryCreate(BaseModel):
@@ -144,3 +156,61 @@ class ReflectRequest(BaseModel):
 
 class ReflectResponse(BaseModel):
     reflections: list[MemoryPublic]
+
+
+class PersonMemory(SQLModel, table=True):
+    """What one agent knows of one other agent or player: a running summary, traits, notes, meetings.
+
+    One row per (world, agent, other). `exchanges_since_compress` counts the conversation lines (both
+    sides' turns) folded into the summary since it was last recompressed.
+    """
+
+    __table_args__ = (UniqueConstraint("world_id", "agent_id", "other_id", name="uq_person_pair"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    world_id: str = Field(default=DEFAULT_WORLD, index=True, max_length=64)
+    agent_id: str = Field(index=True, max_length=64)
+    other_id: str = Field(max_length=64)  # an agent id or a player id
+    other_name: str = Field(max_length=200)
+    language: str = Field(default="ja", max_length=16)  # the agent's language when last updated
+    traits_noticed: list[str] = Field(default_factory=list, sa_type=JSON)
+    notes: list[str] = Field(default_factory=list, sa_type=JSON)
+    summary: str = ""
+    interaction_count: int = 0
+    exchanges_since_compress: int = 0
+    compressions: int = 0
+    last_session_id: str | None = Field(default=None, max_length=128)
+    last_error: str | None = Field(default=None, max_length=500)  # the last failed model update, if any
+    first_met_day: int = 1
+    first_met_time_of_day: float = 0.0
+    first_met_at: datetime = Field(default_factory=utcnow)
+    last_met_day: int = 1
+    last_met_time_of_day: float = 0.0
+    last_met_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class PersonPublic(BaseModel):
+    """One agent's memory of a person, as the API shows it."""
+
+    agent_id: str
+    other_id: str
+    other_name: str
+    traits_noticed: list[str]
+    notes: list[str]
+    summary: str
+    interaction_count: int
+    exchanges_since_compress: int
+    compressions: int
+    first_met_day: int
+    first_met_time_of_day: float
+    first_met_at: datetime
+    last_met_day: int
+    last_met_time_of_day: float
+    last_met_at: datetime
+    updated_at: datetime
+
+
+class PersonList(BaseModel):
+    agent_id: str
+    people: list[PersonPublic]

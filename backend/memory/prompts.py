@@ -8,7 +8,7 @@ Each prompt is built from a `facts` dict that is also passed to the model call, 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -111,3 +111,59 @@ def insight_messages(facts: dict[str, Any]) -> list[Message]:
     )
     questions = "\n".join(f"- {q}" for q in facts.get("questions", []))
     return [system, {"role": "user", "content": f"{questions}\n\n{_numbered(facts['memories'])}"}]
+
+
+# --- person memory (purpose `person`; see person.py) ---
+PersonItem = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+class PersonUpdate(BaseModel):
+    """What one conversation taught an agent about a person: new traits, new notes, the updated summary."""
+
+    model_config = ConfigDict(extra="ignore")
+    traits_noticed: list[PersonItem] = Field(default_factory=list, max_length=8)
+    notes: list[PersonItem] = Field(default_factory=list, max_length=8)
+    summary: str = Field(min_length=1, max_length=2000)
+
+
+class PersonSummary(BaseModel):
+    """A shorter running summary about a person (the recompression step)."""
+
+    model_config = ConfigDict(extra="ignore")
+    summary: str = Field(min_length=1, max_length=2000)
+
+
+def _known(facts: dict[str, Any]) -> str:
+    traits = ", ".join(facts.get("traits_noticed") or []) or "-"
+    notes = "\n".join(f"- {n}" for n in facts.get("notes") or []) or "-"
+    return f"Summary: {facts.get('summary') or '-'}\nTraits: {traits}\nNotes:\n{notes}"
+
+
+def person_update_messages(facts: dict[str, Any]) -> list[Message]:
+    me, other = facts["agent_name"], facts["other_name"]
+    system = _system(
+        facts,
+        f"You are {me}. Below is what you knew about {other} and the conversation you just had with them. "
+        f"List personality traits of {other} you newly noticed (short words), new concrete facts worth "
+        f"remembering about {other} (notes), and rewrite your running summary of {other} so it includes this "
+        'conversation. Answer as JSON: {"traits_noticed": ["..."], "notes": ["..."], "summary": "..."}.',
+        f"あなたは{me}です。以下は、あなたが{other}について知っていたことと、今{other}とした会話です。"
+        f"今回新たに気づいた{other}の性格(短い言葉)、覚えておくべき{other}についての具体的な事実(メモ)を挙げ、"
+        f"この会話を含めて{other}についての要約を書き直してください。JSONで答えてください: "
+        '{"traits_noticed": ["..."], "notes": ["..."], "summary": "..."}',
+    )
+    where = f" ({facts['location_name']})" if facts.get("location_name") else ""
+    user = f"{_known(facts)}\n\nDay {facts['day']} {facts['clock']}{where}\n" + "\n".join(facts["transcript"])
+    return [system, {"role": "user", "content": user}]
+
+
+def person_compress_messages(facts: dict[str, Any]) -> list[Message]:
+    me, other, limit = facts["agent_name"], facts["other_name"], facts["max_chars"]
+    system = _system(
+        facts,
+        f"You are {me}. Shorten your running summary of {other} to at most {limit} characters, keeping what "
+        f'matters most about them and your relationship. Answer as JSON: {{"summary": "..."}}.',
+        f"あなたは{me}です。{other}についての要約を、{other}の人柄とあなたとの関係で大切なことを残して"
+        f'{limit}文字以内に短くしてください。JSONで答えてください: {{"summary": "..."}}',
+    )
+    return [system, {"role": "user", "content": _known(facts)}]

@@ -9,44 +9,42 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 from sqlalchemy.engine import Engine
 
 from backend.config import Settings
 from backend.errors import LLMError, NotFound
+from backend.events import EventBus
 from backend.gametime import from_game_minutes, game_minutes
 from backend.llm.base import LLM, Embedder
-from backend.memory import reflection, stream
+from backend.memory import hygiene, person, reflection, stream, triggers
 from backend.memory.cache import IndexCache, Key
 from backend.memory.index import AgentIndex, IndexRow
-from backend.memory.models import Memory, MemoryCreate
+from backend.memory.models import Memory, MemoryCreate, PersonMemory, ScoredMemory
+from backend.memory.notify import MemoryEvents
 from backend.memory.retrieval import Weights, cosine, hybrid, keyword_overlap, score_candidates, top_k
+from backend.memory.tags import memory_tags
 from backend.tasks import TaskRunner
-from backend.text import keywords, token_set
+from backend.text import token_set
 from backend.world.models import Agent
 
 __all__ = ["MemoryCreate", "MemoryService", "ScoredMemory"]
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class ScoredMemory:
-    """A retrieved memory with its weighted score and the three normalised components."""
-
-    memory: Memory
-    score: float
-    recency: float
-    importance: float
-    relevance: float
-
-
 class MemoryService:
     """Built once in create_app's lifespan and kept at `app.state.memory`."""
 
     def __init__(
-        self, *, engine: Engine, embedder: Embedder, llm: LLM, settings: Settings, tasks: TaskRunner
+        self,
+        *,
+        engine: Engine,
+        embedder: Embedder,
+        llm: LLM,
+        settings: Settings,
+        tasks: TaskRunner,
+        events: EventBus | None = None,
     ) -> None:
         self.engine = engine
         self.embedder = embedder
@@ -55,6 +53,8 @@ class MemoryService:
         self.tasks = tasks
         self.cache = IndexCache(engine, embedder)
         self.reflections = reflection.ThresholdState()
+        self.events = MemoryEvents(events)
+        self.people = person.PersonBook(engine=engine, llm=llm, settings=settings)
 
     # --- agents ---
     def require_agent(self, world_id: str, agent_id: str) -> Agent:
@@ -74,15 +74,19 @@ class MemoryService:
     async def add_many(
         self, world_id: str, agent_id: str, items: Sequence[MemoryCreate], *, session_id: str | None = None
     ) -> list[Memory]:
-        """Store memories in one transaction; then rate provisional ones and check the reflection threshold."""
+        """Store memories in one transaction; then rate provisional ones and check the reflection threshold.
+
+        Returns one memory per item, in order: the stored one, or the existing memory a near-duplicate was
+        merged into (see hygiene.py). Storing may evict the agent's least important memories past the cap.
+        """
         rows = [self._row(world_id, agent_id, item, session_id) for item in items]
-        stored = await self.store_rows((world_id, agent_id), rows)
+        key = (world_id, agent_id)
+        plan = await self._store(key, rows)
+        stored = plan.fresh
         pending = [row for row in stored if row.importance_source == "provisional"]
         if any(row.type == "observation" for row in stored):
-            self.tasks.spawn(
-                self._after_insert((world_id, agent_id), pending, stored[-1]), name="memory-rate"
-            )
-        return stored
+            self.tasks.spawn(self._after_insert(key, pending, stored[-1]), name="memory-rate")
+        return plan.rows
 
     def _row(self, world_id: str, agent_id: str, item: MemoryCreate, session_id: str | None) -> Memory:
         rated = item.importance is not None
@@ -96,7 +100,7 @@ class MemoryService:
             else self.settings.importance_provisional,
             importance_source="caller" if rated else "provisional",
             location_name=item.location_name,
-            tags=item.tags if item.tags is not None else keywords(item.content),
+            tags=item.tags if item.tags is not None else memory_tags(item.content),
             evidence_ids=list(item.evidence_ids),
             session_id=session_id,
             created_day=item.day,
@@ -106,37 +110,73 @@ class MemoryService:
         )
 
     async def store_rows(self, key: Key, rows: list[Memory]) -> list[Memory]:
-        """Embed, insert and index prepared rows (also used for reflections)."""
+        """Deduplicate, embed, insert and index prepared rows (also used for reflections), then apply the cap.
+
+        Returns one memory per row: the stored row or the existing memory it merged into.
+        """
+        return (await self._store(key, rows)).rows
+
+    async def _store(self, key: Key, rows: list[Memory]) -> hygiene.DedupPlan:
+        """The write path. Events go out on the loop thread once the lock is released."""
+        async with self.cache.writer_lock(key):
+            plan = await asyncio.to_thread(hygiene.plan, self.engine, key, rows, self.settings)
+            vectors = await self._embed(plan.fresh)
+            evicted = await asyncio.to_thread(self._commit, key, plan, vectors)
+        self.cache.drop_if_sparse(key)
+        self.events.created(plan.fresh)
+        for merge in plan.merges:
+            self.events.merged(merge.into, merge.dropped)
+        self.events.updated(plan.stored_targets())
+        for kind_ids in evicted.values():
+            self.events.evicted(*key, kind_ids)
+        return plan
+
+    async def _embed(self, rows: list[Memory]) -> np.ndarray | None:
+        if not rows:
+            return None
         try:
-            vectors: np.ndarray | None = await self.embedder.embed([row.content for row in rows])
+            vectors: np.ndarray = await self.embedder.embed([row.content for row in rows])
         except LLMError as exc:
             # Keep the memories; the index embeds them again when it next loads.
             log.warning("embedding failed, storing %d memories without vectors: %s", len(rows), exc)
-            vectors = None
-        if vectors is not None:
-            for row, vector in zip(rows, vectors, strict=True):
-                row.embedding = np.asarray(vector, dtype=np.float32).tobytes()
-        async with self.cache.writer_lock(key):
-            return await asyncio.to_thread(self._insert_and_index, key, rows, vectors)
+            return None
+        for row, vector in zip(rows, vectors, strict=True):
+            row.embedding = np.asarray(vector, dtype=np.float32).tobytes()
+        return vectors
 
-    def _insert_and_index(self, key: Key, rows: list[Memory], vectors: np.ndarray | None) -> list[Memory]:
-        stored = stream.insert(self.engine, rows)
+    def _commit(self, key: Key, plan: hygiene.DedupPlan, vectors: np.ndarray | None) -> dict[str, list[int]]:
+        """Insert, write merges back, evict past the caps; keep the index in step. Returns evicted ids by type."""
+        stored = stream.insert(self.engine, plan.fresh) if plan.fresh else []
+        targets = plan.stored_targets()
+        if targets:
+            hygiene.save_merged(self.engine, targets)
+        new_ids = [row.id or 0 for row in stored]
+        evicted = {
+            kind: hygiene.evict_over_cap(self.engine, key, kind, self.settings, keep=new_ids)
+            for kind in sorted({row.type for row in stored})
+        }
         index = self.cache.peek(key)
-        if index is not None:
-            entries = [
-                IndexRow(
-                    row.id or 0,
-                    float(row.importance),
-                    game_minutes(row.last_accessed_day, row.last_accessed_time_of_day),
-                    row.type,
-                    row.content,
-                    None if vectors is None else vectors[i],
-                )
-                for i, row in enumerate(stored)
-            ]
-            with index.lock:
-                index.append(entries)
-        return stored
+        if index is None:
+            return evicted
+        entries = [
+            IndexRow(
+                row.id or 0,
+                float(row.importance),
+                game_minutes(row.last_accessed_day, row.last_accessed_time_of_day),
+                row.type,
+                row.content,
+                None if vectors is None else vectors[i],
+            )
+            for i, row in enumerate(stored)
+        ]
+        with index.lock:
+            index.append(entries)
+            for row in targets:
+                index.set_importance([row.id or 0], [float(row.importance)])
+                index.touch([row.id or 0], game_minutes(row.last_accessed_day, row.last_accessed_time_of_day))
+            for ids in evicted.values():
+                index.remove(ids)
+        return evicted
 
     async def _after_insert(self, key: Key, pending: list[Memory], last: Memory) -> None:
         agent = await asyncio.to_thread(stream.agent_row, self.engine, *key)
@@ -155,6 +195,8 @@ class MemoryService:
         if index is not None:
             with index.lock:
                 index.set_importance([row.id], [value])
+        row.importance, row.importance_source = value, "model"
+        self.events.updated([row])
 
     def delete(self, world_id: str, agent_id: str, memory_id: int) -> None:
         """Delete one memory. Raises NotFound when the agent has no such memory in this world."""
@@ -177,6 +219,7 @@ class MemoryService:
     def delete_agent(self, world_id: str, agent_id: str) -> int:
         """Drop all of an agent's memories and its cached matrix. Returns how many memories went."""
         self.cache.drop((world_id, agent_id))
+        person.forget_agent(self.engine, world_id, agent_id)
         return stream.remove(self.engine, world_id, agent_id)
 
     # --- reading ---
@@ -358,6 +401,58 @@ class MemoryService:
     ) -> list[Memory]:
         """Run the threshold reflection now, whatever the sum (POST /reflect). Returns the new insights."""
         return await reflection.threshold_reflection(self, (world_id, agent_id), day, time_of_day)
+
+    # --- conversation turns (see triggers.py and person.py) ---
+    async def retrieve_for_turn(
+        self,
+        world_id: str,
+        agent_id: str,
+        query: str,
+        *,
+        partner_line: str | None,
+        day: int | None = None,
+        time_of_day: float | None = None,
+        k: int | None = None,
+    ) -> list[ScoredMemory]:
+        """Retrieval shaped by what the partner's last line asks for (past / recent / knowledge), no model call.
+
+        See `triggers.retrieve_for_turn` for what each kind does. Never calls the model.
+        """
+        return await triggers.retrieve_for_turn(
+            self, world_id, agent_id, query, partner_line=partner_line, day=day, time_of_day=time_of_day, k=k
+        )
+
+    async def update_person_memory(
+        self,
+        world_id: str,
+        agent_id: str,
+        *,
+        other_id: str,
+        other_name: str,
+        transcript: list[str],
+        session_id: str | None,
+        day: int,
+        time_of_day: float,
+        language: str,
+    ) -> PersonMemory:
+        """Fold a finished conversation into what the agent knows of `other_id` (see person.py).
+
+        Never raises LLMError: on a model failure the summary, traits and notes stay as they were.
+        """
+        return await self.people.update(
+            (world_id, agent_id),
+            other_id=other_id,
+            other_name=other_name,
+            transcript=transcript,
+            session_id=session_id,
+            day=day,
+            time_of_day=time_of_day,
+            language=language,
+        )
+
+    def person_context(self, world_id: str, agent_id: str, other_id: str) -> str | None:
+        """A short text on what the agent knows of `other_id` for the next turn's prompt, or None."""
+        return person.context(self.engine, world_id, agent_id, other_id)
 
 
 def relevance_raw(

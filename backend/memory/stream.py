@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from sqlalchemy import delete, func, or_, update
+from sqlalchemy import and_, delete, func, or_, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -99,8 +99,9 @@ def page(
     min_importance: int | None = None,
     limit: int = 50,
     offset: int = 0,
+    until: tuple[int, float] | None = None,
 ) -> tuple[list[Memory], int]:
-    """Newest first (game time, then id), with the total matching count."""
+    """Newest first (game time, then id), with the total matching count; `until` = (day, time) created by."""
     filters: list[Any] = [Memory.world_id == world_id, Memory.agent_id == agent_id]
     if types:
         filters.append(col(Memory.type).in_(list(types)))
@@ -108,6 +109,14 @@ def page(
         filters.append(or_(col(Memory.content).contains(q), col(Memory.location_name).contains(q)))
     if min_importance is not None:
         filters.append(col(Memory.importance) >= min_importance)
+    if until is not None:
+        day, time_of_day = until
+        filters.append(
+            or_(
+                col(Memory.created_day) < day,
+                and_(col(Memory.created_day) == day, col(Memory.created_time_of_day) <= time_of_day),
+            )
+        )
     with Session(engine, expire_on_commit=False) as session:
         total = session.exec(select(func.count()).select_from(Memory).where(*filters)).one()
         rows = session.exec(
@@ -191,7 +200,5 @@ def index_rows(engine: Engine, world_id: str, agent_id: str, dim: int) -> tuple[
 def save_embeddings(engine: Engine, vectors: dict[int, bytes]) -> None:
     with Session(engine) as session:
         for memory_id, blob in vectors.items():
-            session.exec(
-                update(Memory).where(col(Memory.id) == memory_id).values(embedding=blob)
-            )
+            session.exec(update(Memory).where(col(Memory.id) == memory_id).values(embedding=blob))
         session.commit()

@@ -64,7 +64,8 @@ def test_batch_over_1000_is_refused_and_1000_is_accepted(aoi: TestClient) -> Non
     item = {**GOOD, "importance": 2}
     assert fields(aoi.post(URL, json={"memories": [item] * 1001})) == {"memories"}
     assert fields(aoi.post(URL, json={"memories": []})) == {"memories"}
-    stored = post_memory(aoi, memories=[item] * 1000)
+    # Two game days apart, so none is a duplicate of another (identical texts within 24 h would merge).
+    stored = post_memory(aoi, memories=[{**item, "day": 2 * i + 1} for i in range(1000)])
     assert len(stored["memories"]) == 1000 and aoi.get(URL).json()["total"] == 1000
     drain(aoi)
 

@@ -1,0 +1,246 @@
+"""Person memory: what each agent knows of each other agent or player it has talked with.
+
+After a conversation, `PersonBook.update` asks the model (purpose `person`, background priority) to fold the
+transcript into the running summary and to name newly noticed traits and notes; traits and notes are merged
+into the record (duplicates dropped, the newest `MAX_ITEMS` kept). An *exchange* is one line of a conversation
+with that person, whichever of the two said it; when more than `person_compress_exchanges` (20) lines have been
+folded in since the last compression, a second call (stage `compress`) shortens the summary to about
+`person_summary_chars` and the count restarts.
+
+The meeting itself (interaction count, first and last met) is recorded even when the model fails; on a failure
+the summary, traits and notes stay as they were and the error is kept in `last_error` (the call is traced).
+Folding the same session twice is a no-op, so a retried end-of-conversation does not count a meeting twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from sqlalchemy import delete
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from backend.config import Settings
+from backend.errors import LLMError
+from backend.gametime import format_clock, utcnow
+from backend.llm.base import LLM, PRIORITY_BACKGROUND, GenerateOptions
+from backend.memory import prompts, stream
+from backend.memory.models import PersonMemory
+
+log = logging.getLogger(__name__)
+Key = tuple[str, str]
+
+#: Traits and notes kept per person (the newest).
+MAX_ITEMS = 12
+#: Items shown in a turn's prompt.
+CONTEXT_ITEMS = 5
+
+
+def get(engine: Engine, world_id: str, agent_id: str, other_id: str) -> PersonMemory | None:
+    with Session(engine, expire_on_commit=False) as session:
+        return session.exec(
+            select(PersonMemory).where(
+                PersonMemory.world_id == world_id,
+                PersonMemory.agent_id == agent_id,
+                PersonMemory.other_id == other_id,
+            )
+        ).first()
+
+
+def people(engine: Engine, world_id: str, agent_id: str) -> list[PersonMemory]:
+    """Everyone the agent remembers, most recently met first."""
+    with Session(engine, expire_on_commit=False) as session:
+        rows = session.exec(
+            select(PersonMemory)
+            .where(PersonMemory.world_id == world_id, PersonMemory.agent_id == agent_id)
+            .order_by(
+                col(PersonMemory.last_met_day).desc(),
+                col(PersonMemory.last_met_time_of_day).desc(),
+                col(PersonMemory.id).desc(),
+            )
+        ).all()
+    return list(rows)
+
+
+def forget_agent(engine: Engine, world_id: str, agent_id: str) -> int:
+    """Drop what a deleted agent knew of people (others keep their memories of it)."""
+    with Session(engine) as session:
+        result = session.exec(
+            delete(PersonMemory).where(
+                col(PersonMemory.world_id) == world_id, col(PersonMemory.agent_id) == agent_id
+            )
+        )
+        session.commit()
+        return int(result.rowcount or 0)
+
+
+def _save(engine: Engine, row: PersonMemory) -> PersonMemory:
+    with Session(engine, expire_on_commit=False) as session:
+        row.updated_at = utcnow()
+        merged = session.merge(row)
+        session.commit()
+        session.refresh(merged)
+        return merged
+
+
+def _merge_items(old: list[str], new: list[str]) -> list[str]:
+    """Old then new, case/space-insensitive duplicates dropped (a repeated item moves to the end)."""
+    out: dict[str, str] = {}
+    for item in [*old, *new]:
+        text = item.strip()
+        if text:
+            out.pop(text.casefold(), None)
+            out[text.casefold()] = text
+    return list(out.values())[-MAX_ITEMS:]
+
+
+class PersonBook:
+    """Reads and updates person memories; one update at a time per (world, agent, other)."""
+
+    def __init__(self, *, engine: Engine, llm: LLM, settings: Settings) -> None:
+        self.engine = engine
+        self.llm = llm
+        self.settings = settings
+        self._locks: dict[tuple[str, str, str], asyncio.Lock] = {}
+
+    async def update(
+        self,
+        key: Key,
+        *,
+        other_id: str,
+        other_name: str,
+        transcript: list[str],
+        session_id: str | None,
+        day: int,
+        time_of_day: float,
+        language: str,
+    ) -> PersonMemory:
+        """Fold one conversation into the record (see the module docstring). Never raises LLMError."""
+        lock = self._locks.setdefault((*key, other_id), asyncio.Lock())
+        async with lock:
+            row = await asyncio.to_thread(get, self.engine, *key, other_id)
+            if row is not None and session_id is not None and row.last_session_id == session_id:
+                return row  # this conversation is already folded in
+            row = row or _new_row(key, other_id, day, time_of_day)
+            row.other_name, row.language, row.last_session_id = other_name, language, session_id
+            row.interaction_count += 1
+            row.last_met_day, row.last_met_time_of_day, row.last_met_at = day, time_of_day, utcnow()
+            lines = [line for line in transcript if line.strip()]
+            agent = await asyncio.to_thread(stream.agent_row, self.engine, *key)
+            base = {
+                "agent_name": agent.name if agent else key[1],
+                "other_name": other_name,
+                "language": language,
+            }
+            await self._fold(key, row, base, lines, day, time_of_day, session_id)
+            if row.exchanges_since_compress > self.settings.person_compress_exchanges:
+                await self._compress(key, row, base, session_id)
+            return await asyncio.to_thread(_save, self.engine, row)
+
+    async def _fold(
+        self,
+        key: Key,
+        row: PersonMemory,
+        base: dict[str, Any],
+        lines: list[str],
+        day: int,
+        time_of_day: float,
+        session_id: str | None,
+    ) -> None:
+        if not lines:
+            return
+        facts = {**base, **_known(row), "transcript": lines, "day": day, "clock": format_clock(time_of_day)}
+        try:
+            reply = await self.llm.generate_json(
+                prompts.person_update_messages(facts),
+                prompts.PersonUpdate,
+                options=_options(key, base["language"], facts, session_id, stage="update"),
+            )
+        except LLMError as exc:
+            log.warning("person memory of %s/%s about %s kept as it was: %s", *key, row.other_id, exc)
+            row.last_error = f"update: {exc}"[:500]
+            return
+        row.traits_noticed = _merge_items(row.traits_noticed, reply.traits_noticed)
+        row.notes = _merge_items(row.notes, reply.notes)
+        row.summary = reply.summary.strip()
+        row.exchanges_since_compress += len(lines)
+        row.last_error = None
+
+    async def _compress(
+        self, key: Key, row: PersonMemory, base: dict[str, Any], session_id: str | None
+    ) -> None:
+        facts = {**base, **_known(row), "max_chars": self.settings.person_summary_chars}
+        try:
+            reply = await self.llm.generate_json(
+                prompts.person_compress_messages(facts),
+                prompts.PersonSummary,
+                options=_options(key, base["language"], facts, session_id, stage="compress"),
+            )
+        except LLMError as exc:
+            # The longer summary stays; the next conversation tries again (the count is not reset).
+            log.warning("person summary of %s/%s about %s not recompressed: %s", *key, row.other_id, exc)
+            row.last_error = f"compress: {exc}"[:500]
+            return
+        row.summary = reply.summary.strip()
+        row.exchanges_since_compress = 0
+        row.compressions += 1
+
+
+def _new_row(key: Key, other_id: str, day: int, time_of_day: float) -> PersonMemory:
+    return PersonMemory(
+        world_id=key[0],
+        agent_id=key[1],
+        other_id=other_id,
+        other_name=other_id,
+        first_met_day=day,
+        first_met_time_of_day=time_of_day,
+    )
+
+
+def _known(row: PersonMemory) -> dict[str, Any]:
+    return {
+        "summary": row.summary,
+        "traits_noticed": list(row.traits_noticed),
+        "notes": list(row.notes),
+        "interaction_count": row.interaction_count,
+    }
+
+
+def _options(
+    key: Key, language: str, facts: dict[str, Any], session_id: str | None, *, stage: str
+) -> GenerateOptions:
+    return GenerateOptions(
+        purpose="person",
+        stage=stage,
+        world_id=key[0],
+        agent_id=key[1],
+        session_id=session_id,
+        language=language,
+        priority=PRIORITY_BACKGROUND,
+        facts=facts,
+    )
+
+
+def context(engine: Engine, world_id: str, agent_id: str, other_id: str) -> str | None:
+    """A few lines on what the agent knows of `other_id`, in the agent's language; None if never met."""
+    row = get(engine, world_id, agent_id, other_id)
+    if row is None:
+        return None
+    traits = row.traits_noticed[-CONTEXT_ITEMS:]
+    notes = row.notes[-CONTEXT_ITEMS:]
+    clock = format_clock(row.last_met_time_of_day)
+    if row.language.lower().startswith("ja"):
+        lines = [f"{row.other_name}について(これまで{row.interaction_count}回話した。"
+                 f"最後は{row.last_met_day}日目の{clock}):"]  # fmt: skip
+        lines += [row.summary] if row.summary else []
+        lines += [f"性格: {'、'.join(traits)}"] if traits else []
+        lines += [f"覚えていること: {' / '.join(notes)}"] if notes else []
+    else:
+        times = "once" if row.interaction_count == 1 else f"{row.interaction_count} times"
+        lines = [f"About {row.other_name} (talked {times}, last on day {row.last_met_day} at {clock}):"]
+        lines += [row.summary] if row.summary else []
+        lines += [f"Traits: {', '.join(traits)}"] if traits else []
+        lines += [f"Notes: {'; '.join(notes)}"] if notes else []
+    return "\n".join(lines)
