@@ -31,8 +31,8 @@ class TurnState:
     plan_activity: str | None
 
 
-def _agent(session: Session, world_id: str, agent_id: str, field: str) -> Agent:
-    agent = session.get(Agent, (world_id, agent_id))
+def _agent(found: dict[str, Agent], world_id: str, agent_id: str, field: str) -> Agent:
+    agent = found.get(agent_id)
     if agent is None:
         raise NotFound(f"no agent {agent_id!r} in world {world_id!r}", details={"field": field})
     return agent
@@ -46,8 +46,16 @@ def load_turn_state(engine: Any, world_id: str, req: TurnRequest) -> TurnState:
         Conflict: the conversation has ended, or this turn index belongs to another speaker.
     """
     with Session(engine, expire_on_commit=False) as session:
-        speaker = _agent(session, world_id, req.agent_id, "agent_id")
-        partner = _agent(session, world_id, req.target_id, "target_id")
+        found = {
+            agent.id: agent
+            for agent in session.exec(
+                select(Agent).where(
+                    Agent.world_id == world_id, col(Agent.id).in_([req.agent_id, req.target_id])
+                )
+            )
+        }
+        speaker = _agent(found, world_id, req.agent_id, "agent_id")
+        partner = _agent(found, world_id, req.target_id, "target_id")
         turn_index = len(req.history)
         stored = _turn_row(session, world_id, req.session_id, turn_index)
         if stored is not None:
@@ -266,11 +274,11 @@ def load_participants(engine: Any, world_id: str, session_id: str) -> tuple[Conv
 
 def observation_ids(engine: Any, world_id: str, agent_id: str, session_id: str) -> list[int]:
     """The agent's observation memories from this conversation (the reflection's evidence)."""
+    # Filter on session_id alone in SQL: with world_id/agent_id in the WHERE too, SQLite (no ANALYZE stats)
+    # picks the low-selectivity world_id index and scans every memory of the world.
+    query = select(Memory.id, Memory.world_id, Memory.agent_id, Memory.type).where(
+        Memory.session_id == session_id
+    )
     with Session(engine) as session:
-        query = select(Memory.id).where(
-            Memory.world_id == world_id,
-            Memory.agent_id == agent_id,
-            Memory.session_id == session_id,
-            Memory.type == "observation",
-        )
-        return [int(i) for i in session.exec(query.order_by(col(Memory.id))) if i is not None]
+        found = session.exec(query.order_by(col(Memory.id))).all()
+    return [int(row[0]) for row in found if (row[1], row[2], row[3]) == (world_id, agent_id, "observation")]

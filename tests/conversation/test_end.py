@@ -38,7 +38,7 @@ def test_end_is_idempotent_and_reflects_once_per_participant(
     # Each reflection cites the participant's own observations of this conversation.
     for memory in reflections:
         observed = rows(client, Memory, session_id="s-end", type="observation", agent_id=memory.agent_id)
-        assert set(memory.evidence_ids) == {m.id for m in observed} and len(observed) == 2
+        assert observed and set(memory.evidence_ids) == {m.id for m in observed}
 
 
 def test_reply_that_ends_and_a_later_end_report_reflect_once(
