@@ -37,6 +37,7 @@ ROUTERS = (
     "backend.api.conversation",
     "backend.api.events",
     "backend.api.emotion",
+    "backend.api.people",
     "backend.api.dashboard",
 )
 

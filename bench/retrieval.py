@@ -5,7 +5,7 @@ Run: `.venv/bin/python bench/retrieval.py` (optionally `--sizes 1000 10000 --que
 The index is built directly (no database, no HTTP): the matrix holds synthetic random unit vectors, which
 cost exactly what real embeddings cost to multiply; memory texts are synthetic Japanese sentences made from a
 fixed vocabulary so the keyword posting lists look like real ones. Query time covers everything
-`MemoryService._rank` does under the index lock: candidates, relevance, normalised scoring and top-k
+`ranking.rank` does under the index lock: candidates, relevance, normalised scoring and top-k
 (embedding the query text is excluded; the local embedder takes ~0.05 ms for a short query).
 """
 

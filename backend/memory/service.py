@@ -16,14 +16,11 @@ from sqlalchemy.engine import Engine
 from backend.config import Settings
 from backend.errors import LLMError, NotFound
 from backend.events import EventBus
-from backend.gametime import from_game_minutes, game_minutes
 from backend.llm.base import LLM, Embedder
-from backend.memory import hygiene, person, reflection, stream, triggers
+from backend.memory import person, ranking, reflection, stream, triggers, writer
 from backend.memory.cache import IndexCache, Key
-from backend.memory.index import AgentIndex, IndexRow
 from backend.memory.models import Memory, MemoryCreate, PersonMemory, ScoredMemory
 from backend.memory.notify import MemoryEvents
-from backend.memory.retrieval import Weights, cosine, hybrid, keyword_overlap, score_candidates, top_k
 from backend.memory.tags import memory_tags
 from backend.tasks import TaskRunner
 from backend.text import token_set
@@ -81,7 +78,7 @@ class MemoryService:
         """
         rows = [self._row(world_id, agent_id, item, session_id) for item in items]
         key = (world_id, agent_id)
-        plan = await self._store(key, rows)
+        plan = await writer.store(self, key, rows)
         stored = plan.fresh
         pending = [row for row in stored if row.importance_source == "provisional"]
         if any(row.type == "observation" for row in stored):
@@ -114,69 +111,7 @@ class MemoryService:
 
         Returns one memory per row: the stored row or the existing memory it merged into.
         """
-        return (await self._store(key, rows)).rows
-
-    async def _store(self, key: Key, rows: list[Memory]) -> hygiene.DedupPlan:
-        """The write path. Events go out on the loop thread once the lock is released."""
-        async with self.cache.writer_lock(key):
-            plan = await asyncio.to_thread(hygiene.plan, self.engine, key, rows, self.settings)
-            vectors = await self._embed(plan.fresh)
-            evicted = await asyncio.to_thread(self._commit, key, plan, vectors)
-        self.cache.drop_if_sparse(key)
-        self.events.created(plan.fresh)
-        for merge in plan.merges:
-            self.events.merged(merge.into, merge.dropped)
-        self.events.updated(plan.stored_targets())
-        for kind_ids in evicted.values():
-            self.events.evicted(*key, kind_ids)
-        return plan
-
-    async def _embed(self, rows: list[Memory]) -> np.ndarray | None:
-        if not rows:
-            return None
-        try:
-            vectors: np.ndarray = await self.embedder.embed([row.content for row in rows])
-        except LLMError as exc:
-            # Keep the memories; the index embeds them again when it next loads.
-            log.warning("embedding failed, storing %d memories without vectors: %s", len(rows), exc)
-            return None
-        for row, vector in zip(rows, vectors, strict=True):
-            row.embedding = np.asarray(vector, dtype=np.float32).tobytes()
-        return vectors
-
-    def _commit(self, key: Key, plan: hygiene.DedupPlan, vectors: np.ndarray | None) -> dict[str, list[int]]:
-        """Insert, write merges back, evict past the caps; keep the index in step. Returns evicted ids by type."""
-        stored = stream.insert(self.engine, plan.fresh) if plan.fresh else []
-        targets = plan.stored_targets()
-        if targets:
-            hygiene.save_merged(self.engine, targets)
-        new_ids = [row.id or 0 for row in stored]
-        evicted = {
-            kind: hygiene.evict_over_cap(self.engine, key, kind, self.settings, keep=new_ids)
-            for kind in sorted({row.type for row in stored})
-        }
-        index = self.cache.peek(key)
-        if index is None:
-            return evicted
-        entries = [
-            IndexRow(
-                row.id or 0,
-                float(row.importance),
-                game_minutes(row.last_accessed_day, row.last_accessed_time_of_day),
-                row.type,
-                row.content,
-                None if vectors is None else vectors[i],
-            )
-            for i, row in enumerate(stored)
-        ]
-        with index.lock:
-            index.append(entries)
-            for row in targets:
-                index.set_importance([row.id or 0], [float(row.importance)])
-                index.touch([row.id or 0], game_minutes(row.last_accessed_day, row.last_accessed_time_of_day))
-            for ids in evicted.values():
-                index.remove(ids)
-        return evicted
+        return (await writer.store(self, key, rows)).rows
 
     async def _after_insert(self, key: Key, pending: list[Memory], last: Memory) -> None:
         agent = await asyncio.to_thread(stream.agent_row, self.engine, *key)
@@ -270,13 +205,13 @@ class MemoryService:
             mode = "keyword"  # the embedder failed: keyword overlap still works
         query_tokens = token_set(query) if mode != "embedding" else set()
         ranked, touched, now = await asyncio.to_thread(
-            self._rank,
+            ranking.rank,
             index,
             mode,
             query_vector,
             query_tokens,
             k or self.settings.retrieval_k,
-            self._weights(weights),
+            ranking.weights_from(self.settings, weights),
             decay or self.settings.retrieval_decay,
             (day, time_of_day),
             types,
@@ -294,67 +229,6 @@ class MemoryService:
         except LLMError as exc:
             log.warning("query embedding failed, using keyword relevance: %s", exc)
             return None
-
-    def _weights(self, given: dict[str, float | None] | None) -> Weights:
-        given = given or {}
-        s = self.settings
-
-        def pick(name: str, default: float) -> float:
-            value = given.get(name)
-            return default if value is None else float(value)
-
-        return Weights(
-            pick("recency", s.weight_recency),
-            pick("importance", s.weight_importance),
-            pick("relevance", s.weight_relevance),
-        )
-
-    def _rank(
-        self,
-        index: AgentIndex,
-        mode: str,
-        query_vector: np.ndarray | None,
-        query_tokens: set[str],
-        k: int,
-        weights: Weights,
-        decay: float,
-        when: tuple[int | None, float | None],
-        types: list[str] | None,
-    ) -> tuple[list[tuple[int, float, float, float, float]], list[int], float]:
-        """Score every candidate under the index lock.
-
-        Returns (id, score, recency, importance, relevance) best first, the ids whose access time moves
-        forward to the query's time, and that time in game minutes.
-        """
-        with index.lock:
-            rows = index.candidates(types)
-            if rows.size == 0:
-                return [], [], 0.0
-            now = _query_minutes(when, index.latest_minutes())
-            raw = relevance_raw(index, rows, mode, query_vector, query_tokens)
-            parts = score_candidates(
-                accessed_minutes=index.accessed[rows],
-                importance=index.importance[rows],
-                relevance=raw,
-                now_minutes=now,
-                decay=decay,
-                weights=weights,
-            )
-            best = top_k(parts.score, k, tiebreak=index.ids[rows])
-            chosen = rows[best]
-            touched = [int(i) for i in index.ids[chosen][index.accessed[chosen] < now]]
-            index.touch(touched, now)
-            ranked = [
-                (
-                    int(index.ids[r]),
-                    float(parts.score[b]),
-                    float(parts.recency[b]),
-                    float(parts.importance[b]),
-                    float(parts.relevance[b]),
-                )
-                for r, b in zip(chosen, best, strict=True)
-            ]
-            return ranked, touched, now
 
     def _touch_and_fetch(self, key: Key, ids: list[int], touched: list[int], now: float) -> dict[int, Memory]:
         stream.touch(self.engine, key[0], key[1], touched, now)
@@ -453,24 +327,3 @@ class MemoryService:
     def person_context(self, world_id: str, agent_id: str, other_id: str) -> str | None:
         """A short text on what the agent knows of `other_id` for the next turn's prompt, or None."""
         return person.context(self.engine, world_id, agent_id, other_id)
-
-
-def relevance_raw(
-    index: AgentIndex, rows: np.ndarray, mode: str, query_vector: np.ndarray | None, query_tokens: set[str]
-) -> np.ndarray:
-    """Raw relevance of the candidate rows: embedding cosine, keyword overlap, or their mean."""
-    emb = cosine(index.vectors[: index.size], query_vector)[rows] if query_vector is not None else None
-    if mode == "embedding" and emb is not None:
-        return emb
-    shared = index.shared_tokens(query_tokens)[rows]
-    kw = keyword_overlap(shared, index.token_counts[rows], len(query_tokens))
-    return hybrid(emb, kw) if mode == "hybrid" and emb is not None else kw
-
-
-def _query_minutes(when: tuple[int | None, float | None], latest: float) -> float:
-    day, time_of_day = when
-    if day is None and time_of_day is None:
-        return latest
-    if day is None:
-        day = from_game_minutes(latest)[0]
-    return game_minutes(day, time_of_day or 0.0)
