@@ -96,24 +96,25 @@ async def retrieve_for_turn(
     """Retrieve for a turn as the partner's last line asks (see the module docstring)."""
     kind = classify(partner_line)
     k = k or service.settings.retrieval_k
-    boosted = {"relevance": service.settings.weight_relevance * RELEVANCE_BOOST}
-    when = {"day": day, "time_of_day": time_of_day}
-    if kind == "past":
-        return await service.retrieve(
-            world_id, agent_id, query, k=k, weights=boosted, types=["observation", "reflection"], **when
-        )
+    boosted: dict[str, float | None] = {"relevance": service.settings.weight_relevance * RELEVANCE_BOOST}
+    key = (world_id, agent_id)
     if kind == "recent":
         return await latest(service, world_id, agent_id, k=k, day=day, time_of_day=time_of_day)
+    if kind == "past":
+        types = ["observation", "reflection"]
+        return await service.retrieve(
+            *key, query, k=k, weights=boosted, types=types, day=day, time_of_day=time_of_day
+        )
     if kind == "knowledge":
         found = await service.retrieve(
-            world_id, agent_id, query, k=k, weights=boosted, types=["reflection"], **when
+            *key, query, k=k, weights=boosted, types=["reflection"], day=day, time_of_day=time_of_day
         )
         if len(found) < k:
             found += await service.retrieve(
-                world_id, agent_id, query, k=k - len(found), types=["observation", "plan"], **when
+                *key, query, k=k - len(found), types=["observation", "plan"], day=day, time_of_day=time_of_day
             )
         return found
-    return await service.retrieve(world_id, agent_id, query, k=k, **when)
+    return await service.retrieve(*key, query, k=k, day=day, time_of_day=time_of_day)
 
 
 async def latest(
