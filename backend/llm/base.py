@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import functools
 import json
 import re
 from collections.abc import AsyncIterator, Sequence
@@ -102,8 +103,12 @@ def fill_usage(usage: Completion | None, source: Completion) -> None:
     usage.meta.update(source.meta)
 
 
+@functools.lru_cache(maxsize=256)
 def json_schema_for(schema: type[BaseModel]) -> dict[str, Any]:
-    """The JSON Schema sent to providers for a reply model (inlined, strict-mode friendly)."""
+    """The JSON Schema sent to providers for a reply model (inlined, strict-mode friendly).
+
+    Cached per model class (building it costs ~1 ms); callers must not mutate the returned dict.
+    """
     raw = schema.model_json_schema()
     return _strictify(_inline_refs(raw, raw.get("$defs", {})))
 

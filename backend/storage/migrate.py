@@ -31,6 +31,11 @@ def migrate(engine: Engine, metadata: MetaData) -> list[str]:
             for column in table.columns:
                 if column.name not in present:
                     done.append(_add_column(conn, table.name, column))
+            indexes = {ix["name"] for ix in inspector.get_indexes(table.name)}
+            for index in table.indexes:
+                if index.name not in indexes:
+                    index.create(conn)
+                    done.append(f"CREATE INDEX {index.name} ON {table.name}")
         _record_version(conn)
     for statement in done:
         log.warning("schema migrated: %s", statement)
