@@ -6,7 +6,6 @@ enable them. The model runs on one CPU thread: on a 2-core machine under load, t
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,13 @@ from typing import Any
 import pytest
 
 SKIP_REASON = "llama-cpp-python not installed: pip install -e '.[llamacpp]' (or run .ci/run) to enable real-engine tests"
-HAVE_ENGINE = all(importlib.util.find_spec(name) is not None for name in ("llama_cpp", "gguf"))
+try:
+    import gguf  # noqa: F401
+    import llama_cpp  # noqa: F401
+
+    HAVE_ENGINE = True
+except ImportError:
+    HAVE_ENGINE = False
 
 if not HAVE_ENGINE:
     collect_ignore_glob = ["test_*.py"]

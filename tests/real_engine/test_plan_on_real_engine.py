@@ -50,5 +50,6 @@ def test_nonsense_plans_are_repaired_reasked_or_replaced_never_stored_broken(
     assert all(call["provider"] == "llamacpp" and call["model"] == "tiny.gguf" for call in calls)
     assert all(call["ok"] for call in calls), [c["error"] for c in calls if not c["ok"]]  # JSON always valid
     assert DAYS <= len(calls) <= 2 * DAYS  # one ask per day, plus at most one re-ask
+    assert len(calls) >= DAYS + sources.count("fallback")  # a plan beyond repair was re-asked first
     # Nonsense never survives as is: the model does not know the town's place ids.
     assert all(source in {"repaired", "fallback"} for source in sources)

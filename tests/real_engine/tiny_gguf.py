@@ -66,9 +66,15 @@ JSON_FRAGMENTS = (
     "null",
 )
 
-#: Prior logit per kind of token (before temperature); see the module docstring.
-PRIOR_JSON = 3.0
-PRIOR_DIGIT = 1.0
+CLOSING_QUOTES = ('"', '",', '"}', '"]', '":', '":"', '","')
+CLOSING_BRACKETS = ("}", "]", "}]")
+
+#: Prior logit per kind of token (before temperature); see the module docstring. Tokens that close a
+#: string are the likeliest, so strings end after a few words.
+PRIOR_QUOTE = 3.0
+PRIOR_CLOSE = 2.0  # closing brackets: arrays and objects stay short
+PRIOR_JSON = 0.5
+PRIOR_DIGIT = -0.5
 PRIOR_WORD = 0.0
 PRIOR_CHAR = -1.0
 PRIOR_BYTE = -2.5
@@ -100,7 +106,11 @@ def prior(piece: str, token_type: int) -> float:
         return PRIOR_EOS
     if token_type != 1:
         return PRIOR_BYTE if piece.startswith("<0x") else -8.0
-    if piece in JSON_FRAGMENTS or piece in {'"', "{", "}", "[", "]", ",", ":"}:
+    if piece in CLOSING_QUOTES:
+        return PRIOR_QUOTE
+    if piece in CLOSING_BRACKETS:
+        return PRIOR_CLOSE
+    if piece in JSON_FRAGMENTS or piece in {"{", "}", "[", "]", ",", ":"}:
         return PRIOR_JSON
     if piece.isdigit():
         return PRIOR_DIGIT
@@ -118,7 +128,7 @@ def build_tensors(n_vocab: int, priors: np.ndarray, seed: int = SEED) -> dict[st
 
     embd = rng.standard_normal((n_vocab, N_EMBD)) * 0.1
     embd[:, 0] = 1.0  # the constant the prior rides on
-    output = rng.standard_normal((n_vocab, N_EMBD)) * 0.05
+    output = rng.standard_normal((n_vocab, N_EMBD)) * 0.01
     # After RMSNorm the constant dimension is about 1/rms ~= 6.3; scale so that logit ~= prior.
     output[:, 0] = priors / 6.3
     tensors: dict[str, np.ndarray] = {
