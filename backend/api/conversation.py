@@ -38,6 +38,8 @@ def get_service(request: Request) -> ConversationService:
             memory=state.memory,
             tasks=state.tasks,
             settings=state.settings,
+            emotion=getattr(state, "emotion", None),
+            events=getattr(state, "events", None),
         )
         state.conversation = service
     return service

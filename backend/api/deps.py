@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated
 
-from fastapi import Depends, Header, Request
+from fastapi import Depends, Header, Query, Request
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
@@ -48,16 +48,23 @@ def get_tasks(request: Request) -> TaskRunner:
     return request.app.state.tasks  # type: ignore[no-any-return]
 
 
-def get_world(x_machi_world: Annotated[str | None, Header()] = None) -> str:
-    """The world a request works in, from the `X-Machi-World` header (default `default`)."""
-    if x_machi_world is None or x_machi_world == "":
+def get_world(
+    x_machi_world: Annotated[str | None, Header()] = None,
+    world: Annotated[
+        str | None, Query(description="the world, for clients that cannot set X-Machi-World (browsers)")
+    ] = None,
+) -> str:
+    """The world a request works in: the `X-Machi-World` header, else `?world=`, else `default`."""
+    chosen, source = (x_machi_world, "header") if x_machi_world else (world, "query")
+    if not chosen:
         return DEFAULT_WORLD
-    if not WORLD_ID.match(x_machi_world):
+    if not WORLD_ID.match(chosen):
+        field = {"header": "X-Machi-World"} if source == "header" else {"field": "world"}
         raise InvalidInput(
             "X-Machi-World must be 1-64 characters of letters, digits, '_', '-' or '.'",
-            details={"header": "X-Machi-World", "value": x_machi_world[:80]},
+            details={**field, "value": chosen[:80]},
         )
-    return x_machi_world
+    return chosen
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]

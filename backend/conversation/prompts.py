@@ -51,6 +51,10 @@ class TurnContext:
     plan_activity: str | None = None
     memories: list[str] = field(default_factory=list)
     partner_said_farewell: bool = False
+    #: What the speaker knows of the partner (person memory), when they have met before.
+    person_summary: str | None = None
+    #: The speaker's current emotion state (EmotionState as JSON), when the emotion concept runs.
+    emotion: dict[str, Any] | None = None
 
 
 def system_message(speaker: Agent, language: str) -> str:
@@ -78,6 +82,10 @@ def moment_message(ctx: TurnContext) -> str:
     if ctx.plan_activity:
         lines.append(f"What you planned to be doing now: {ctx.plan_activity}")
     lines.append(f"You are talking with {ctx.partner.name}.")
+    if ctx.person_summary:
+        lines.append(f"What you know about {ctx.partner.name}: {ctx.person_summary}")
+    if ctx.emotion:
+        lines.append(f"How you feel right now: {ctx.emotion.get('label')} ({_strongest(ctx.emotion)})")
     if ctx.memories:
         lines.append("What you remember that may matter:")
         lines.extend(f"- {memory}" for memory in ctx.memories)
@@ -93,6 +101,12 @@ def moment_message(ctx: TurnContext) -> str:
         lines.append("This is the last line of the conversation: wrap it up and say goodbye.")
     lines.append(f"Write {ctx.speaker.name}'s next line as the JSON object.")
     return "\n".join(lines)
+
+
+def _strongest(emotion: dict[str, Any]) -> str:
+    values = emotion.get("values") or {}
+    top = sorted(values.items(), key=lambda kv: -kv[1])[:3]
+    return ", ".join(f"{name} {int(value)}/100" for name, value in top)
 
 
 def build_messages(ctx: TurnContext) -> list[dict[str, str]]:
@@ -127,6 +141,8 @@ def build_facts(ctx: TurnContext) -> dict[str, Any]:
         "partner_said_farewell": ctx.partner_said_farewell,
         "turn_index": ctx.turn_index,
         "max_turns": ctx.max_turns,
+        "person_summary": ctx.person_summary,
+        "emotion": ctx.emotion,
     }
 
 

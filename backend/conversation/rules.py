@@ -54,18 +54,20 @@ FALLBACK_FAREWELLS = {
 _SPEAKER_PREFIX = re.compile(r"^\s*[^:：\n]{1,64}[:：]\s*")
 
 
-def preset_emotion(label: str | None) -> str:
-    """Map whatever emotion word the model gave onto one of the six VRM presets (unknown -> neutral).
+def preset_emotion(label: str | None, default: str | None = None) -> str:
+    """Map the model's emotion word onto one of the six VRM presets.
 
-    This is the one place the mapping lives; the emotion concept may replace it with one that uses the
-    speaker's current emotion state.
+    A preset or a known synonym (joy -> happy ...) is kept. When the model gave none, or a word that maps
+    to nothing, `default` is used: the preset the speaker's Plutchik state shows (backend/emotion/plutchik
+    `vrm_preset`), so the face agrees with the state; without a state, neutral.
     """
+    fallback = default if default in EMOTIONS else "neutral"
     if not label:
-        return "neutral"
+        return fallback
     key = unicodedata.normalize("NFKC", label).strip().lower()
     if key in EMOTIONS:
         return key
-    return EMOTION_SYNONYMS.get(key, "neutral")
+    return EMOTION_SYNONYMS.get(key, fallback)
 
 
 def _norm(text: str) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, StringConstraints, ValidationInfo, field_validator
 
@@ -74,6 +74,10 @@ class TurnResult(BaseModel):
     fallback: bool
     speaker_id: str
     target_id: str
+    emotion_state: dict[str, Any] | None = Field(
+        None,
+        description="The speaker's Plutchik state when the line was said (values 0-100, label, vrm_emotion).",
+    )
 
 
 class EndRequest(BaseModel):

@@ -14,14 +14,17 @@ from typing import TYPE_CHECKING, Any
 
 from backend.config import Settings
 from backend.conversation import rules, store
-from backend.conversation.prompts import TurnContext, build_facts, build_messages, observation_texts
+from backend.conversation.aftermath import Aftermath
+from backend.conversation.prompts import TurnContext, build_facts, build_messages
 from backend.conversation.schemas import EndRequest, EndResult, TurnReply, TurnRequest, TurnResult
 from backend.errors import LLMError
+from backend.events import EventBus
 from backend.llm.base import LLM, PRIORITY_TURN, GenerateOptions
 from backend.tasks import TaskRunner
 from backend.world.models import Agent
 
 if TYPE_CHECKING:
+    from backend.emotion.service import EmotionService
     from backend.memory.service import MemoryService
 
 log = logging.getLogger(__name__)
@@ -56,15 +59,23 @@ class ConversationService:
     """Runs turns and ends conversations. One instance per app (it tracks pending background work)."""
 
     def __init__(
-        self, *, engine: Any, llm: LLM, memory: MemoryService, tasks: TaskRunner, settings: Settings
+        self,
+        *,
+        engine: Any,
+        llm: LLM,
+        memory: MemoryService,
+        tasks: TaskRunner,
+        settings: Settings,
+        emotion: EmotionService | None = None,
+        events: EventBus | None = None,
     ) -> None:
         self.engine = engine
         self.llm = llm
         self.memory = memory
         self.tasks = tasks
         self.settings = settings
-        # Observation tasks per (world, session): a reflection waits for them so it sees every line.
-        self._pending: dict[tuple[str, str], set[asyncio.Task[Any]]] = {}
+        self.emotion = emotion
+        self.after = Aftermath(engine=engine, memory=memory, tasks=tasks, emotion=emotion, events=events)
 
     # --- the turn ---
     async def take_turn(self, world_id: str, req: TurnRequest) -> dict[str, Any]:
@@ -100,23 +111,36 @@ class ConversationService:
             turn_index=prepared.turn_index,
             max_turns=self.settings.max_turns,
             plan_activity=state.plan_activity,
-            memories=await self._memories(world_id, state.speaker, state.partner, req),
+            memories=await self._memories(world_id, state.speaker, state.partner, req, partner_last),
             partner_said_farewell=bool(
                 partner_last and rules.has_farewell(partner_last, self.settings.farewell_phrases)
             ),
+            person_summary=await asyncio.to_thread(
+                self.memory.person_context, world_id, state.speaker.id, state.partner.id
+            ),
         )
+        if self.emotion is not None:
+            # The newest evaluated state (fire-and-forget evaluations land between turns), decayed to now.
+            feeling = await asyncio.to_thread(
+                self.emotion.current, state.speaker, day=req.day, time_of_day=req.time_of_day
+            )
+            prepared.ctx.emotion = feeling.model_dump(mode="json")
         return prepared
 
-    async def _memories(self, world_id: str, speaker: Agent, partner: Agent, req: TurnRequest) -> list[str]:
-        """Top-k memories for the partner and the last lines; none if retrieval fails or is slow."""
+    async def _memories(
+        self, world_id: str, speaker: Agent, partner: Agent, req: TurnRequest, partner_last: str | None
+    ) -> list[str]:
+        """Top-k memories for the partner and the last lines (the partner's words pick the retrieval mode:
+        asking about the past, about today, or for knowledge); none if retrieval fails or is slow."""
         query = " ".join([partner.name, *(rules.line_text(line) for line in req.history[-QUERY_LINES:])])
         budget = self.settings.turn_deadline_s * RETRIEVAL_SHARE
         try:
             found = await asyncio.wait_for(
-                self.memory.retrieve(
+                self.memory.retrieve_for_turn(
                     world_id,
                     speaker.id,
                     query,
+                    partner_line=partner_last,
                     k=self.settings.retrieval_k,
                     day=req.day,
                     time_of_day=req.time_of_day,
@@ -171,11 +195,13 @@ class ConversationService:
         assert ctx is not None
         dialogue = reply.dialogue.strip()[:MAX_DIALOGUE_CHARS].rstrip() if reply is not None else ""
         fallback = not dialogue
+        felt = ctx.emotion.get("vrm_emotion") if ctx.emotion else None
         if fallback:
             dialogue = rules.fallback_line(ctx.speaker.id, ctx.language, farewell=ctx.partner_said_farewell)
-            emotion = rules.preset_emotion(prepared.last_emotion)
+            emotion = rules.preset_emotion(prepared.last_emotion or felt, default=felt)
         else:
-            emotion = rules.preset_emotion(reply.emotion if reply else None)
+            # The model's expression when it is (or maps onto) a preset; otherwise the one its state shows.
+            emotion = rules.preset_emotion(reply.emotion if reply else None, default=felt)
         if ctx.partner_said_farewell:
             dialogue = rules.ensure_farewell(
                 dialogue, ctx.speaker.id, ctx.language, settings.farewell_phrases
@@ -198,6 +224,7 @@ class ConversationService:
             fallback=fallback,
             speaker_id=req.agent_id,
             target_id=req.target_id,
+            emotion_state=ctx.emotion,
         ).model_dump(mode="json")
 
     async def finish(self, prepared: PreparedTurn, reply: TurnReply | None) -> dict[str, Any]:
@@ -215,41 +242,20 @@ class ConversationService:
             store.commit_turn, self.engine, prepared.world_id, req, result, line, ctx.language
         )
         if created:
-            self._track(prepared.world_id, req.session_id, self._observe(prepared, result["dialogue"]))
+            self.after.after_turn(prepared.world_id, ctx, result, req.location_name)
             if result["is_conversation_end"]:
+                participants = [req.agent_id, req.target_id]
+                self.after.ended(
+                    prepared.world_id,
+                    req.session_id,
+                    participants,
+                    result["end_reason"],
+                    prepared.turn_index + 1,
+                )
                 await self._reflect_once(prepared.world_id, req.session_id)
         return stored
 
-    # --- after the reply ---
-    def _track(self, world_id: str, session_id: str, coro: Any) -> None:
-        key = (world_id, session_id)
-        task = self.tasks.spawn(coro, name=f"observe:{session_id}")
-        pending = self._pending.setdefault(key, set())
-        pending.add(task)
-
-        def _forget(done: asyncio.Task[Any]) -> None:
-            pending.discard(done)
-            if not pending:
-                self._pending.pop(key, None)
-
-        task.add_done_callback(_forget)
-
-    async def _observe(self, prepared: PreparedTurn, dialogue: str) -> None:
-        """One observation memory for each participant (importance is rated in the background)."""
-        from backend.memory.models import MemoryCreate
-
-        ctx, req = prepared.ctx, prepared.request
-        assert ctx is not None
-        for agent, content in observation_texts(ctx.speaker, ctx.partner, dialogue):
-            item = MemoryCreate(
-                type="observation",
-                content=content,
-                location_name=req.location_name,
-                day=req.day,
-                time_of_day=req.time_of_day,
-            )
-            await self.memory.add(prepared.world_id, agent.id, item, session_id=req.session_id)
-
+    # --- the end ---
     async def end(self, world_id: str, body: EndRequest) -> EndResult:
         """Unity reports the end. Idempotent: the reflection is scheduled only the first time.
 
@@ -265,6 +271,14 @@ class ConversationService:
             body.day,
             body.time_of_day,
         )
+        if not already:
+            self.after.ended(
+                world_id,
+                conv.session_id,
+                [conv.agent_a, conv.agent_b],
+                conv.end_reason or body.reason,
+                conv.turn_count,
+            )
         await self._reflect_once(world_id, body.session_id)
         return EndResult(
             session_id=conv.session_id, ended=True, end_reason=conv.end_reason, already_ended=already
@@ -272,35 +286,4 @@ class ConversationService:
 
     async def _reflect_once(self, world_id: str, session_id: str) -> None:
         if await asyncio.to_thread(store.claim_reflection, self.engine, world_id, session_id):
-            waiting = set(self._pending.get((world_id, session_id), set()))
-            self.tasks.spawn(self._reflect(world_id, session_id, waiting), name=f"reflect:{session_id}")
-
-    async def _reflect(self, world_id: str, session_id: str, waiting: set[asyncio.Task[Any]]) -> None:
-        """A conversation reflection for each participant, then a threshold reflection check."""
-        if waiting:
-            await asyncio.gather(*waiting, return_exceptions=True)
-        conv, agents = await asyncio.to_thread(store.load_participants, self.engine, world_id, session_id)
-        day = conv.end_day or conv.start_day
-        time_of_day = conv.end_time_of_day if conv.end_time_of_day is not None else conv.start_time_of_day
-        for me, partner in ((agents.get(conv.agent_a), agents.get(conv.agent_b)),
-                            (agents.get(conv.agent_b), agents.get(conv.agent_a))):  # fmt: skip
-            if me is None or partner is None:
-                continue  # an agent deleted mid-conversation has nothing left to reflect into
-            try:
-                evidence = await asyncio.to_thread(
-                    store.observation_ids, self.engine, world_id, me.id, session_id
-                )
-                await self.memory.reflect_on_conversation(
-                    world_id,
-                    me.id,
-                    session_id=session_id,
-                    partner_name=partner.name,
-                    transcript=list(conv.transcript or []),
-                    evidence_ids=evidence,
-                    day=day,
-                    time_of_day=time_of_day,
-                    language=me.language,
-                )
-                await self.memory.maybe_reflect(world_id, me.id, day=day, time_of_day=time_of_day)
-            except Exception:  # noqa: BLE001 - one participant's failure must not cost the other its reflection
-                log.exception("conversation reflection for %s in %s failed", me.id, session_id)
+            self.after.reflect(world_id, session_id)

@@ -43,6 +43,8 @@ class EmotionService:
         self.tasks = tasks
         self.events = events
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._queued: dict[tuple[str, str], tuple[Agent, list[str], str, int, float]] = {}
+        self._workers: dict[tuple[str, str], asyncio.Task[None]] = {}
 
     # --- reading ---
     def current(
@@ -101,14 +103,24 @@ class EmotionService:
         )
 
     # --- evaluating ---
-    def schedule(
-        self, agent: Agent, *, lines: Sequence[str], cause: str, day: int, time_of_day: float
-    ) -> None:
-        """Re-evaluate in the background (fire-and-forget)."""
-        self.tasks.spawn(
-            self.evaluate(agent, lines=lines, cause=cause, day=day, time_of_day=time_of_day),
-            name=f"emotion:{agent.id}",
-        )
+    def schedule(self, agent: Agent, *, lines: Sequence[str], cause: str, day: int, time_of_day: float) -> None:
+        """Re-evaluate in the background (fire-and-forget), latest-wins per agent.
+
+        While an evaluation for the agent runs, newer requests replace each other and only the newest runs
+        next: a busy town (or a slow emotion model) costs one call per agent at a time, never a backlog.
+        """
+        key = (agent.world_id, agent.id)
+        self._queued[key] = (agent, list(lines), cause, day, time_of_day)
+        if key not in self._workers:
+            self._workers[key] = self.tasks.spawn(self._drain(key), name=f"emotion:{agent.id}")
+
+    async def _drain(self, key: tuple[str, str]) -> None:
+        try:
+            while key in self._queued:
+                agent, lines, cause, day, time_of_day = self._queued.pop(key)
+                await self.evaluate(agent, lines=lines, cause=cause, day=day, time_of_day=time_of_day)
+        finally:
+            self._workers.pop(key, None)
 
     async def evaluate(
         self, agent: Agent, *, lines: Sequence[str], cause: str, day: int, time_of_day: float

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 from pydantic import Field as PydanticField
-from sqlalchemy import JSON, LargeBinary, UniqueConstraint
+from sqlalchemy import JSON, Index, LargeBinary, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from backend.gametime import utcnow
@@ -21,6 +21,9 @@ MAX_BATCH = 1000
 
 
 class Memory(SQLModel, table=True):
+    # Every query is per agent: without this SQLite picks the world_id index and scans the whole world.
+    __table_args__ = (Index("ix_memory_world_agent_type", "world_id", "agent_id", "type", "id"),)
+
     id: int | None = Field(default=None, primary_key=True)
     world_id: str = Field(default=DEFAULT_WORLD, index=True, max_length=64)
     agent_id: str = Field(index=True, max_length=64)

@@ -20,3 +20,12 @@ def test_bad_world_header_is_a_422_naming_the_header(client: TestClient) -> None
     response = client.get("/v1/llm-calls", headers={"X-Machi-World": "no spaces allowed"})
     assert response.status_code == 422
     assert response.json()["error"]["details"]["header"] == "X-Machi-World"
+
+
+def test_world_can_come_from_the_query_for_browsers(client: TestClient) -> None:
+    assert client.get("/v1/llm-calls?world=booth").status_code == 200
+    response = client.get("/v1/llm-calls?world=bad world")
+    assert response.status_code == 422
+    assert response.json()["error"]["details"]["field"] == "world"
+    # The header wins over the query.
+    assert client.get("/v1/llm-calls?world=bad world", headers={"X-Machi-World": "booth"}).status_code == 200

@@ -176,7 +176,8 @@ def test_model_timeout_gives_fallback_inside_the_deadline(settings: Settings) ->
             "/v1/conversation/turn", json=turn("aoi", "hikari", "s-slow", ["ひかり: ねえ"])
         ).json()
         # Had the deadline not cut the call, the (late) scripted line would be here instead.
-        assert reply["fallback"] is True and reply["emotion"] == "neutral"
+        # A fallback line wears the face the speaker's emotion state shows.
+        assert reply["fallback"] is True and reply["emotion"] == reply["emotion_state"]["vrm_emotion"]
         assert reply["dialogue"] in (
             "ごめん、ちょっと考えごとしてた…",
             "えっと…なんだっけ、ちょっとぼーっとしてた。",
