@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Response
 
-from backend.api.deps import MemoryDep, SessionDep, WorldDep
+from backend.api.deps import EventsDep, MemoryDep, SessionDep, WorldDep
 from backend.world import service
 from backend.world.schemas import (
     ID_PATTERN,
@@ -56,10 +56,15 @@ def delete_agent(
 
 @router.post("/agents/{agent_id}/state", response_model=StateAccepted)
 async def post_state(
-    agent_id: AgentId, body: StateReport, session: SessionDep, world: WorldDep, memory: MemoryDep
+    agent_id: AgentId,
+    body: StateReport,
+    session: SessionDep,
+    world: WorldDep,
+    memory: MemoryDep,
+    events: EventsDep,
 ) -> StateAccepted:
     """Unity reports what the agent is doing; arriving somewhere new becomes an observation memory."""
-    return await service.report_state(session, memory, world, agent_id, body)
+    return await service.report_state(session, memory, world, agent_id, body, events=events)
 
 
 @router.get("/agents/{agent_id}/states")

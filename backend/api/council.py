@@ -21,8 +21,10 @@ from backend.council.schemas import (
     JudgeResult,
 )
 from backend.council.service import (
+    combine,
     council_label,
     create_council,
+    emotion_on_conclusion,
     event_publisher,
     get_council,
     list_councils,
@@ -45,7 +47,11 @@ async def start_council(
     state = request.app.state
     memory = getattr(state, "memory", None)
     bus = getattr(state, "events", None)
-    on_update = event_publisher(bus) if bus is not None else None  # each step goes out as council.updated
+    emotion = getattr(state, "emotion", None)
+    on_update = combine(
+        event_publisher(bus) if bus is not None else None,  # each step goes out as council.updated
+        emotion_on_conclusion(engine, emotion) if emotion is not None else None,  # members feel the outcome
+    )
     tasks.spawn(
         run_council(engine, llm, row.id, memory=memory, on_update=on_update), name=f"council:{row.id}"
     )

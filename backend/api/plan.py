@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path, Query, Request
 
-from backend.api.deps import LLMDep, MemoryDep, SessionDep, WorldDep
+from backend.api.deps import EventsDep, LLMDep, MemoryDep, SessionDep, WorldDep
 from backend.planning import service
 from backend.planning.schemas import PlanNow, PlanPublic, PlanRequest
 from backend.world.schemas import ID_PATTERN
@@ -19,10 +19,20 @@ Day = Annotated[int, Query(ge=1, le=1_000_000, description="game day, 1-based")]
 
 @router.post("/plan", response_model=PlanPublic)
 async def post_plan(
-    agent_id: AgentId, body: PlanRequest, session: SessionDep, world: WorldDep, llm: LLMDep, memory: MemoryDep
+    agent_id: AgentId,
+    body: PlanRequest,
+    request: Request,
+    session: SessionDep,
+    world: WorldDep,
+    llm: LLMDep,
+    memory: MemoryDep,
+    events: EventsDep,
 ) -> PlanPublic:
     """Generate the day's plan; with `time_of_day` (and a `reason`) replan the rest of the day."""
-    plan = await service.make_plan(session, llm, memory, world, agent_id, body)
+    emotion = getattr(request.app.state, "emotion", None)
+    plan = await service.make_plan(
+        session, llm, memory, world, agent_id, body, events=events, emotion=emotion
+    )
     return service.plan_public(plan)
 
 
@@ -40,6 +50,7 @@ async def get_plan_now(
     world: WorldDep,
     llm: LLMDep,
     memory: MemoryDep,
+    events: EventsDep,
 ) -> PlanNow:
     """The current item, the next one and the target point of interest (a new day gets a plan first)."""
-    return await service.plan_now(session, llm, memory, world, agent_id, day, time_of_day)
+    return await service.plan_now(session, llm, memory, world, agent_id, day, time_of_day, events=events)

@@ -220,6 +220,43 @@ def event_publisher(bus: Any) -> OnUpdate:
     return publish
 
 
+def emotion_on_conclusion(engine: Engine, emotion: Any) -> OnUpdate:
+    """An `on_update` that, when a council concludes, has each member feel the outcome (in the background)."""
+
+    def feel(update: dict[str, Any]) -> None:
+        if update["status"] != "done":
+            return
+        with Session(engine) as session:
+            row = session.get(CouncilRecord, update["id"])
+            if row is None:
+                return
+            agents = [session.get(Agent, (row.world_id, member)) for member in row.members]
+        for agent in agents:
+            if agent is None:
+                continue
+            if agent.language == "en":
+                cause = f"the council on '{row.title}' concluded: {row.outcome}"
+            else:
+                cause = f"会議「{row.title}」の結論: {row.outcome}"
+            day, time_of_day = agent.state_day or 1, agent.state_time_of_day or agent.wake_hour
+            emotion.schedule(agent, lines=[], cause=cause, day=day, time_of_day=time_of_day)
+
+    return feel
+
+
+def combine(*callbacks: OnUpdate | None) -> OnUpdate | None:
+    """One `on_update` calling each given callback in turn."""
+    present = [cb for cb in callbacks if cb is not None]
+    if not present:
+        return None
+
+    def both(update: dict[str, Any]) -> None:
+        for callback in present:
+            callback(update)
+
+    return both
+
+
 # --- reading -----------------------------------------------------------------------------------------
 def get_council(session: Session, world_id: str, council_id: str) -> CouncilRecord:
     row = session.get(CouncilRecord, council_id)

@@ -9,6 +9,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from backend.errors import LLMError, NotFound
+from backend.events import PLAN_UPDATED, EventBus, PlanPayload
 from backend.gametime import format_clock, utcnow
 from backend.llm.base import LLM, PRIORITY_PLAN, GenerateOptions
 from backend.planning import prompts
@@ -19,6 +20,7 @@ from backend.world.models import Agent, PointOfInterest
 from backend.world.service import get_agent, list_pois, poi_public
 
 if TYPE_CHECKING:
+    from backend.emotion.service import EmotionService
     from backend.memory.service import MemoryService
 
 log = logging.getLogger(__name__)
@@ -63,7 +65,15 @@ def get_plan(session: Session, world_id: str, agent_id: str, day: int) -> Plan:
 
 
 async def make_plan(
-    session: Session, llm: LLM, memory: MemoryService, world_id: str, agent_id: str, request: PlanRequest
+    session: Session,
+    llm: LLM,
+    memory: MemoryService,
+    world_id: str,
+    agent_id: str,
+    request: PlanRequest,
+    *,
+    events: EventBus | None = None,
+    emotion: EmotionService | None = None,
 ) -> Plan:
     """Generate the day's plan, or with `time_of_day` and an existing plan, replan the rest of the day.
 
@@ -102,7 +112,29 @@ async def make_plan(
         full, source = _fallback(agent, pois, home, agent.wake_hour, agent.sleep_hour), "fallback"
     plan = _store(session, world_id, agent_id, request, full, source, repairs)
     await _remember(memory, agent, plan, pois, start)
+    _announce(agent, plan, request, events=events, emotion=emotion)
     return plan
+
+
+def _announce(
+    agent: Agent, plan: Plan, request: PlanRequest, *, events: EventBus | None, emotion: EmotionService | None
+) -> None:
+    """Publish `plan.updated`; a replan (a reason was given) also moves the agent's emotion."""
+    if events is not None:
+        events.publish(
+            PLAN_UPDATED,
+            agent.world_id,
+            PlanPayload(agent_id=agent.id, day=plan.day, reason=request.reason, items=list(plan.items)),
+        )
+    if emotion is not None and request.reason:
+        cause = (
+            f"had to change plans: {request.reason}"
+            if agent.language == "en"
+            else f"予定が変わった: {request.reason}"
+        )
+        emotion.schedule(
+            agent, lines=[], cause=cause, day=plan.day, time_of_day=request.time_of_day or agent.wake_hour
+        )
 
 
 def _items_before(items: list[dict[str, Any]], cut: float) -> list[dict[str, Any]]:
@@ -249,12 +281,14 @@ async def plan_now(
     agent_id: str,
     day: int,
     time_of_day: float,
+    *,
+    events: EventBus | None = None,
 ) -> PlanNow:
     """What the agent should do at (day, time_of_day) and where; a day without a plan gets one first."""
     agent = get_agent(session, world_id, agent_id)
     plan = stored_plan(session, world_id, agent_id, day)
     if plan is None:
-        plan = await make_plan(session, llm, memory, world_id, agent_id, PlanRequest(day=day))
+        plan = await make_plan(session, llm, memory, world_id, agent_id, PlanRequest(day=day), events=events)
     items = [PlanItem.model_validate(it) for it in plan.items]
     pois = {p.id: p for p in list_pois(session, world_id)}
     home = home_of(agent, list(pois.values()))

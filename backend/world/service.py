@@ -9,6 +9,7 @@ from sqlmodel import Session, col, select
 
 from backend.emotion.models import EmotionRecord
 from backend.errors import NotFound
+from backend.events import AGENT_STATE, AgentStatePayload, EventBus
 from backend.gametime import utcnow
 from backend.planning.models import Plan
 from backend.world.models import Agent, AgentStateEvent, PointOfInterest
@@ -154,7 +155,13 @@ def _position(raw: dict[str, Any] | None) -> Position | None:
 
 
 async def report_state(
-    session: Session, memory: MemoryService, world_id: str, agent_id: str, report: StateReport
+    session: Session,
+    memory: MemoryService,
+    world_id: str,
+    agent_id: str,
+    report: StateReport,
+    *,
+    events: EventBus | None = None,
 ) -> StateAccepted:
     """Store Unity's report as the latest state, keep a short history, and note arrivals as memories."""
     from backend.memory.service import MemoryCreate
@@ -182,6 +189,19 @@ async def report_state(
     )
     session.commit()
     _prune_history(session, world_id, agent_id)
+    if events is not None:
+        events.publish(
+            AGENT_STATE,
+            world_id,
+            AgentStatePayload(
+                agent_id=agent_id,
+                state=report.state,
+                location_name=agent.location_name,
+                position=position,
+                day=report.day,
+                time_of_day=report.time_of_day,
+            ),
+        )
     arrived = bool(report.location_name) and report.location_name != previous
     observation_id = None
     if arrived:
