@@ -27,6 +27,8 @@ class MemoryEvictedPayload(Payload):
     memory_ids: list[int]
     reason: str  # "cap" | "dedup"
     merged_into: int | None = None
+    #: For a dedup: the text that was merged into `merged_into` instead of being stored.
+    content: str | None = None
 
 
 class EmotionPayload(Payload):

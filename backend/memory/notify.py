@@ -73,7 +73,11 @@ class MemoryEvents:
         )  # fmt: skip
         if self.bus is not None:
             payload = MemoryEvictedPayload(
-                agent_id=kept.agent_id, memory_ids=[], reason="dedup", merged_into=kept.id
+                agent_id=kept.agent_id,
+                memory_ids=[],
+                reason="dedup",
+                merged_into=kept.id,
+                content=dropped.content[:2000],
             )
             self.bus.publish(MEMORY_EVICTED, kept.world_id, payload)
 

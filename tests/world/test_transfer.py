@@ -17,6 +17,7 @@ from backend.conversation.models import Conversation, Turn
 from backend.council.models import CouncilRecord
 from backend.emotion.models import EmotionRecord
 from backend.llm.scripted import ScriptedLLM
+from backend.memory.models import PersonMemory
 from backend.memory.service import MemoryCreate
 from backend.world import transfer
 from tests.conftest import drain, make_client
@@ -62,6 +63,12 @@ def populate(client: TestClient) -> None:
             )
         session.add(EmotionRecord(agent_id="aoi", values={"joy": 70.0}, label="喜び", day=1, time_of_day=10))
         session.add(
+            PersonMemory(
+                agent_id="aoi", other_id="hikari", other_name="ひかり", summary="カフェで働く明るい人",
+                traits_noticed=["明るい"], interaction_count=1,
+            )
+        )  # fmt: skip
+        session.add(
             CouncilRecord(
                 id="c1", number=1, title="公園に花壇を作る", members=["yukino", "natsumi"], status="done"
             )
@@ -103,6 +110,7 @@ def test_export_then_import_into_an_empty_database_reproduces_everything(
         "conversations": 1,
         "turns": 2,
         "emotions": 1,
+        "people": 1,
         "council_records": 1,
         "agent_state_events": 1,
     }
