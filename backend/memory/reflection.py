@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from backend.errors import LLMError
 from backend.gametime import format_clock
 from backend.llm.base import LLM, PRIORITY_BACKGROUND, GenerateOptions
-from backend.memory import prompts, stream
+from backend.memory import prompts, stream, writer
 from backend.memory.models import Memory
 from backend.text import keywords
 
@@ -260,7 +260,10 @@ async def _store_insights(
                 origin="insight",
             )
         )
-    return await service.store_rows(key, rows) if rows else []
+    if not rows:
+        return []
+    # Only insights stored as new memories count: one that merged into an existing reflection is not new.
+    return list((await writer.store(service, key, rows)).fresh)
 
 
 def _brief(memory: Memory) -> dict[str, Any]:

@@ -97,6 +97,7 @@ def test_both_reflection_kinds_are_published(app_client: TestClient) -> None:
     [conversation] = of(heard, "reflection.created")
     assert conversation.world_id == "w1" and conversation.payload.kind == "conversation"
     assert conversation.payload.memory_id == made.id and conversation.payload.evidence_ids == [first.id]
+    drain(app_client)  # let the importance rating land first: the insights' prompt must not race it
     insights = call(app_client, service(app_client).reflect_now, "w1", "aoi")
     kinds = [e.payload.kind for e in of(heard, "reflection.created")]
     assert insights and kinds == ["conversation"] + ["insight"] * len(insights)
