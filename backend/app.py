@@ -20,6 +20,7 @@ from backend.events import LLM_CALL, EventBus, LLMCallPayload
 from backend.llm.base import LLM, Embedder
 from backend.llm.registry import build_embedder, build_provider, wrap
 from backend.memory.service import MemoryService
+from backend.security import install as install_security
 from backend.storage.db import create_db_engine, init_db
 from backend.tasks import TaskRunner
 
@@ -39,6 +40,7 @@ ROUTERS = (
     "backend.api.emotion",
     "backend.api.people",
     "backend.api.dashboard",
+    "backend.api.login",
 )
 
 #: Start-up steps run after the database is ready, in order: `async def step(app) -> None`.
@@ -66,6 +68,7 @@ def create_app(
     app.state.injected_embedder = embedder
     install_error_handlers(app)
     app.add_middleware(ProtocolVersionMiddleware)
+    install_security(app, settings)  # outermost: keys checked, then the body limit
     for module in ROUTERS:
         app.include_router(importlib.import_module(module).router)
     return app

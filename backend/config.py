@@ -44,9 +44,14 @@ class Settings(BaseSettings):
     machi_host: str = "127.0.0.1"
     machi_port: int = Field(8000, ge=1, le=65535)
     machi_api_key: SecretStr | None = None
+    # Read-only key (the dashboard at an exhibition): GET routes and the event WebSocket, never a write.
+    # Needs MACHI_API_KEY (a viewer key alone would leave writes open) and must differ from it.
+    machi_viewer_key: SecretStr | None = None
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     load_demo_world: bool = True
     max_body_bytes: int = Field(1_000_000, ge=1024)
+    # POST /v1/world/import only: a world export with memory embeddings is far past MAX_BODY_BYTES.
+    max_import_bytes: int = Field(256_000_000, ge=1024)
 
     # --- storage ---
     database_url: str = "sqlite:///./data/machi.db"
@@ -158,6 +163,16 @@ class Settings(BaseSettings):
         if value is not None and not value.startswith(("http://", "https://")):
             raise ValueError(f"{value!r} must start with http:// or https://")
         return value
+
+    @model_validator(mode="after")
+    def _check_keys(self) -> Settings:
+        api = self.machi_api_key.get_secret_value() if self.machi_api_key else ""
+        viewer = self.machi_viewer_key.get_secret_value() if self.machi_viewer_key else ""
+        if viewer and not api:
+            raise ValueError("MACHI_VIEWER_KEY needs MACHI_API_KEY: without it every route would stay open")
+        if viewer and viewer == api:
+            raise ValueError("MACHI_VIEWER_KEY must differ from MACHI_API_KEY")
+        return self
 
     @model_validator(mode="after")
     def _check_provider_needs(self) -> Settings:

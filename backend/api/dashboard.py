@@ -22,6 +22,7 @@ from backend import __version__
 from backend.api.deps import WORLD_ID, SessionDep
 from backend.conversation.models import Conversation
 from backend.planning.service import plan_public, stored_plan
+from backend.security.keys import VIEWER, KeyRing, request_role
 from backend.world.models import DEFAULT_WORLD, Agent, PointOfInterest
 
 WEBUI_DIR = Path(__file__).resolve().parents[2] / "webui"
@@ -97,13 +98,33 @@ def _page(request: Request, template: str, world: str | None, **context: Any) ->
         return _problem(
             request, 422, "Invalid world", "World names are 1-64 letters, digits, '_', '-' or '.'."
         )
-    boot = {"world": resolved, "caps": capabilities(request), "page": template.removesuffix(".html")}
+    boot = {"world": resolved, "caps": _caps_for_role(request), "page": template.removesuffix(".html")}
     boot.update(context.pop("boot", {}))
+    signed_in = KeyRing.from_settings(request.app.state.settings).enabled
     return templates.TemplateResponse(
         request,
         template,
-        {"world": resolved, "wq": _world_query(resolved), "boot": boot, "version": __version__, **context},
+        {
+            "world": resolved,
+            "wq": _world_query(resolved),
+            "boot": boot,
+            "version": __version__,
+            "signed_in": signed_in,
+            **context,
+        },
     )
+
+
+#: Page controls that write (the retrieval probe touches last_accessed_at; the judge stores its verdict).
+WRITE_CAPS = ("retrieve", "judge")
+
+
+def _caps_for_role(request: Request) -> dict[str, bool]:
+    """The endpoints this page may call: a viewer-key browser gets no write controls (they would 403)."""
+    caps = capabilities(request)
+    if request_role(request) == VIEWER:
+        caps.update(dict.fromkeys(WRITE_CAPS, False))
+    return caps
 
 
 def _problem(request: Request, status: int, title: str, message: str) -> HTMLResponse:

@@ -44,6 +44,11 @@ export async function api(path, { method = "GET", body, params } = {}) {
   } catch {
     data = text;
   }
+  if (response.status === 401) {
+    // The key cookie expired or the key changed: sign in again, then come back here.
+    const here = window.location.pathname + window.location.search;
+    window.location.assign(`/login?next=${encodeURIComponent(here)}`);
+  }
   if (!response.ok) {
     const message = data && data.error ? data.error.message : `HTTP ${response.status}`;
     throw new ApiError(message, response.status, data);

@@ -1,0 +1,21 @@
+"""Who may call the server and how much they may send: API keys, the read-only viewer key, body limits.
+
+`install(app, settings)` adds the two pure ASGI middlewares (see `middleware.py`); `keys.py` decides which
+role a request holds. Keeping this out of the routers means a new route is covered without opting in.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from backend.config import Settings
+from backend.security.keys import ADMIN, VIEWER, KeyRing, request_role
+from backend.security.middleware import AuthMiddleware, BodyLimitMiddleware
+
+__all__ = ["ADMIN", "VIEWER", "KeyRing", "install", "request_role"]
+
+
+def install(app: FastAPI, settings: Settings) -> None:
+    """Add the body limit and, outside it, the key check (a request without a key is never read)."""
+    app.add_middleware(BodyLimitMiddleware, settings=settings)
+    app.add_middleware(AuthMiddleware, keys=KeyRing.from_settings(settings))

@@ -1,0 +1,183 @@
+"""Pure ASGI middlewares (HTTP and WebSocket): the key check and the request body limit.
+
+Both sit in front of every route, so a route added tomorrow is protected without opting in. Answers use the
+API's error body `{"error": {"code", "message", "details"}}`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import quote
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from backend.api.errors import error_body
+from backend.config import Settings
+from backend.security.keys import ROLE_STATE_KEY, VIEWER, KeyRing
+
+#: Reachable without a key: liveness, the login page, static files and the API's own description
+#: (the OpenAPI schema says what the routes are, not what is stored; it is public on purpose).
+PUBLIC_PATHS = frozenset(
+    {"/health", "/login", "/logout", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"}
+)
+PUBLIC_PREFIXES = ("/static/",)
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+IMPORT_PATH = "/v1/world/import"
+
+
+def is_public(path: str) -> bool:
+    return path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES)
+
+
+class AuthMiddleware:
+    """With MACHI_API_KEY set: 401 without a valid key, 403 when the viewer key tries to write.
+
+    Dashboard pages (GETs outside /v1) send a browser without a key to the login page instead of a 401.
+    """
+
+    def __init__(self, app: ASGIApp, keys: KeyRing) -> None:
+        self.app = app
+        self.keys = keys
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        role = self.keys.role(scope)
+        path: str = scope["path"]
+        if role is None and not is_public(path):
+            await self._refuse_unknown(scope, receive, send)
+            return
+        method = scope.get("method", "GET")
+        if role == VIEWER and scope["type"] == "http" and method not in READ_METHODS and not is_public(path):
+            message = (
+                f"the viewer key is read-only: {method} {path} needs MACHI_API_KEY "
+                "(viewers may read every GET route and the event WebSocket)"
+            )
+            await send_error(send, 403, error_body("forbidden", message, {"method": method, "path": path}))
+            return
+        scope = {**scope, "state": {**(scope.get("state") or {}), ROLE_STATE_KEY: role}}
+        await self.app(scope, receive, send)
+
+    async def _refuse_unknown(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path: str = scope["path"]
+        if scope["type"] == "websocket":
+            await deny_websocket(scope, receive, send)
+        elif scope.get("method") in ("GET", "HEAD") and not path.startswith("/v1/"):
+            query = scope.get("query_string", b"").decode("latin-1")
+            target = path + (f"?{query}" if query else "")
+            await send_redirect(send, f"/login?next={quote(target, safe='')}")
+        else:
+            await send_error(send, 401, unauthorized_body(), [(b"www-authenticate", b"Bearer")])
+
+
+def unauthorized_body() -> dict[str, Any]:
+    return error_body(
+        "unauthorized",
+        "a valid API key is required: send 'Authorization: Bearer <key>' or 'X-Api-Key: <key>' "
+        "(WebSockets may use ?api_key=<key>)",
+    )
+
+
+class BodyLimitMiddleware:
+    """413 for bodies past MAX_BODY_BYTES (MAX_IMPORT_BYTES for world import), counted on the stream.
+
+    The declared Content-Length is refused before reading; a chunked body is read up to the limit and
+    refused as soon as it grows past it. The accepted body is handed to the app whole.
+    """
+
+    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+        self.app = app
+        self.default_limit = settings.max_body_bytes
+        self.import_limit = settings.max_import_bytes
+
+    def limit_for(self, path: str) -> int:
+        return self.import_limit if path.rstrip("/") == IMPORT_PATH else self.default_limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limit = self.limit_for(scope["path"])
+        declared = _content_length(scope)
+        if declared is not None and declared > limit:
+            await send_error(send, 413, too_large_body(limit, declared))
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away: let the app see it
+                await self.app(scope, _replay([message], receive), send)
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                await send_error(send, 413, too_large_body(limit, None))
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        whole = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+        await self.app(scope, _replay([whole], receive), send)
+
+
+def too_large_body(limit: int, declared: int | None) -> dict[str, Any]:
+    sent = f" (Content-Length {declared})" if declared is not None else ""
+    return error_body(
+        "payload_too_large",
+        f"request body is larger than {limit} bytes{sent}",
+        {"limit_bytes": limit, "content_length": declared},
+    )
+
+
+def _content_length(scope: Scope) -> int | None:
+    for key, value in scope.get("headers", []):
+        if key == b"content-length":
+            text = value.decode("latin-1").strip()
+            return int(text) if text.isdigit() else None
+    return None
+
+
+def _replay(messages: list[Message], receive: Receive) -> Receive:
+    """A receive that gives the buffered messages first, then the real stream (disconnects)."""
+    pending = list(messages)
+
+    async def replay() -> Message:
+        return pending.pop(0) if pending else await receive()
+
+    return replay
+
+
+async def send_error(
+    send: Send, status: int, body: dict[str, Any], extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(payload)).encode("latin-1")),
+        *(extra or []),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})
+
+
+async def send_redirect(send: Send, location: str) -> None:
+    headers = [(b"location", location.encode("latin-1")), (b"content-length", b"0")]
+    await send({"type": "http.response.start", "status": 303, "headers": headers})
+    await send({"type": "http.response.body", "body": b""})
+
+
+async def deny_websocket(scope: Scope, receive: Receive, send: Send) -> None:
+    """Refuse the handshake: an HTTP 401 where the server can send one, else a policy-violation close."""
+    message = await receive()
+    if message["type"] != "websocket.connect":
+        return
+    if "websocket.http.response" in (scope.get("extensions") or {}):
+        payload = json.dumps(unauthorized_body()).encode("utf-8")
+        headers = [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]
+        await send({"type": "websocket.http.response.start", "status": 401, "headers": headers})
+        await send({"type": "websocket.http.response.body", "body": payload})
+    else:
+        await send({"type": "websocket.close", "code": 1008, "reason": "unauthorized"})
