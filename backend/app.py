@@ -17,6 +17,8 @@ from backend.api.protocol import ProtocolVersionMiddleware
 from backend.config import Settings, load_settings
 from backend.emotion.service import EmotionService
 from backend.events import LLM_CALL, EventBus, LLMCallPayload
+from backend.jobs.handlers import install as install_job_handlers
+from backend.jobs.runner import JobRunner
 from backend.llm.base import LLM, Embedder
 from backend.llm.registry import build_embedder, build_provider, wrap
 from backend.memory.service import MemoryService
@@ -41,6 +43,8 @@ ROUTERS = (
     "backend.api.people",
     "backend.api.dashboard",
     "backend.api.login",
+    "backend.api.jobs",
+    "backend.api.metrics",
 )
 
 #: Start-up steps run after the database is ready, in order: `async def step(app) -> None`.
@@ -89,7 +93,8 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.tasks = TaskRunner()
     app.state.events = EventBus()
     _publish_llm_calls(app.state.llm, app.state.events)
-    app.state.memory = MemoryService(engine=engine, embedder=app.state.embedder, llm=app.state.llm, settings=settings, tasks=app.state.tasks, events=app.state.events)  # noqa: E501
+    app.state.jobs = JobRunner(engine=engine, settings=settings, tasks=app.state.tasks)
+    app.state.memory = MemoryService(engine=engine, embedder=app.state.embedder, llm=app.state.llm, settings=settings, tasks=app.state.tasks, events=app.state.events, jobs=app.state.jobs)  # noqa: E501
     app.state.emotion = EmotionService(
         engine=engine, llm=app.state.llm, settings=settings, tasks=app.state.tasks, events=app.state.events
     )
@@ -98,12 +103,18 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         module_name, _, attr = path.partition(":")
         step: Callable[[FastAPI], Awaitable[Any]] = getattr(importlib.import_module(module_name), attr)
         await step(app)
+    install_job_handlers(app.state)
+    await app.state.jobs.start()  # jobs a crash left pending run again now
     probe = asyncio.create_task(_probe_provider(app))
     try:
         yield
     finally:
         probe.cancel()
-        await app.state.tasks.drain(timeout=10)
+        await app.state.jobs.stop()
+        try:
+            await app.state.tasks.drain(timeout=10)
+        except TimeoutError as exc:  # unfinished jobs stay in the job table and run after the restart
+            log.warning("shutting down with background work left: %s", exc)
         await app.state.tasks.cancel_all()
         await app.state.llm.aclose()
         await app.state.embedder.aclose()

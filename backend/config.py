@@ -35,6 +35,10 @@ DEFAULT_FAREWELLS = [
 ]
 
 
+#: Scheduler slots per provider when LLM_CONCURRENCY is unset.
+DEFAULT_LLM_CONCURRENCY = {"ollama": 1, "llamacpp": 1, "openai": 4, "vllm": 4, "scripted": 8}
+
+
 class Settings(BaseSettings):
     """Machi's configuration. Field names are the env var names, case-insensitive."""
 
@@ -62,6 +66,9 @@ class Settings(BaseSettings):
     llm_max_retries: int = Field(2, ge=0, le=10)
     llm_retry_backoff_s: float = Field(0.5, ge=0, le=30)
     llm_temperature: float = Field(0.7, ge=0, le=2)
+    # Model calls the provider works on at once (the scheduler's slots). None: 1 for ollama/llamacpp (one
+    # GPU, one model: a second call only slows the first), 4 for openai/vllm (batched servers), 8 scripted.
+    llm_concurrency: int | None = Field(None, ge=1, le=256)
     scripted_seed: int = 0
 
     ollama_host: str = "http://127.0.0.1:11434"
@@ -140,6 +147,15 @@ class Settings(BaseSettings):
     turn_deadline_s: float = Field(20.0, gt=0, le=600)
     farewell_phrases: list[str] = Field(default_factory=lambda: list(DEFAULT_FAREWELLS))
 
+    # --- background jobs (backend/jobs: persisted, so a restart loses none) ---
+    # A failed job is retried after job_backoff_s * 2**(attempts-1) (at most job_backoff_max_s), up to
+    # job_max_attempts runs; then it stays `failed` with its error (GET /v1/jobs?status=failed).
+    job_max_attempts: int = Field(5, ge=1, le=100)
+    job_backoff_s: float = Field(2.0, ge=0, le=3600)
+    job_backoff_max_s: float = Field(300.0, ge=0, le=86_400)
+    # How often the runner looks for jobs due again (retries, jobs left by a crash).
+    job_poll_s: float = Field(1.0, gt=0, le=60)
+
     @field_validator("database_url")
     @classmethod
     def _check_database_url(cls, value: str) -> str:
@@ -201,6 +217,12 @@ class Settings(BaseSettings):
                     f"is llamacpp (got {path!r})"
                 )
         return self
+
+    def resolved_llm_concurrency(self) -> int:
+        """LLM_CONCURRENCY, or the provider's default when unset."""
+        if self.llm_concurrency is not None:
+            return self.llm_concurrency
+        return DEFAULT_LLM_CONCURRENCY.get(self.llm_provider, 1)
 
     def provider_model(self) -> str:
         """The model name the configured provider uses when a role names none."""

@@ -40,6 +40,7 @@ def get_service(request: Request) -> ConversationService:
             settings=state.settings,
             emotion=getattr(state, "emotion", None),
             events=getattr(state, "events", None),
+            jobs=getattr(state, "jobs", None),
         )
         state.conversation = service
     return service

@@ -8,6 +8,8 @@ from fastapi import APIRouter, Request
 from sqlalchemy import text
 
 from backend import PROTOCOL_VERSION, __version__
+from backend.jobs import store as job_store
+from backend.llm.scheduler import find_scheduler
 
 router = APIRouter(tags=["health"])
 
@@ -37,4 +39,16 @@ def health(request: Request) -> dict[str, Any]:
         "database": settings.database_kind(),
         "database_ok": database_ok,
         "background_tasks": state.tasks.pending,
+        "llm_queue": llm_queue(state),
+        "jobs": job_counts(state) if database_ok else None,
     }
+
+
+def llm_queue(state: Any) -> dict[str, Any] | None:
+    """The scheduler's queue: slots, in flight, depth and waits per priority, fallback turns."""
+    scheduler = find_scheduler(state.llm)
+    return scheduler.snapshot() if scheduler is not None else None
+
+
+def job_counts(state: Any) -> dict[str, int]:
+    return job_store.counts(state.engine)

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel
+from sqlalchemy import func
 from sqlmodel import col, select
 
 from backend.api.deps import SessionDep, WorldDep
+from backend.conversation.models import Turn
 from backend.errors import NotFound
+from backend.gametime import utcnow
 from backend.llm.models import LLMCall
+from backend.llm.scheduler import find_scheduler
 
 router = APIRouter(prefix="/v1/llm-calls", tags=["llm"])
+#: Newest traced calls the stats read at most (a busy day holds far more; the window's tail is enough).
+STATS_ROWS = 20_000
 
 
 class LLMCallPublic(BaseModel):
@@ -71,6 +77,73 @@ def list_calls(
         query = query.where(LLMCall.ok == False)  # noqa: E712 - SQL expression
     rows = session.exec(query.order_by(col(LLMCall.id).desc()).offset(offset).limit(limit)).all()
     return LLMCallList(calls=[LLMCallPublic.model_validate(r, from_attributes=True) for r in rows])
+
+
+class PurposeStats(BaseModel):
+    purpose: str
+    calls: int
+    errors: int
+    latency_p50_ms: float
+    latency_p95_ms: float
+    latency_mean_ms: float
+
+
+class LLMStats(BaseModel):
+    window_s: int
+    #: The one queue in front of the provider (shared by every world: the GPU is).
+    queue: dict[str, Any] | None
+    #: Per purpose, from this world's traced calls in the window.
+    purposes: list[PurposeStats]
+    #: This world's turns in the window, and how many got a fallback line.
+    turns: int
+    fallback_turns: int
+
+
+@router.get("/stats", response_model=LLMStats)
+def call_stats(
+    request: Request, session: SessionDep, world: WorldDep, window_s: int = Query(3600, ge=1, le=30 * 86_400)
+) -> LLMStats:
+    """Queue depth and waits per priority, fallbacks, and per-purpose counts, errors and latency."""
+    since = utcnow() - timedelta(seconds=window_s)
+    rows = session.exec(
+        select(LLMCall.purpose, LLMCall.ok, LLMCall.latency_ms)
+        .where(LLMCall.world_id == world, col(LLMCall.created_at) >= since)
+        .order_by(col(LLMCall.id).desc())
+        .limit(STATS_ROWS)
+    ).all()
+    by_purpose: dict[str, list[tuple[bool, float]]] = {}
+    for purpose, ok, latency in rows:
+        by_purpose.setdefault(purpose, []).append((ok, latency))
+    turns = session.exec(
+        select(Turn.fallback, func.count())
+        .where(Turn.world_id == world, col(Turn.created_at) >= since)
+        .group_by(Turn.fallback)
+    ).all()
+    counted = {bool(fallback): int(n) for fallback, n in turns}
+    scheduler = find_scheduler(request.app.state.llm)
+    return LLMStats(
+        window_s=window_s,
+        queue=scheduler.snapshot() if scheduler is not None else None,
+        purposes=[_purpose_stats(p, calls) for p, calls in sorted(by_purpose.items())],
+        turns=sum(counted.values()),
+        fallback_turns=counted.get(True, 0),
+    )
+
+
+def _purpose_stats(purpose: str, calls: list[tuple[bool, float]]) -> PurposeStats:
+    latencies = sorted(latency for _, latency in calls)
+
+    def at(q: float) -> float:
+        return round(latencies[min(len(latencies) - 1, int(q * len(latencies)))], 2)
+
+    return PurposeStats(
+        purpose=purpose,
+        calls=len(calls),
+        errors=sum(1 for ok, _ in calls if not ok),
+        latency_p50_ms=at(0.5),
+        latency_p95_ms=at(0.95),
+        latency_mean_ms=round(sum(latencies) / len(latencies), 2),
+    )
 
 
 @router.get("/{call_id}", response_model=LLMCallDetail)

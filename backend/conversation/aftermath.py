@@ -10,6 +10,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
+from backend.conversation import jobs as turn_jobs
 from backend.conversation import store
 from backend.conversation.prompts import TurnContext, observation_texts
 from backend.events import (
@@ -51,9 +52,19 @@ class Aftermath:
         self._pending: dict[tuple[str, str], set[asyncio.Task[Any]]] = {}
 
     def after_turn(
-        self, world_id: str, ctx: TurnContext, result: dict[str, Any], location: str | None
+        self,
+        world_id: str,
+        ctx: TurnContext,
+        result: dict[str, Any],
+        location: str | None,
+        *,
+        observe: bool = True,
     ) -> None:
-        """Publish the turn, store both observations, re-evaluate both participants' emotion."""
+        """Publish the turn, store both observations (unless a persisted job does), re-evaluate emotion.
+
+        Emotion stays in-memory fire-and-forget even with persisted jobs: it is latest-wins (the next turn
+        evaluates again) and decays to neutral, so a crash loses nothing a later evaluation would not replace.
+        """
         session_id = result["session_id"]
         if self.events is not None:
             self.events.publish(
@@ -72,9 +83,10 @@ class Aftermath:
                     location_name=location,
                 ),
             )
-        self._track(
-            world_id, session_id, self._observe(world_id, ctx, result["dialogue"], location, session_id)
-        )
+        if observe:
+            self._track(
+                world_id, session_id, self._observe(world_id, ctx, result["dialogue"], location, session_id)
+            )
         if self.emotion is not None:
             lines = [*ctx.history, f"{ctx.speaker.name}: {result['dialogue']}"][-EMOTION_LINES:]
             for agent in (ctx.speaker, ctx.partner):
@@ -120,6 +132,34 @@ class Aftermath:
             )
             await self.memory.add(world_id, agent.id, item, session_id=session_id)
 
+    async def observe_job(self, world_id: str, payload: dict[str, Any]) -> None:
+        """The `conversation.observe` job: both observations of one line, each stored once.
+
+        A line already in an agent's memories for this session (the job ran before a crash) is skipped.
+        """
+        from backend.memory.models import MemoryCreate
+
+        session_id = str(payload["session_id"])
+        agents = await asyncio.to_thread(
+            store.agents_by_id, self.engine, world_id, [payload["speaker_id"], payload["partner_id"]]
+        )
+        speaker, partner = agents.get(payload["speaker_id"]), agents.get(payload["partner_id"])
+        if speaker is None or partner is None:
+            return  # an agent deleted since: nothing to remember into
+        for agent, content in observation_texts(speaker, partner, str(payload["dialogue"])):
+            if await asyncio.to_thread(
+                turn_jobs.has_observation, self.engine, world_id, agent.id, session_id, content
+            ):
+                continue
+            item = MemoryCreate(
+                type="observation",
+                content=content,
+                location_name=payload.get("location_name"),
+                day=int(payload["day"]),
+                time_of_day=float(payload["time_of_day"]),
+            )
+            await self.memory.add(world_id, agent.id, item, session_id=session_id)
+
     def ended(self, world_id: str, session_id: str, participants: list[str], reason: str, turns: int) -> None:
         if self.events is not None:
             self.events.publish(
@@ -138,49 +178,64 @@ class Aftermath:
         """Per participant: a conversation reflection, person memory, emotion, then a threshold check."""
         if waiting:
             await asyncio.gather(*waiting, return_exceptions=True)
+        conv, _ = await asyncio.to_thread(store.load_participants, self.engine, world_id, session_id)
+        for agent_id in (conv.agent_a, conv.agent_b):
+            try:
+                await self.reflect_participant(world_id, session_id, agent_id)
+            except Exception:  # noqa: BLE001 - one participant's failure must not cost the other its reflection
+                log.exception("conversation reflection for %s in %s failed", agent_id, session_id)
+
+    async def reflect_participant(self, world_id: str, session_id: str, agent_id: str) -> bool:
+        """One participant's reflection, person memory, emotion and threshold check.
+
+        Idempotent (the `conversation.reflect` job runs it again after a crash): a reflection already stored
+        for this session is not asked for again, and person memory skips a session it has folded in.
+        Returns False when the model failed to reflect (the caller may retry), True otherwise.
+        """
         conv, agents = await asyncio.to_thread(store.load_participants, self.engine, world_id, session_id)
+        me = agents.get(agent_id)
+        partner = agents.get(conv.agent_b if agent_id == conv.agent_a else conv.agent_a)
+        if me is None or partner is None:
+            return True  # an agent deleted mid-conversation has nothing left to reflect into
         day = conv.end_day or conv.start_day
         time_of_day = conv.end_time_of_day if conv.end_time_of_day is not None else conv.start_time_of_day
         transcript = list(conv.transcript or [])
-        for me, partner in ((agents.get(conv.agent_a), agents.get(conv.agent_b)),
-                            (agents.get(conv.agent_b), agents.get(conv.agent_a))):  # fmt: skip
-            if me is None or partner is None:
-                continue  # an agent deleted mid-conversation has nothing left to reflect into
-            try:
-                evidence = await asyncio.to_thread(
-                    store.observation_ids, self.engine, world_id, me.id, session_id
-                )
-                await self.memory.reflect_on_conversation(
-                    world_id,
-                    me.id,
-                    session_id=session_id,
-                    partner_name=partner.name,
-                    transcript=transcript,
-                    evidence_ids=evidence,
-                    day=day,
-                    time_of_day=time_of_day,
-                    language=me.language,
-                )
-                await self.memory.update_person_memory(
-                    world_id,
-                    me.id,
-                    other_id=partner.id,
-                    other_name=partner.name,
-                    transcript=transcript,
-                    session_id=session_id,
-                    day=day,
-                    time_of_day=time_of_day,
-                    language=me.language,
-                )
-                if self.emotion is not None:
-                    cause = (
-                        f"finished talking with {partner.name}"
-                        if me.language == "en"
-                        else f"{partner.name}との会話が終わった"
-                    )
-                    self.emotion.schedule(
-                        me, lines=transcript[-EMOTION_LINES:], cause=cause, day=day, time_of_day=time_of_day
-                    )
-                await self.memory.maybe_reflect(world_id, me.id, day=day, time_of_day=time_of_day)
-            except Exception:  # noqa: BLE001 - one participant's failure must not cost the other its reflection
-                log.exception("conversation reflection for %s in %s failed", me.id, session_id)
+        made = await asyncio.to_thread(turn_jobs.has_reflection, self.engine, world_id, me.id, session_id)
+        if not made:
+            evidence = await asyncio.to_thread(
+                store.observation_ids, self.engine, world_id, me.id, session_id
+            )
+            reflection = await self.memory.reflect_on_conversation(
+                world_id,
+                me.id,
+                session_id=session_id,
+                partner_name=partner.name,
+                transcript=transcript,
+                evidence_ids=evidence,
+                day=day,
+                time_of_day=time_of_day,
+                language=me.language,
+            )
+            made = reflection is not None
+        await self.memory.update_person_memory(
+            world_id,
+            me.id,
+            other_id=partner.id,
+            other_name=partner.name,
+            transcript=transcript,
+            session_id=session_id,
+            day=day,
+            time_of_day=time_of_day,
+            language=me.language,
+        )
+        if self.emotion is not None:
+            cause = (
+                f"finished talking with {partner.name}"
+                if me.language == "en"
+                else f"{partner.name}との会話が終わった"
+            )
+            self.emotion.schedule(
+                me, lines=transcript[-EMOTION_LINES:], cause=cause, day=day, time_of_day=time_of_day
+            )
+        await self.memory.maybe_reflect(world_id, me.id, day=day, time_of_day=time_of_day)
+        return made

@@ -2,7 +2,8 @@
 
 A turn is: validate and load (agents, stored reply for a retry, plan item) -> retrieve memories -> one model
 call within the turn deadline (fallback line on any failure) -> end rules -> commit the turn -> reply.
-Observation memories and end-of-conversation reflections run afterwards as background tasks.
+Observation memories and end-of-conversation reflections run afterwards as persisted jobs, committed in the
+turn's own transaction (conversation/jobs.py), so a reply Unity got is never lost from memory by a crash.
 """
 
 from __future__ import annotations
@@ -19,7 +20,10 @@ from backend.conversation.prompts import TurnContext, build_facts, build_message
 from backend.conversation.schemas import EndRequest, EndResult, TurnReply, TurnRequest, TurnResult
 from backend.errors import LLMError
 from backend.events import EventBus
+from backend.jobs.models import Job
+from backend.jobs.runner import JobRunner
 from backend.llm.base import LLM, PRIORITY_TURN, GenerateOptions
+from backend.llm.scheduler import find_scheduler
 from backend.tasks import TaskRunner
 from backend.world.models import Agent
 
@@ -68,8 +72,12 @@ class ConversationService:
         settings: Settings,
         emotion: EmotionService | None = None,
         events: EventBus | None = None,
+        jobs: JobRunner | None = None,
     ) -> None:
         self.engine = engine
+        # With a job runner, observations and reflections are persisted jobs committed with the turn (see
+        # conversation/jobs.py); without one they run as in-memory background tasks.
+        self.jobs = jobs
         self.llm = llm
         self.memory = memory
         self.tasks = tasks
@@ -238,11 +246,16 @@ class ConversationService:
             )
         result = self.compose(prepared, reply)
         line = f"{ctx.speaker.name}: {result['dialogue']}"
+        jobs: list[Job] | None = [] if self.jobs is not None else None
         stored, created = await asyncio.to_thread(
-            store.commit_turn, self.engine, prepared.world_id, req, result, line, ctx.language
+            store.commit_turn, self.engine, prepared.world_id, req, result, line, ctx.language, jobs
         )
         if created:
-            self.after.after_turn(prepared.world_id, ctx, result, req.location_name)
+            if result["fallback"]:
+                self._count_fallback()
+            if self.jobs is not None and jobs is not None:
+                self.jobs.submit(jobs)
+            self.after.after_turn(prepared.world_id, ctx, result, req.location_name, observe=jobs is None)
             if result["is_conversation_end"]:
                 participants = [req.agent_id, req.target_id]
                 self.after.ended(
@@ -252,8 +265,14 @@ class ConversationService:
                     result["end_reason"],
                     prepared.turn_index + 1,
                 )
-                await self._reflect_once(prepared.world_id, req.session_id)
+                if jobs is None:
+                    await self._reflect_once(prepared.world_id, req.session_id)
         return stored
+
+    def _count_fallback(self) -> None:
+        scheduler = find_scheduler(self.llm)
+        if scheduler is not None:
+            scheduler.fallbacks += 1
 
     # --- the end ---
     async def end(self, world_id: str, body: EndRequest) -> EndResult:
@@ -285,5 +304,9 @@ class ConversationService:
         )
 
     async def _reflect_once(self, world_id: str, session_id: str) -> None:
-        if await asyncio.to_thread(store.claim_reflection, self.engine, world_id, session_id):
+        if self.jobs is not None:
+            jobs: list[Job] = []
+            await asyncio.to_thread(store.claim_reflection, self.engine, world_id, session_id, jobs)
+            self.jobs.submit(jobs)
+        elif await asyncio.to_thread(store.claim_reflection, self.engine, world_id, session_id):
             self.after.reflect(world_id, session_id)

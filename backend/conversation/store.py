@@ -12,10 +12,12 @@ from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, or_, select
 
+from backend.conversation import jobs as turn_jobs
 from backend.conversation.models import Conversation, Turn
 from backend.conversation.schemas import TurnRequest
 from backend.errors import Conflict, NotFound
 from backend.gametime import utcnow
+from backend.jobs.models import Job
 from backend.memory.models import Memory
 from backend.planning.models import Plan
 from backend.world.models import Agent
@@ -124,20 +126,33 @@ def stored_reply(engine: Any, world_id: str, session_id: str, turn_index: int) -
 
 
 def commit_turn(
-    engine: Any, world_id: str, req: TurnRequest, reply: dict[str, Any], transcript_line: str, language: str
+    engine: Any,
+    world_id: str,
+    req: TurnRequest,
+    reply: dict[str, Any],
+    transcript_line: str,
+    language: str,
+    jobs: list[Job] | None = None,
 ) -> tuple[dict[str, Any], bool]:
     """Store the turn and update its conversation in one transaction.
+
+    With `jobs` (a list to fill), the turn's background work is committed in the same transaction as the
+    turn: the observation job, and the two reflection jobs when this turn ends the conversation (which then
+    counts as `reflected`). A turn that got a reply therefore always gets its memories, even after a crash.
 
     Returns:
         (the reply as stored, True) or, when an identical request stored this turn first, (its reply, False).
     """
     for _attempt in range(2):
         try:
-            with Session(engine) as session:
+            with Session(engine, expire_on_commit=False) as session:
                 session.add(_turn_row_for(world_id, req, reply))
                 session.flush()  # the unique (world, session, turn_index) constraint fires here
-                _upsert_conversation(session, world_id, req, reply, transcript_line, language)
+                conv = _upsert_conversation(session, world_id, req, reply, transcript_line, language)
+                added = [] if jobs is None else turn_jobs.for_turn(session, world_id, req, reply, conv)
                 session.commit()
+                if jobs is not None:
+                    jobs.extend(added)
                 return reply, True
         except IntegrityError:
             existing = stored_reply(engine, world_id, req.session_id, reply["turn_index"])
@@ -167,7 +182,7 @@ def _turn_row_for(world_id: str, req: TurnRequest, reply: dict[str, Any]) -> Tur
 
 def _upsert_conversation(
     session: Session, world_id: str, req: TurnRequest, reply: dict[str, Any], line: str, language: str
-) -> None:
+) -> Conversation:
     conv = session.get(Conversation, (world_id, req.session_id))
     if conv is None:
         conv = Conversation(
@@ -190,6 +205,7 @@ def _upsert_conversation(
         conv.end_day, conv.end_time_of_day = req.day, req.time_of_day
     conv.updated_at = utcnow()
     session.add(conv)
+    return conv
 
 
 def end_conversation(
@@ -216,9 +232,12 @@ def end_conversation(
         return conv, False
 
 
-def claim_reflection(engine: Any, world_id: str, session_id: str) -> bool:
-    """Atomically flip `reflected`; True for exactly one caller however many times the end is reported."""
-    with Session(engine) as session:
+def claim_reflection(engine: Any, world_id: str, session_id: str, jobs: list[Job] | None = None) -> bool:
+    """Atomically flip `reflected`; True for exactly one caller however many times the end is reported.
+
+    With `jobs` (a list to fill), the two reflection jobs are committed in the same transaction as the flip.
+    """
+    with Session(engine, expire_on_commit=False) as session:
         result = session.exec(
             update(Conversation)
             .where(
@@ -229,8 +248,15 @@ def claim_reflection(engine: Any, world_id: str, session_id: str) -> bool:
             )
             .values(reflected=True)
         )
+        claimed = bool(result.rowcount == 1)
+        added = []
+        if claimed and jobs is not None:
+            conv = get_conversation_row(session, world_id, session_id)
+            added = turn_jobs.reflection_jobs(session, world_id, conv)
         session.commit()
-        return bool(result.rowcount == 1)
+        if jobs is not None:
+            jobs.extend(added)
+        return claimed
 
 
 def get_conversation_row(session: Session, world_id: str, session_id: str) -> Conversation:
@@ -270,6 +296,12 @@ def load_participants(engine: Any, world_id: str, session_id: str) -> tuple[Conv
             select(Agent).where(Agent.world_id == world_id, col(Agent.id).in_([conv.agent_a, conv.agent_b]))
         )
         return conv, {agent.id: agent for agent in rows}
+
+
+def agents_by_id(engine: Any, world_id: str, agent_ids: list[str]) -> dict[str, Agent]:
+    with Session(engine, expire_on_commit=False) as session:
+        rows = session.exec(select(Agent).where(Agent.world_id == world_id, col(Agent.id).in_(agent_ids)))
+        return {agent.id: agent for agent in rows}
 
 
 def observation_ids(engine: Any, world_id: str, agent_id: str, session_id: str) -> list[int]:

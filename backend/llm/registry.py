@@ -60,12 +60,18 @@ def build_embedder(settings: Settings) -> Embedder:
 
 
 def wrap(provider: LLM, settings: Settings, engine: Engine | None) -> LLM:
-    """The standard stack, outermost first: repair/re-ask -> retry -> trace -> timeout -> provider."""
+    """The standard stack, outermost first: repair/re-ask -> retry -> schedule -> trace -> timeout -> provider.
+
+    The scheduler sits below retry (a call waiting out its backoff holds no slot) and above trace/timeout
+    (they measure the provider's work, not the queue); see scheduler.py.
+    """
     from backend.llm.retry import RepairingLLM, RetryingLLM, TimeoutLLM
+    from backend.llm.scheduler import Scheduler, SchedulingLLM
     from backend.llm.trace import DatabaseTraceSink, TracingLLM
 
     llm: LLM = TimeoutLLM(provider, timeout_s=settings.llm_timeout_s)
     if engine is not None:
         llm = TracingLLM(llm, DatabaseTraceSink(engine))
+    llm = SchedulingLLM(llm, Scheduler(settings.resolved_llm_concurrency()))
     llm = RetryingLLM(llm, max_retries=settings.llm_max_retries, backoff_s=settings.llm_retry_backoff_s)
     return RepairingLLM(llm)

@@ -16,7 +16,10 @@ from sqlalchemy.engine import Engine
 from backend.config import Settings
 from backend.errors import LLMError, NotFound
 from backend.events import EventBus
+from backend.jobs.models import Job
+from backend.jobs.runner import JobRunner
 from backend.llm.base import LLM, Embedder
+from backend.memory import jobs as memory_jobs
 from backend.memory import person, ranking, reflection, stream, triggers, writer
 from backend.memory.cache import IndexCache, Key
 from backend.memory.models import Memory, MemoryCreate, PersonMemory, ScoredMemory
@@ -42,8 +45,12 @@ class MemoryService:
         settings: Settings,
         tasks: TaskRunner,
         events: EventBus | None = None,
+        jobs: JobRunner | None = None,
     ) -> None:
         self.engine = engine
+        # With a job runner, importance ratings are persisted jobs (see memory/jobs.py); without one (a
+        # service built alone in a test), they run as plain background tasks.
+        self.jobs = jobs
         self.embedder = embedder
         self.llm = llm
         self.settings = settings
@@ -78,6 +85,11 @@ class MemoryService:
         """
         rows = [self._row(world_id, agent_id, item, session_id) for item in items]
         key = (world_id, agent_id)
+        if self.jobs is not None:
+            created: list[Job] = []
+            plan = await writer.store(self, key, rows, memory_jobs.rating_follow_up(key, created))
+            self.jobs.submit(created)
+            return plan.rows
         plan = await writer.store(self, key, rows)
         stored = plan.fresh
         pending = [row for row in stored if row.importance_source == "provisional"]
@@ -121,10 +133,11 @@ class MemoryService:
             await self._rate(key, row, name, language)
         await self.maybe_reflect(*key, day=last.created_day, time_of_day=last.created_time_of_day, auto=True)
 
-    async def _rate(self, key: Key, row: Memory, name: str, language: str) -> None:
+    async def _rate(self, key: Key, row: Memory, name: str, language: str) -> bool:
+        """Rate one memory; False when the model failed (traced; the provisional value stays)."""
         value = await reflection.rate_importance(self.llm, key, row, name, language)
         if value is None or row.id is None:
-            return  # the failure is traced; the provisional value stays
+            return False
         await asyncio.to_thread(stream.set_importance, self.engine, row.id, value, "model")
         index = self.cache.peek(key)
         if index is not None:
@@ -132,6 +145,7 @@ class MemoryService:
                 index.set_importance([row.id], [value])
         row.importance, row.importance_source = value, "model"
         self.events.updated([row])
+        return True
 
     def delete(self, world_id: str, agent_id: str, memory_id: int) -> None:
         """Delete one memory. Raises NotFound when the agent has no such memory in this world."""

@@ -5,7 +5,7 @@ Every query filters by world and agent. The service runs these in a worker threa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -24,10 +24,17 @@ def agent_row(engine: Engine, world_id: str, agent_id: str) -> Agent | None:
         return session.get(Agent, (world_id, agent_id))
 
 
-def insert(engine: Engine, rows: Sequence[Memory]) -> list[Memory]:
-    """Store rows in one transaction; returns them with ids."""
+def insert(
+    engine: Engine, rows: Sequence[Memory], follow_up: Callable[[list[Memory]], list[Any]] | None = None
+) -> list[Memory]:
+    """Store rows in one transaction; returns them with ids. `follow_up(rows)` adds jobs to that transaction."""
     with Session(engine, expire_on_commit=False) as session:
         session.add_all(rows)
+        if follow_up is not None:
+            session.flush()  # the rows get their ids, which the jobs name
+            from backend.jobs import store as job_store
+
+            job_store.add(session, follow_up(list(rows)))
         session.commit()
         for row in rows:
             session.refresh(row)

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
+from sqlmodel import SQLModel
 
 from backend.errors import LLMError
 from backend.gametime import game_minutes
@@ -23,14 +25,22 @@ if TYPE_CHECKING:
     from backend.memory.service import MemoryService
 
 log = logging.getLogger(__name__)
+#: Builds rows (jobs) to commit with freshly inserted memories, given them with their ids.
+FollowUp = Callable[[list[Memory]], list[SQLModel]]
 
 
-async def store(service: MemoryService, key: Key, rows: list[Memory]) -> hygiene.DedupPlan:
-    """The write path. Events go out on the loop thread once the lock is released."""
+async def store(
+    service: MemoryService, key: Key, rows: list[Memory], follow_up: FollowUp | None = None
+) -> hygiene.DedupPlan:
+    """The write path. Events go out on the loop thread once the lock is released.
+
+    `follow_up(stored_rows)` may return job rows: they are committed in the same transaction as the memories
+    (so a crash cannot keep the memories and lose the jobs about them).
+    """
     async with service.cache.writer_lock(key):
         plan = await asyncio.to_thread(hygiene.plan, service.engine, key, rows, service.settings)
         vectors = await _embed(service, plan.fresh)
-        evicted = await asyncio.to_thread(_commit, service, key, plan, vectors)
+        evicted = await asyncio.to_thread(_commit, service, key, plan, vectors, follow_up)
     service.cache.drop_if_sparse(key)
     service.events.created(plan.fresh)
     for merge in plan.merges:
@@ -56,10 +66,14 @@ async def _embed(service: MemoryService, rows: list[Memory]) -> np.ndarray | Non
 
 
 def _commit(
-    service: MemoryService, key: Key, plan: hygiene.DedupPlan, vectors: np.ndarray | None
+    service: MemoryService,
+    key: Key,
+    plan: hygiene.DedupPlan,
+    vectors: np.ndarray | None,
+    follow_up: FollowUp | None,
 ) -> dict[str, list[int]]:
     """Insert, write merges back, evict past the caps; keep the index in step. Returns evicted ids by type."""
-    stored = stream.insert(service.engine, plan.fresh) if plan.fresh else []
+    stored = stream.insert(service.engine, plan.fresh, follow_up) if plan.fresh else []
     targets = plan.stored_targets()
     if targets:
         hygiene.save_merged(service.engine, targets)

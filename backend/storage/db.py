@@ -23,6 +23,7 @@ MODEL_MODULES = (
     "backend.emotion.models",
     "backend.council.models",
     "backend.llm.models",
+    "backend.jobs.models",
 )
 
 

@@ -1,0 +1,117 @@
+"""Conversation's persisted jobs: each turn's two observation memories, and each participant's reflection.
+
+Both are committed in the transaction that makes them necessary (store.commit_turn, store.claim_reflection):
+a turn that got a reply always gets its observations, and a conversation marked `reflected` always has its two
+reflection jobs, even across a `kill -9`. Handlers are idempotent (see each), so a job run again after a crash
+does no work twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from sqlmodel import Session, col, select
+
+from backend.conversation.models import Conversation
+from backend.conversation.schemas import TurnRequest
+from backend.jobs import store as job_store
+from backend.jobs.models import Job, new_job
+from backend.jobs.runner import JobRunner, NotReady
+from backend.memory.models import Memory
+
+if TYPE_CHECKING:
+    from backend.conversation.aftermath import Aftermath
+
+OBSERVE = "conversation.observe"
+REFLECT = "conversation.reflect"
+
+
+def observe_prefix(world_id: str, session_id: str) -> str:
+    return f"{OBSERVE}:{world_id}:{session_id}:"
+
+
+def for_turn(
+    session: Session, world_id: str, req: TurnRequest, reply: dict[str, Any], conv: Conversation
+) -> list[Job]:
+    """The turn's jobs, added to its transaction; a turn that ends the conversation also claims the reflection."""
+    payload = {
+        "session_id": req.session_id,
+        "turn_index": reply["turn_index"],
+        "speaker_id": req.agent_id,
+        "partner_id": req.target_id,
+        "dialogue": reply["dialogue"],
+        "location_name": req.location_name,
+        "day": req.day,
+        "time_of_day": req.time_of_day,
+    }
+    key = f"{observe_prefix(world_id, req.session_id)}{reply['turn_index']}"
+    jobs = [new_job(world_id, OBSERVE, payload, dedupe_key=key)]
+    if conv.ended and not conv.reflected:
+        conv.reflected = True
+        session.add(conv)
+        jobs += _reflection_rows(world_id, conv)
+    return job_store.add(session, jobs)
+
+
+def reflection_jobs(session: Session, world_id: str, conv: Conversation) -> list[Job]:
+    """One reflection job per participant, added to the caller's transaction."""
+    return job_store.add(session, _reflection_rows(world_id, conv))
+
+
+def _reflection_rows(world_id: str, conv: Conversation) -> list[Job]:
+    return [
+        new_job(
+            world_id,
+            REFLECT,
+            {"session_id": conv.session_id, "agent_id": me, "partner_id": other},
+            dedupe_key=f"{REFLECT}:{world_id}:{conv.session_id}:{me}",
+        )
+        for me, other in ((conv.agent_a, conv.agent_b), (conv.agent_b, conv.agent_a))
+    ]
+
+
+def has_observation(engine: Any, world_id: str, agent_id: str, session_id: str, content: str) -> bool:
+    """Whether this line is already in the agent's memories (a job run again after a crash)."""
+    query = select(Memory.id).where(
+        Memory.session_id == session_id,
+        Memory.world_id == world_id,
+        Memory.agent_id == agent_id,
+        Memory.type == "observation",
+        Memory.content == content,
+    )
+    with Session(engine) as session:
+        return session.exec(query).first() is not None
+
+
+def has_reflection(engine: Any, world_id: str, agent_id: str, session_id: str) -> bool:
+    query = select(Memory.id).where(
+        Memory.session_id == session_id,
+        Memory.world_id == world_id,
+        Memory.agent_id == agent_id,
+        col(Memory.origin) == "conversation",
+    )
+    with Session(engine) as session:
+        return session.exec(query).first() is not None
+
+
+def register(runner: JobRunner, after: Aftermath) -> None:
+    """Install the conversation job handlers on the app's runner."""
+
+    async def observe(job: Job) -> None:
+        await after.observe_job(job.world_id, job.payload)
+
+    async def reflect(job: Job) -> None:
+        session_id = str(job.payload["session_id"])
+        prefix = observe_prefix(job.world_id, session_id)
+        # The reflection reads every line's observation: wait for the ones being stored in this process,
+        # and defer while any is still pending (left by a crash, or waiting out a retry).
+        await runner.wait_for_prefix(prefix)
+        if await asyncio.to_thread(job_store.live_with_prefix, runner.engine, prefix):
+            raise NotReady("observations of the conversation are still pending", delay_s=1.0)
+        made = await after.reflect_participant(job.world_id, session_id, str(job.payload["agent_id"]))
+        if not made:
+            raise RuntimeError(f"the conversation reflection for {job.payload['agent_id']} failed")
+
+    runner.register(OBSERVE, observe)
+    runner.register(REFLECT, reflect)

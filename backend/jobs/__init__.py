@@ -1,0 +1,1 @@
+"""Persisted background jobs: rows written with what they are about, run by a runner in the app."""

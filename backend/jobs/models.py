@@ -1,0 +1,58 @@
+"""The job table: background work that must survive a crash (ratings, observations, reflections)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel
+from sqlalchemy import JSON, Index
+from sqlmodel import Field, SQLModel
+
+from backend.gametime import utcnow
+from backend.world.models import DEFAULT_WORLD
+
+JobStatus = Literal["pending", "running", "done", "failed"]
+#: Jobs still to run; a new job with the dedupe key of one of these is not added again.
+LIVE = ("pending", "running")
+
+
+class Job(SQLModel, table=True):
+    # The runner's one query: due pending jobs in id order.
+    __table_args__ = (Index("ix_job_status_run_after", "status", "run_after"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    world_id: str = Field(default=DEFAULT_WORLD, index=True, max_length=64)
+    kind: str = Field(max_length=32)
+    payload: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    status: str = Field(default="pending", max_length=16)  # pending | running | done | failed
+    attempts: int = 0
+    run_after: datetime = Field(default_factory=utcnow)
+    last_error: str | None = Field(default=None, max_length=1000)
+    #: At most one live (pending/running) job per key; finished ones give their key up (see store.add).
+    dedupe_key: str | None = Field(default=None, unique=True, max_length=400)
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+def new_job(world_id: str, kind: str, payload: dict[str, Any], dedupe_key: str | None = None) -> Job:
+    return Job(world_id=world_id, kind=kind, payload=payload, dedupe_key=dedupe_key)
+
+
+class JobPublic(BaseModel):
+    id: int
+    world_id: str
+    kind: str
+    payload: dict[str, Any]
+    status: str
+    attempts: int
+    run_after: datetime
+    last_error: str | None
+    dedupe_key: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class JobList(BaseModel):
+    jobs: list[JobPublic]
+    counts: dict[str, int]

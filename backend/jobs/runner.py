@@ -1,0 +1,166 @@
+"""The job runner: runs persisted jobs in the app's process, retries failures with backoff, resumes after a crash.
+
+How a job runs:
+- The code that creates a job adds its row in the same transaction as what the job is about (the turn, the
+  memories, the conversation's `reflected` flag) and, after the commit, calls `submit(ids)`: the job starts at
+  once as a tracked background task (so `TaskRunner.drain` waits for it).
+- A poll loop picks up pending jobs that are due and not already running here: jobs left by a crash (at
+  start-up, `running` rows are stale and go back to `pending`) and jobs waiting out a retry backoff.
+- Each run first claims the row (`pending` -> `running`, one UPDATE), so no job runs twice at once. A handler
+  that raises is retried after `job_backoff_s * 2**(attempts-1)` (capped), up to `job_max_attempts`; then
+  the job is `failed` with its error. `NotReady` defers a job without counting an attempt.
+- Handlers are idempotent: a job interrupted by a crash after its work but before `done` runs again, and
+  finds its work done (a memory already rated, an observation already stored, a reflection already written).
+
+Single-process: one runner per database (the server is one uvicorn worker; see README "Reliability").
+Model calls made by handlers queue in the LLM scheduler at PRIORITY_BACKGROUND, so live turns go first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from backend.config import Settings
+from backend.jobs import store
+from backend.jobs.models import Job
+from backend.tasks import TaskRunner
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[Job], Awaitable[None]]
+#: Jobs the poll loop starts per tick (a backlog after a restart is taken in slices).
+POLL_BATCH = 200
+
+
+class NotReady(Exception):  # noqa: N818 - a signal, not an error
+    """Raised by a handler whose inputs are not there yet: run again after `delay_s`, no attempt counted."""
+
+    def __init__(self, reason: str, delay_s: float = 0.5) -> None:
+        super().__init__(reason)
+        self.delay_s = delay_s
+
+
+class JobRunner:
+    """Runs jobs by kind. Built in the app's lifespan and kept at `app.state.jobs`."""
+
+    def __init__(self, *, engine: Engine, settings: Settings, tasks: TaskRunner) -> None:
+        self.engine = engine
+        self.settings = settings
+        self.tasks = tasks
+        self.handlers: dict[str, Handler] = {}
+        self.outcomes: Counter[str] = Counter()  # done / retried / failed / deferred, since start
+        self._active: dict[int, asyncio.Task[Any]] = {}
+        self._keys: dict[int, str] = {}
+        self._wake = asyncio.Event()
+        self._loop: asyncio.Task[None] | None = None
+
+    def register(self, kind: str, handler: Handler) -> None:
+        self.handlers[kind] = handler
+
+    async def start(self) -> None:
+        """Put jobs a dead process left `running` back to pending, then start polling for due jobs."""
+        recovered = await asyncio.to_thread(store.recover, self.engine)
+        if recovered:
+            log.warning("%d job(s) interrupted by a restart will run again", recovered)
+        self._loop = asyncio.create_task(self._poll(), name="jobs-poll")
+
+    async def stop(self) -> None:
+        if self._loop is not None:
+            self._loop.cancel()
+            await asyncio.gather(self._loop, return_exceptions=True)
+            self._loop = None
+
+    def submit(self, jobs: Sequence[Job]) -> None:
+        """Start committed jobs now (call after the transaction that added them has committed)."""
+        for job in jobs:
+            if job.id is not None:
+                self._start(job.id, job.dedupe_key)
+
+    def _start(self, job_id: int, key: str | None = None) -> None:
+        if job_id in self._active:
+            return
+        self._active[job_id] = self.tasks.spawn(self._run(job_id), name=f"job:{job_id}")
+        if key:
+            self._keys[job_id] = key
+
+    async def wait_for_prefix(self, prefix: str) -> None:
+        """Wait for the jobs running in this process whose dedupe key starts with `prefix`."""
+        waiting = [self._active[i] for i, key in list(self._keys.items()) if key.startswith(prefix)]
+        waiting = [task for task in waiting if task is not asyncio.current_task()]
+        if waiting:
+            await asyncio.gather(*waiting, return_exceptions=True)
+
+    @property
+    def active(self) -> int:
+        return len(self._active)
+
+    async def _poll(self) -> None:
+        while True:
+            try:
+                for job_id in await asyncio.to_thread(store.due, self.engine, POLL_BATCH):
+                    self._start(job_id)
+            except Exception:  # noqa: BLE001 - a database hiccup must not stop the runner for good
+                log.exception("job poll failed")
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=self.settings.job_poll_s)
+            except TimeoutError:
+                pass
+            self._wake.clear()
+
+    async def _run(self, job_id: int) -> None:
+        try:
+            job = await asyncio.to_thread(store.claim, self.engine, job_id)
+            if job is None:
+                return
+            self._keys.setdefault(job_id, job.dedupe_key or "")
+            await self._execute(job)
+        finally:
+            self._active.pop(job_id, None)
+            self._keys.pop(job_id, None)
+
+    async def _execute(self, job: Job) -> None:
+        assert job.id is not None
+        handler = self.handlers.get(job.kind)
+        try:
+            if handler is None:
+                raise LookupError(f"no handler for job kind {job.kind!r}")
+            await handler(job)
+        except NotReady as exc:
+            self.outcomes["deferred"] += 1
+            await asyncio.to_thread(
+                store.retry_later, self.engine, job.id, str(exc), exc.delay_s, give_up=False, count=False
+            )
+            return
+        except Exception as exc:  # noqa: BLE001 - every failure is recorded on the row and retried
+            await self._failed(job, exc)
+            return
+        await asyncio.to_thread(store.finish, self.engine, job.id)
+        self.outcomes["done"] += 1
+
+    async def _failed(self, job: Job, exc: Exception) -> None:
+        assert job.id is not None
+        settings = self.settings
+        give_up = job.attempts >= settings.job_max_attempts
+        delay = min(settings.job_backoff_max_s, settings.job_backoff_s * 2 ** max(0, job.attempts - 1))
+        error = f"{type(exc).__name__}: {exc}"
+        self.outcomes["failed" if give_up else "retried"] += 1
+        log.warning(
+            "job %d (%s) attempt %d failed%s: %s",
+            job.id,
+            job.kind,
+            job.attempts,
+            "; giving up" if give_up else f"; retry in {delay:.1f}s",
+            error,
+        )
+        await asyncio.to_thread(
+            store.retry_later, self.engine, job.id, error, delay, give_up=give_up, count=True
+        )
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"active": self.active, "outcomes": dict(self.outcomes)}

@@ -1,0 +1,124 @@
+"""Job rows in the database: adding them inside a caller's transaction, claiming, finishing, retrying.
+
+Synchronous functions taking an engine or a session; the runner calls them in a worker thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+
+from sqlalchemy import delete, func, update
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from backend.gametime import utcnow
+from backend.jobs.models import LIVE, Job
+
+
+def add(session: Session, jobs: Sequence[Job]) -> list[Job]:
+    """Add jobs to the caller's transaction (flushed, so they have ids). Returns the jobs added.
+
+    A job whose dedupe key names a live job is skipped; a finished job holding the key gives it up (a
+    world reset can reuse a session id, and its new conversation must get its own reflection).
+    """
+    keys = [job.dedupe_key for job in jobs if job.dedupe_key]
+    live: set[str] = set()
+    if keys:
+        found = session.exec(select(Job.dedupe_key, Job.status).where(col(Job.dedupe_key).in_(keys))).all()
+        live = {key for key, status in found if key and status in LIVE}
+        finished = [key for key, status in found if key and status not in LIVE]
+        if finished:
+            session.execute(delete(Job).where(col(Job.dedupe_key).in_(finished)))
+    added = [job for job in jobs if job.dedupe_key not in live]
+    session.add_all(added)
+    session.flush()
+    return added
+
+
+def claim(engine: Engine, job_id: int) -> Job | None:
+    """Mark a due pending job running; None when it is not pending or not due (someone else has it)."""
+    now = utcnow()
+    with Session(engine, expire_on_commit=False) as session:
+        result = session.execute(
+            update(Job)
+            .where(col(Job.id) == job_id, col(Job.status) == "pending", col(Job.run_after) <= now)
+            .values(status="running", attempts=Job.attempts + 1, updated_at=now)
+        )
+        if result.rowcount != 1:  # type: ignore[attr-defined]
+            session.rollback()
+            return None
+        session.commit()
+        return session.get(Job, job_id)
+
+
+def finish(engine: Engine, job_id: int) -> None:
+    with Session(engine) as session:
+        session.execute(
+            update(Job)
+            .where(col(Job.id) == job_id)
+            .values(status="done", last_error=None, updated_at=utcnow())
+        )
+        session.commit()
+
+
+def retry_later(
+    engine: Engine, job_id: int, error: str, delay_s: float, *, give_up: bool, count: bool
+) -> None:
+    """Back to pending after `delay_s` (or `failed` for good). `count=False` gives the attempt back."""
+    values: dict[str, object] = {
+        "status": "failed" if give_up else "pending",
+        "last_error": error[:1000],
+        "run_after": utcnow() + timedelta(seconds=delay_s),
+        "updated_at": utcnow(),
+    }
+    if not count:
+        values["attempts"] = Job.attempts - 1
+    with Session(engine) as session:
+        session.execute(update(Job).where(col(Job.id) == job_id).values(**values))
+        session.commit()
+
+
+def recover(engine: Engine) -> int:
+    """At start-up, `running` jobs are left by a process that died: run them again. Returns how many."""
+    with Session(engine) as session:
+        result = session.execute(
+            update(Job).where(col(Job.status) == "running").values(status="pending", updated_at=utcnow())
+        )
+        session.commit()
+        return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+
+def due(engine: Engine, limit: int) -> list[int]:
+    """Ids of pending jobs whose time has come, oldest first."""
+    query = select(Job.id).where(Job.status == "pending", col(Job.run_after) <= utcnow())
+    with Session(engine) as session:
+        return [int(i) for i in session.exec(query.order_by(col(Job.id)).limit(limit)) if i is not None]
+
+
+def live_with_prefix(engine: Engine, prefix: str) -> int:
+    """How many pending or running jobs have a dedupe key starting with `prefix`."""
+    query = select(func.count()).where(
+        col(Job.dedupe_key).startswith(prefix, autoescape=True), col(Job.status).in_(LIVE)
+    )
+    with Session(engine) as session:
+        return int(session.exec(query).one())
+
+
+def counts(engine: Engine, world_id: str | None = None) -> dict[str, int]:
+    query = select(Job.status, func.count()).group_by(Job.status)
+    if world_id is not None:
+        query = query.where(Job.world_id == world_id)
+    with Session(engine) as session:
+        found = {status: int(n) for status, n in session.exec(query)}
+    return {status: found.get(status, 0) for status in ("pending", "running", "done", "failed")}
+
+
+def listing(engine: Engine, world_id: str, status: str | None, kind: str | None, limit: int) -> list[Job]:
+    query = select(Job).where(Job.world_id == world_id)
+    if status is not None:
+        query = query.where(Job.status == status)
+    if kind is not None:
+        query = query.where(Job.kind == kind)
+    with Session(engine) as session:
+        return list(session.exec(query.order_by(col(Job.id).desc()).limit(limit)))

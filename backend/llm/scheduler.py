@@ -1,0 +1,217 @@
+"""One priority queue in front of the provider: a concurrency cap, and live turns first.
+
+`SchedulingLLM` is a wrapper like those in retry.py. A call takes a slot before it reaches the provider and
+gives it back when the provider is done (a stream holds its slot until the last piece). When every slot is
+busy, callers wait in one queue ordered by `GenerateOptions.priority` (PRIORITY_TURN < COUNCIL < PLAN <
+BACKGROUND), first come first served within a priority. A freed slot always goes to the most urgent waiter, so
+a live turn never waits behind queued background work; background work is deferred, never dropped.
+
+Where it sits (registry.wrap): repair -> retry -> **schedule** -> trace -> timeout -> provider. Below retry, so
+a call waiting out its backoff holds no slot; above trace and timeout, so the traced latency and the per-call
+timeout measure the provider's work, not the time spent queued (a background call may queue for minutes under
+load without timing out). A live turn's own deadline (conversation service) does include the queue wait:
+cancelling a waiter removes it from the queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from backend.llm.base import (
+    LLM,
+    PRIORITY_BACKGROUND,
+    PRIORITY_COUNCIL,
+    PRIORITY_PLAN,
+    PRIORITY_TURN,
+    Completion,
+    GenerateOptions,
+    LLMWrapper,
+    Message,
+)
+
+PRIORITY_NAMES = {
+    PRIORITY_TURN: "turn",
+    PRIORITY_COUNCIL: "council",
+    PRIORITY_PLAN: "plan",
+    PRIORITY_BACKGROUND: "background",
+}
+#: Waits kept per priority for the recent percentiles.
+RECENT_WAITS = 512
+#: Grant records kept for inspection (tests, the stats endpoint's `recent`).
+RECORDS = 256
+
+
+def priority_name(priority: int) -> str:
+    return PRIORITY_NAMES.get(priority, str(priority))
+
+
+@dataclass
+class Grant:
+    """One call's passage through the queue; `enqueued_at`/`granted_at` count grants, not seconds."""
+
+    purpose: str
+    priority: int
+    enqueued_at: int  # how many slots had been granted when the call arrived
+    granted_at: int  # the call's own grant number
+    wait_s: float
+
+
+@dataclass
+class PriorityStats:
+    waiting: int = 0
+    granted: int = 0
+    completed: int = 0
+    errors: int = 0
+    wait_total_s: float = 0.0
+    recent: deque[float] = field(default_factory=lambda: deque(maxlen=RECENT_WAITS))
+
+    def snapshot(self) -> dict[str, Any]:
+        waits = sorted(self.recent)
+        return {
+            "waiting": self.waiting,
+            "granted": self.granted,
+            "completed": self.completed,
+            "errors": self.errors,
+            "wait_total_s": round(self.wait_total_s, 4),
+            "wait_p50_s": round(_quantile(waits, 0.5), 4),
+            "wait_p95_s": round(_quantile(waits, 0.95), 4),
+        }
+
+
+def _quantile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+class Scheduler:
+    """The queue itself (no LLM knowledge): `async with scheduler.slot(priority, purpose): ...`."""
+
+    def __init__(self, concurrency: int) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.concurrency = concurrency
+        self.in_flight = 0
+        self.granted = 0
+        self.fallbacks = 0  # turns answered with a fallback line (the conversation service counts them)
+        self._heap: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._order = itertools.count()
+        self.stats: dict[int, PriorityStats] = {p: PriorityStats() for p in PRIORITY_NAMES}
+        self.records: deque[Grant] = deque(maxlen=RECORDS)
+
+    def _stats(self, priority: int) -> PriorityStats:
+        return self.stats.setdefault(priority, PriorityStats())
+
+    async def acquire(self, priority: int, purpose: str = "generic") -> None:
+        """Wait for a slot. Cancelling the waiter leaves the queue cleanly (a granted slot is handed on)."""
+        arrived, start = self.granted, time.perf_counter()
+        stats = self._stats(priority)
+        if self.in_flight >= self.concurrency or self._heap:
+            future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            entry = (priority, next(self._order), future)
+            heapq.heappush(self._heap, entry)
+            stats.waiting += 1
+            try:
+                await future
+            except BaseException:
+                stats.waiting -= 1
+                if future.done() and not future.cancelled():
+                    self.release()  # the slot was handed to us just as we were cancelled
+                else:
+                    self._heap.remove(entry)
+                    heapq.heapify(self._heap)
+                raise
+            stats.waiting -= 1
+        else:
+            self.in_flight += 1
+        self.granted += 1
+        waited = time.perf_counter() - start
+        stats.granted += 1
+        stats.wait_total_s += waited
+        stats.recent.append(waited)
+        self.records.append(Grant(purpose, priority, arrived, self.granted, waited))
+
+    def release(self) -> None:
+        """Give a slot back: straight to the most urgent waiter, else back to the pool."""
+        while self._heap:
+            _, _, future = heapq.heappop(self._heap)
+            if not future.done():
+                future.set_result(None)  # the slot passes on; in_flight is unchanged
+                return
+        self.in_flight -= 1
+
+    def finished(self, priority: int, ok: bool) -> None:
+        stats = self._stats(priority)
+        stats.completed += 1
+        stats.errors += 0 if ok else 1
+
+    def snapshot(self) -> dict[str, Any]:
+        """Queue depth, waits and counts per priority name (for /health, /v1/llm-calls/stats, /metrics)."""
+        return {
+            "concurrency": self.concurrency,
+            "in_flight": self.in_flight,
+            "queued": len(self._heap),
+            "granted": self.granted,
+            "fallbacks": self.fallbacks,
+            "priorities": {priority_name(p): s.snapshot() for p, s in sorted(self.stats.items())},
+        }
+
+
+class SchedulingLLM(LLMWrapper):
+    """Every call and stream holds one of the scheduler's slots while the provider works on it."""
+
+    def __init__(self, inner: LLM, scheduler: Scheduler) -> None:
+        super().__init__(inner)
+        self.scheduler = scheduler
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        options: GenerateOptions,
+        schema: dict[str, Any] | None = None,
+    ) -> Completion:
+        await self.scheduler.acquire(options.priority, options.purpose)
+        ok = False
+        try:
+            completion = await self.inner.complete(messages, options=options, schema=schema)
+            ok = True
+            return completion
+        finally:
+            self.scheduler.release()
+            self.scheduler.finished(options.priority, ok)
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        options: GenerateOptions,
+        schema: dict[str, Any] | None = None,
+        usage: Completion | None = None,
+    ) -> AsyncIterator[str]:
+        await self.scheduler.acquire(options.priority, options.purpose)
+        ok = False
+        try:
+            async for piece in self.inner.stream(messages, options=options, schema=schema, usage=usage):
+                yield piece
+            ok = True
+        finally:
+            self.scheduler.release()
+            self.scheduler.finished(options.priority, ok)
+
+
+def find_scheduler(llm: Any) -> Scheduler | None:
+    """The scheduler inside a wrapped stack, or None (a bare provider in a test)."""
+    current = llm
+    while current is not None:
+        if isinstance(current, SchedulingLLM):
+            return current.scheduler
+        current = getattr(current, "inner", None)
+    return None
