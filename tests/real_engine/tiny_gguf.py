@@ -1,10 +1,11 @@
 """A tiny llama-architecture GGUF made at test time: a real model file for a real inference engine, offline.
 
 The weights are seeded random numbers, so the file is byte-identical on every run and its words are nonsense.
-One hidden dimension carries a constant, and the output matrix reads it as a per-token prior: JSON
-punctuation is likely, plain bytes are not. That keeps strings short (so replies are fast on one CPU
-thread) without teaching the model any structure: the order of the tokens stays random, so without a
-grammar almost no reply parses, and with one every reply does. That difference is what the tests measure.
+One hidden dimension carries a constant, and the output matrix reads it as a per-token prior: tokens that
+close a string or a bracket are likely, plain bytes are not. That keeps strings and arrays short (so replies
+are fast on one CPU thread) without teaching the model any structure: the order of the tokens stays random,
+so without a grammar almost no reply parses, and with one every reply does. That difference is what the
+tests measure.
 
 Usage: `python -m tests.real_engine.tiny_gguf OUT.gguf` (tests call `write_tiny_gguf`).
 """
