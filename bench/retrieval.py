@@ -16,6 +16,7 @@ import random
 import time
 import tracemalloc
 
+import backend  # noqa: F401, I001 - first: it pins BLAS to one thread, as in the server, before numpy loads
 import numpy as np
 
 from backend.memory.index import AgentIndex, IndexRow

@@ -49,16 +49,18 @@ def rank(
         if rows.size == 0:
             return [], [], 0.0
         now = _query_minutes(when, index.latest_minutes())
-        raw = relevance_raw(index, rows, mode, query_vector, query_tokens)
+        # Every row live and wanted (the usual case): slices are views, fancy indexing would copy each array.
+        sel: np.ndarray | slice = slice(0, index.size) if rows.size == index.size else rows
+        raw = relevance_raw(index, sel, mode, query_vector, query_tokens)
         parts = score_candidates(
-            accessed_minutes=index.accessed[rows],
-            importance=index.importance[rows],
+            accessed_minutes=index.accessed[sel],
+            importance=index.importance[sel],
             relevance=raw,
             now_minutes=now,
             decay=decay,
             weights=weights,
         )
-        best = top_k(parts.score, k, tiebreak=index.ids[rows])
+        best = top_k(parts.score, k, tiebreak=index.ids[sel])
         chosen = rows[best]
         touched = [int(i) for i in index.ids[chosen][index.accessed[chosen] < now]]
         index.touch(touched, now)
@@ -76,7 +78,11 @@ def rank(
 
 
 def relevance_raw(
-    index: AgentIndex, rows: np.ndarray, mode: str, query_vector: np.ndarray | None, query_tokens: set[str]
+    index: AgentIndex,
+    rows: np.ndarray | slice,
+    mode: str,
+    query_vector: np.ndarray | None,
+    query_tokens: set[str],
 ) -> np.ndarray:
     """Raw relevance of the candidate rows: embedding cosine, keyword overlap, or their mean."""
     emb = cosine(index.vectors[: index.size], query_vector)[rows] if query_vector is not None else None
