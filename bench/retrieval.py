@@ -11,12 +11,16 @@ fixed vocabulary so the keyword posting lists look like real ones. Query time co
 
 from __future__ import annotations
 
+import os
+
+# As in the server (backend/__init__.py): one BLAS thread, set before numpy loads.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import argparse
 import random
 import time
 import tracemalloc
 
-import backend  # noqa: F401, I001 - first: it pins BLAS to one thread, as in the server, before numpy loads
 import numpy as np
 
 from backend.memory.index import AgentIndex, IndexRow
