@@ -88,3 +88,26 @@ def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
 
 def _is_hiragana(run: str) -> bool:
     return all("\u3040" <= ch <= "\u309f" for ch in run)
+
+
+# C0 and C1 control characters except tab and newline, DEL, and the invisible direction overrides/isolates
+# and byte-order mark (they reorder or hide text in a speech bubble without being visible themselves).
+_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ufeff]")
+_MANY_NEWLINES = re.compile(r"\n{3,}")
+# Terminal escape sequences ("\x1b[31m"): removed whole, or their visible tail "[31m" would stay.
+_ANSI_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+
+
+def clean_text(text: str, max_chars: int | None = None) -> str:
+    """Model text made safe to show (Unity speech bubbles, the dashboard): control characters removed.
+
+    Newlines stay (a bubble may wrap on them; "\\r\\n" and "\\r" become "\\n", three or more become two),
+    tabs become spaces, everything else below U+0020 and U+007F-U+009F goes, as do bidi overrides and BOMs.
+    The result is stripped and, with `max_chars`, cut to that many characters.
+    """
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\t", " ")
+    text = _CONTROL_CHARS.sub("", _ANSI_ESCAPE.sub("", text))
+    text = _MANY_NEWLINES.sub("\n\n", text).strip()
+    if max_chars is not None and len(text) > max_chars:
+        text = text[:max_chars].rstrip()
+    return text

@@ -7,6 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, StringConstraints, ValidationInfo, field_validator
 
+from backend.text import clean_text
+
 #: The VRM 1.0 expression presets: Unity maps these 1:1 onto the avatar's face.
 EMOTIONS = ("neutral", "happy", "angry", "sad", "relaxed", "surprised")
 Emotion = Literal["neutral", "happy", "angry", "sad", "relaxed", "surprised"]
@@ -60,6 +62,12 @@ class TurnReply(BaseModel):
     is_conversation_end: bool = Field(
         False, description="true when the speaker ends the conversation with this line."
     )
+
+    @field_validator("dialogue")
+    @classmethod
+    def _clean(cls, value: str) -> str:
+        # Unity shows this in a speech bubble: control characters out, newlines kept (compose() caps length).
+        return clean_text(value)
 
 
 class TurnResult(BaseModel):

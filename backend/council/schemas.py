@@ -9,12 +9,26 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
+
+from backend.text import clean_text
 
 Stance = Literal["for", "conditional", "against"]
 RecommendedAction = Literal["accept", "revise", "reject"]
 AgentId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
-ShortText = Annotated[str, StringConstraints(strip_whitespace=True, max_length=500)]
+#: Model-written text shown to people (dashboard, records): control characters are removed.
+ModelText = Annotated[str, AfterValidator(clean_text)]
+ShortText = Annotated[
+    str, StringConstraints(strip_whitespace=True, max_length=500), AfterValidator(clean_text)
+]
 
 MIN_ROUNDS, MAX_ROUNDS, DEFAULT_ROUNDS = 1, 5, 2
 
@@ -85,7 +99,7 @@ class MemberOpinion(BaseModel):
     """One member's answer in one round."""
 
     stance: Stance
-    opinion: str = Field(min_length=1, max_length=3000)
+    opinion: ModelText = Field(min_length=1, max_length=3000)
     concerns: list[ShortText] = Field(default_factory=list, max_length=8)
     conditions: list[ShortText] = Field(default_factory=list, max_length=8)
 
@@ -101,7 +115,7 @@ class Aggregation(BaseModel):
 class Consensus(BaseModel):
     """The moderator's fair summary of the whole council."""
 
-    summary: str = Field(min_length=1, max_length=3000)
+    summary: ModelText = Field(min_length=1, max_length=3000)
     agreements: list[ShortText] = Field(default_factory=list, max_length=10)
     disagreements: list[ShortText] = Field(default_factory=list, max_length=10)
     actions: list[ShortText] = Field(default_factory=list, max_length=10)
@@ -118,7 +132,7 @@ class JudgeReply(BaseModel):
 
     scores: list[CriterionScore] = Field(min_length=1, max_length=12)
     overall: float = Field(ge=1, le=10)
-    rationale: str = Field(min_length=1, max_length=3000)
+    rationale: ModelText = Field(min_length=1, max_length=3000)
     recommended_action: RecommendedAction
 
 

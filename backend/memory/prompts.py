@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from backend.llm.base import Message
+from backend.text import clean_text
 
 
 class ImportanceRating(BaseModel):
@@ -38,7 +39,8 @@ class SalientQuestions(BaseModel):
 
 
 class Insight(BaseModel):
-    content: str = Field(min_length=1, max_length=1000)
+    # A reflection is shown on the dashboard and quoted into later prompts: no control characters.
+    content: Annotated[str, AfterValidator(clean_text)] = Field(min_length=1, max_length=1000)
     evidence_ids: list[int] = Field(min_length=1, max_length=20)
     importance: int = Field(5, ge=1, le=10)
 
