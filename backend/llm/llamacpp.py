@@ -13,6 +13,7 @@ import concurrent.futures
 import contextlib
 import heapq
 import itertools
+import json
 import random
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -142,10 +143,15 @@ class LlamaCppLLM(LLM):
         )
         return cls(llama, model_name=Path(path).name, temperature=settings.llm_temperature)
 
+    def resolve_model(self, options: GenerateOptions) -> str:
+        return self.model
+
+    async def check(self) -> str:
+        """One line for /health: the model is loaded in this process (nothing to reach)."""
+        return f"{self.name}: {self.model} loaded in-process, context {self.engine.llama.n_ctx()} tokens"
+
     def grammar_for(self, schema: dict[str, Any]) -> str:
         """The GBNF for a schema, converted once per distinct schema."""
-        import json
-
         key = json.dumps(schema, sort_keys=True)
         if key not in self._grammars:
             self._grammars[key] = json_schema_to_gbnf(schema)
@@ -178,7 +184,9 @@ class LlamaCppLLM(LLM):
             response = await self.engine.run(
                 lambda llama: llama.create_chat_completion(**request), options.priority
             )
-        except (ValueError, RuntimeError) as exc:
+        except ValueError as exc:  # e.g. the prompt does not fit the context: asking again won't help
+            raise LLMUnavailable(f"llama.cpp refused the call: {exc}", retryable=False) from exc
+        except RuntimeError as exc:
             raise LLMUnavailable(f"llama.cpp failed: {exc}") from exc
         choice = response["choices"][0]
         usage = response.get("usage") or {}

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from backend.config import Settings
-from backend.errors import ConfigError, LLMTimeout
+from backend.errors import ConfigError, LLMTimeout, LLMUnavailable
 from backend.llm.base import Completion, GenerateOptions, json_schema_for, parse_reply
 from backend.llm.llamacpp import LlamaCppEmbedder, LlamaCppLLM, PriorityGate
 from backend.llm.registry import build_embedder, build_provider
@@ -130,3 +130,13 @@ def test_a_file_llama_cpp_cannot_load_is_a_config_error(tmp_path: Path) -> None:
     fake.write_bytes(b"not a gguf at all")
     with pytest.raises(ConfigError, match="fake.gguf"):
         build_provider(llamacpp_settings(tmp_path, fake))
+
+
+async def test_a_prompt_too_long_for_the_context_fails_once_not_retried(provider: LlamaCppLLM) -> None:
+    too_long = [{"role": "user", "content": "広場" * 2000}]  # byte tokens: far beyond the 2048-token context
+    with pytest.raises(LLMUnavailable) as caught:
+        await provider.complete(too_long, options=options())
+    assert caught.value.retryable is False
+    assert "tiny.gguf loaded in-process" in await provider.check()
+    reply = await provider.complete(MESSAGES, options=options(), schema=json_schema_for(ConversationReflection))
+    parse_reply(reply.text, ConversationReflection)
