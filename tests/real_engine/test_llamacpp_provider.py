@@ -133,7 +133,7 @@ def test_a_file_llama_cpp_cannot_load_is_a_config_error(tmp_path: Path) -> None:
 
 
 async def test_a_prompt_too_long_for_the_context_fails_once_not_retried(provider: LlamaCppLLM) -> None:
-    too_long = [{"role": "user", "content": "広場" * 2000}]  # byte tokens: far beyond the 2048-token context
+    too_long = [{"role": "user", "content": "ぁ" * 1000}]  # 3 byte tokens each: beyond the 2048-token context
     with pytest.raises(LLMUnavailable) as caught:
         await provider.complete(too_long, options=options())
     assert caught.value.retryable is False
