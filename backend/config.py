@@ -42,7 +42,10 @@ DEFAULT_LLM_CONCURRENCY = {"ollama": 1, "llamacpp": 1, "openai": 4, "vllm": 4, "
 class Settings(BaseSettings):
     """Machi's configuration. Field names are the env var names, case-insensitive."""
 
-    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
+    # An empty value (`OPENAI_BASE_URL=` as in .env.example) means "not set": the default applies.
+    model_config = SettingsConfigDict(
+        env_file=".env", env_file_encoding="utf-8", extra="ignore", env_ignore_empty=True
+    )
 
     # --- server ---
     machi_host: str = "127.0.0.1"
@@ -148,6 +151,8 @@ class Settings(BaseSettings):
     farewell_phrases: list[str] = Field(default_factory=lambda: list(DEFAULT_FAREWELLS))
 
     # --- background jobs (backend/jobs: persisted, so a restart loses none) ---
+    # Jobs executing at once (more wait, in order; their model calls also queue in the LLM scheduler).
+    job_workers: int = Field(4, ge=1, le=64)
     # A failed job is retried after job_backoff_s * 2**(attempts-1) (at most job_backoff_max_s), up to
     # job_max_attempts runs; then it stays `failed` with its error (GET /v1/jobs?status=failed).
     job_max_attempts: int = Field(5, ge=1, le=100)

@@ -114,3 +114,25 @@ def test_machi_serve_without_openai_key_exits_2(
     monkeypatch.setenv("LLM_PROVIDER", "openai")
     assert main(["serve"]) == 2
     assert "OPENAI_API_KEY" in capsys.readouterr().err
+
+
+def test_env_example_loads_as_is_and_lists_every_setting(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Copying .env.example to .env must start the server on the defaults, and it documents every knob."""
+    import re
+    from pathlib import Path
+
+    from backend.config import Settings
+
+    example = Path(__file__).resolve().parents[1] / ".env.example"
+    text = example.read_text(encoding="utf-8")
+    (tmp_path / ".env").write_text(text, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    for key in list(__import__("os").environ):
+        if key.upper() in {name.upper() for name in Settings.model_fields}:
+            monkeypatch.delenv(key, raising=False)
+    loaded = Settings()
+    assert loaded.llm_provider == "scripted" and loaded.openai_base_url is None
+    listed = {m.group(1).lower() for m in re.finditer(r"^#?\s*([A-Z][A-Z0-9_]+)=", text, re.MULTILINE)}
+    fields = set(Settings.model_fields)
+    assert fields - listed == set(), "settings missing from .env.example"
+    assert listed - fields == set(), ".env.example names settings the code does not read"
