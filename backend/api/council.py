@@ -7,7 +7,7 @@ import asyncio
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import PlainTextResponse
 
-from backend.api.deps import EngineDep, LLMDep, SessionDep, TasksDep, WorldDep
+from backend.api.deps import MAX_OFFSET, EngineDep, LLMDep, SessionDep, TasksDep, WorldDep
 from backend.council.judge import judge_content, judge_conversation
 from backend.council.models import CouncilRecord
 from backend.council.record import render_record
@@ -64,7 +64,7 @@ def list_all(
     world: WorldDep,
     status: str | None = Query(None, pattern="^(pending|running|done|failed)$"),
     limit: int = Query(50, ge=1, le=500),
-    offset: int = Query(0, ge=0),
+    offset: int = Query(0, ge=0, le=MAX_OFFSET),
 ) -> CouncilList:
     rows = list_councils(session, world, status=status, limit=limit, offset=offset)
     return CouncilList(councils=[_summary(row) for row in rows])

@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from backend.memory.service import MemoryService
 
 WORLD_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+#: Databases keep integers in 64 bits: a larger id or offset must be a 404/422, not an overflow (500).
+MAX_ROW_ID = 2**63 - 1
+MAX_OFFSET = 100_000_000
 
 
 def get_settings(request: Request) -> Settings:
@@ -49,9 +52,10 @@ def get_tasks(request: Request) -> TaskRunner:
 
 
 def get_world(
-    x_machi_world: Annotated[str | None, Header()] = None,
+    x_machi_world: Annotated[str | None, Header(max_length=64)] = None,
     world: Annotated[
-        str | None, Query(description="the world, for clients that cannot set X-Machi-World (browsers)")
+        str | None,
+        Query(max_length=64, description="the world, for clients that cannot set X-Machi-World (browsers)"),
     ] = None,
 ) -> str:
     """The world a request works in: the `X-Machi-World` header, else `?world=`, else `default`."""

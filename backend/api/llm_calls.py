@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 from pydantic import BaseModel
 from sqlalchemy import func
 from sqlmodel import col, select
 
-from backend.api.deps import SessionDep, WorldDep
+from backend.api.deps import MAX_OFFSET, MAX_ROW_ID, SessionDep, WorldDep
 from backend.conversation.models import Turn
 from backend.errors import NotFound
 from backend.gametime import utcnow
@@ -62,7 +62,7 @@ def list_calls(
     council_id: str | None = Query(None, max_length=64),
     errors_only: bool = False,
     limit: int = Query(50, ge=1, le=500),
-    offset: int = Query(0, ge=0),
+    offset: int = Query(0, ge=0, le=MAX_OFFSET),
 ) -> LLMCallList:
     query = select(LLMCall).where(LLMCall.world_id == world)
     for column, value in (
@@ -147,7 +147,9 @@ def _purpose_stats(purpose: str, calls: list[tuple[bool, float]]) -> PurposeStat
 
 
 @router.get("/{call_id}", response_model=LLMCallDetail)
-def get_call(call_id: int, session: SessionDep, world: WorldDep) -> LLMCallDetail:
+def get_call(
+    call_id: Annotated[int, Path(ge=1, le=MAX_ROW_ID)], session: SessionDep, world: WorldDep
+) -> LLMCallDetail:
     row = session.get(LLMCall, call_id)
     if row is None or row.world_id != world:
         raise NotFound(f"no LLM call {call_id} in world {world!r}")

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Body, Path, Query, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 
-from backend.api.deps import MemoryDep, WorldDep
+from backend.api.deps import MAX_OFFSET, MAX_ROW_ID, MemoryDep, WorldDep
 from backend.memory.models import (
     Memory,
     MemoryBatchCreate,
@@ -66,7 +66,7 @@ def list_memories(
     type: MemoryType | None = None,  # noqa: A002 - the API's field name
     q: str | None = Query(None, max_length=200),
     limit: int = Query(50, ge=1, le=500),
-    offset: int = Query(0, ge=0),
+    offset: int = Query(0, ge=0, le=MAX_OFFSET),
 ) -> MemoryList:
     """The agent's memories, newest first (game time), paged; `q` filters by text."""
     memory.require_agent(world, agent_id)
@@ -120,7 +120,12 @@ async def reflect(
 
 
 @router.delete("/memories/{memory_id}", status_code=204)
-def delete_memory(agent_id: AgentId, memory_id: int, world: WorldDep, memory: MemoryDep) -> Response:
+def delete_memory(
+    agent_id: AgentId,
+    memory_id: Annotated[int, Path(ge=1, le=MAX_ROW_ID)],
+    world: WorldDep,
+    memory: MemoryDep,
+) -> Response:
     memory.require_agent(world, agent_id)
     memory.delete(world, agent_id, memory_id)
     return Response(status_code=204)

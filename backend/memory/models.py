@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, StringConstraints, field_validator
 from pydantic import Field as PydanticField
 from sqlalchemy import JSON, Index, LargeBinary, UniqueConstraint
 from sqlmodel import Field, SQLModel
@@ -18,6 +18,8 @@ MemoryType = Literal["observation", "reflection", "plan"]
 #: Stable small integers for the in-memory index (the table stores the names).
 TYPE_CODES: dict[str, int] = {"observation": 0, "reflection": 1, "plan": 2}
 MAX_BATCH = 1000
+#: Game days accepted on the wire (the world and plan APIs use the same bound).
+MAX_DAY = 1_000_000
 
 
 class Memory(SQLModel, table=True):
@@ -67,10 +69,13 @@ class MemoryCreate(BaseModel):
     content: str = PydanticField(min_length=1, max_length=10_000)
     importance: int | None = PydanticField(None, ge=1, le=10)
     location_name: str | None = PydanticField(None, max_length=200)
-    tags: list[str] | None = PydanticField(None, max_length=32)
-    day: int = PydanticField(1, ge=1)
+    tags: list[Annotated[str, StringConstraints(max_length=100)]] | None = PydanticField(None, max_length=32)
+    day: int = PydanticField(1, ge=1, le=MAX_DAY)
     time_of_day: float = PydanticField(0.0, ge=0, le=24)
-    evidence_ids: list[int] = PydanticField(default_factory=list, max_length=200)
+    # Row ids: beyond 64 bits the database cannot hold them (a 500 rather than a 422).
+    evidence_ids: list[Annotated[int, PydanticField(ge=1, le=2**63 - 1)]] = PydanticField(
+        default_factory=list, max_length=200
+    )
 
     @field_validator("content")
     @classmethod
@@ -133,8 +138,8 @@ class RetrieveRequest(BaseModel):
     weights: RetrievalWeights | None = None
     decay: float | None = PydanticField(None, gt=0, le=1)
     relevance: Literal["embedding", "keyword", "hybrid"] | None = None
-    types: list[MemoryType] | None = None
-    day: int | None = PydanticField(None, ge=1)
+    types: list[MemoryType] | None = PydanticField(None, max_length=3)
+    day: int | None = PydanticField(None, ge=1, le=MAX_DAY)
     time_of_day: float | None = PydanticField(None, ge=0, le=24)
 
 
@@ -153,7 +158,7 @@ class RetrieveResponse(BaseModel):
 class ReflectRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    day: int | None = PydanticField(None, ge=1)
+    day: int | None = PydanticField(None, ge=1, le=MAX_DAY)
     time_of_day: float | None = PydanticField(None, ge=0, le=24)
 
 

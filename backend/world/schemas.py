@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
 AgentState = Literal["moving_to_poi", "wandering_in_poi", "talking", "cooldown", "waiting_for_replan"]
 ID_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
@@ -28,7 +28,9 @@ class AgentBase(BaseModel):
     name: str = Field(min_length=1, max_length=100)
     language: Literal["ja", "en"] = "ja"
     age: int | None = Field(default=None, ge=0, le=200)
-    traits: list[str] = Field(default_factory=list, max_length=MAX_TRAITS)
+    traits: list[Annotated[str, StringConstraints(strip_whitespace=True, max_length=50)]] = Field(
+        default_factory=list, max_length=MAX_TRAITS
+    )
     backstory: str = Field(default="", max_length=4000)
     speaking_style: str = Field(default="", max_length=1000)
     home_poi: str | None = Field(default=None, pattern=ID_PATTERN)

@@ -31,7 +31,9 @@ def test_no_read_in_one_world_shows_another_worlds_data(secured: tuple[TestClien
             for case in reads:
                 url = case.url(ids)
                 sep = "&" if "?" in url else "?"
-                response = client.get(f"{url}{sep}world={reader.world}", headers={**ADMIN, "X-Machi-World": reader.world})
+                response = client.get(
+                    f"{url}{sep}world={reader.world}", headers={**ADMIN, "X-Machi-World": reader.world}
+                )
                 answered += response.status_code == 200
                 if response.status_code >= 500:
                     problems.append(f"{case} in {reader.world}: {response.status_code}")
@@ -64,14 +66,18 @@ def test_the_other_worlds_ids_are_not_found(secured: tuple[TestClient, Seeded, S
 def test_retrieval_and_export_stay_in_their_world(secured: tuple[TestClient, Seeded, Seeded]) -> None:
     client, alpha, bravo = secured
     in_bravo = {**ADMIN, "X-Machi-World": "bravo"}
-    hits = client.post("/v1/agents/hana/memories/retrieve", json={"query": "ALPHAの秘密", "k": 50}, headers=in_bravo)
+    hits = client.post(
+        "/v1/agents/hana/memories/retrieve", json={"query": "ALPHAの秘密", "k": 50}, headers=in_bravo
+    )
     assert hits.status_code == 200 and hits.json()["results"]
     assert _leaks(hits.text, alpha) == []
     export = client.get("/v1/world/export", headers=in_bravo)
     assert export.status_code == 200 and "BRAVO" in export.text
     assert _leaks(export.text, alpha) == []
     doc = export.json()
-    rows = [row for value in doc.values() if isinstance(value, list) for row in value if isinstance(row, dict)]
+    rows = [
+        row for value in doc.values() if isinstance(value, list) for row in value if isinstance(row, dict)
+    ]
     assert rows and all(row.get("world_id", "bravo") == "bravo" for row in rows), json.dumps(rows[:2])[:300]
 
 
@@ -86,7 +92,12 @@ def test_events_in_one_world_are_not_heard_in_another(secured: tuple[TestClient,
                            json={"type": "observation", "content": "ALPHAの事件"}).status_code == 201  # fmt: skip
         # Then one event in bravo: it must be the first thing the bravo listener hears.
         state = {"state": "talking", "day": 1, "time_of_day": 12.5}
-        assert client.post("/v1/agents/sora/state", json=state, headers={**ADMIN, "X-Machi-World": "bravo"}).status_code == 200
+        assert (
+            client.post(
+                "/v1/agents/sora/state", json=state, headers={**ADMIN, "X-Machi-World": "bravo"}
+            ).status_code
+            == 200
+        )
         first = ws.receive_json()
     assert first["world_id"] == "bravo" and first["payload"]["state"] == "talking"
     assert "alpha" not in json.dumps(first, ensure_ascii=False).lower()
