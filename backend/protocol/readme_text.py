@@ -31,7 +31,10 @@ server (scripted engine, demo town) and writes this file. Long lists are cut to 
 
 - Headers: `X-Machi-Protocol: 1` (a missing header means 1; another major gets `400 unsupported_protocol`
   naming the versions served), `X-Machi-World: <world>` (optional, default `default`), and the API key as
-  `X-Api-Key: <key>` or `Authorization: Bearer <key>` when the server has `MACHI_API_KEY`.
+  `X-Api-Key: <key>` or `Authorization: Bearer <key>` when the server has `MACHI_API_KEY` (without it: `401
+  unauthorized`; the read-only `MACHI_VIEWER_KEY` gets `403 forbidden` on every write). The `/v1/events`
+  WebSocket takes the same headers, or `?api_key=<key>` where a client cannot set headers. Bodies over
+  `MAX_BODY_BYTES` (1 MB) get `413 payload_too_large`.
 - Errors are `{"error": {"code", "message", "details"}}`. A 4xx means the request is wrong (the message names
   the field): do not retry it. Network errors, timeouts and 5xx may be retried with backoff; conversation
   turns are retry-safe (the same `session_id` and history length returns the stored reply).

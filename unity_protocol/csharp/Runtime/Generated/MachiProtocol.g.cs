@@ -110,6 +110,7 @@ namespace Machi.Protocol
         public double? StateTimeOfDay { get; set; }
 
         [JsonProperty("traits", NullValueHandling = NullValueHandling.Ignore)]
+        [JsonConverter(typeof(PurpleDecodeArrayConverter))]
         public List<string> Traits { get; set; }
 
         [JsonProperty("updated_at")]
@@ -208,6 +209,7 @@ namespace Machi.Protocol
         public double? StateTimeOfDay { get; set; }
 
         [JsonProperty("traits", NullValueHandling = NullValueHandling.Ignore)]
+        [JsonConverter(typeof(PurpleDecodeArrayConverter))]
         public List<string> Traits { get; set; }
 
         [JsonProperty("updated_at")]
@@ -252,6 +254,7 @@ namespace Machi.Protocol
         public string SpeakingStyle { get; set; }
 
         [JsonProperty("traits", NullValueHandling = NullValueHandling.Ignore)]
+        [JsonConverter(typeof(PurpleDecodeArrayConverter))]
         public List<string> Traits { get; set; }
 
         [JsonProperty("wake_hour", NullValueHandling = NullValueHandling.Ignore)]
@@ -409,11 +412,11 @@ namespace Machi.Protocol
         /// e.g. distance, interrupted.
         /// </summary>
         [JsonProperty("reason", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(StickyMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(IndigoMinMaxLengthCheckConverter))]
         public string Reason { get; set; }
 
         [JsonProperty("session_id")]
-        [JsonConverter(typeof(IndigoMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(IndecentMinMaxLengthCheckConverter))]
         public string SessionId { get; set; }
 
         [JsonProperty("time_of_day")]
@@ -531,7 +534,7 @@ namespace Machi.Protocol
     public partial class MemoryCreate
     {
         [JsonProperty("content")]
-        [JsonConverter(typeof(IndecentMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(HilariousMinMaxLengthCheckConverter))]
         public string Content { get; set; }
 
         [JsonProperty("day", NullValueHandling = NullValueHandling.Ignore)]
@@ -544,10 +547,11 @@ namespace Machi.Protocol
         public long? Importance { get; set; }
 
         [JsonProperty("location_name")]
-        [JsonConverter(typeof(HilariousMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(AmbitiousMinMaxLengthCheckConverter))]
         public string LocationName { get; set; }
 
         [JsonProperty("tags")]
+        [JsonConverter(typeof(FluffyDecodeArrayConverter))]
         public List<string> Tags { get; set; }
 
         [JsonProperty("time_of_day", NullValueHandling = NullValueHandling.Ignore)]
@@ -666,7 +670,7 @@ namespace Machi.Protocol
     public partial class PlanItem
     {
         [JsonProperty("activity")]
-        [JsonConverter(typeof(HilariousMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(AmbitiousMinMaxLengthCheckConverter))]
         public string Activity { get; set; }
 
         [JsonProperty("end")]
@@ -684,18 +688,18 @@ namespace Machi.Protocol
     public partial class PoiPublic
     {
         [JsonProperty("description", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(AmbitiousMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(MagentaMinMaxLengthCheckConverter))]
         public string Description { get; set; }
 
         [JsonProperty("id")]
         public string Id { get; set; }
 
         [JsonProperty("kind", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(CunningMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(FriskyMinMaxLengthCheckConverter))]
         public string Kind { get; set; }
 
         [JsonProperty("name")]
-        [JsonConverter(typeof(MagentaMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(MischievousMinMaxLengthCheckConverter))]
         public string Name { get; set; }
 
         [JsonProperty("position")]
@@ -739,7 +743,7 @@ namespace Machi.Protocol
         public long Day { get; set; }
 
         [JsonProperty("reason")]
-        [JsonConverter(typeof(FriskyMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(BraggadociousMinMaxLengthCheckConverter))]
         public string Reason { get; set; }
 
         [JsonProperty("time_of_day")]
@@ -753,15 +757,15 @@ namespace Machi.Protocol
     public partial class PoiUpsert
     {
         [JsonProperty("description", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(AmbitiousMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(MagentaMinMaxLengthCheckConverter))]
         public string Description { get; set; }
 
         [JsonProperty("kind", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(CunningMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(FriskyMinMaxLengthCheckConverter))]
         public string Kind { get; set; }
 
         [JsonProperty("name")]
-        [JsonConverter(typeof(MagentaMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(MischievousMinMaxLengthCheckConverter))]
         public string Name { get; set; }
 
         [JsonProperty("position")]
@@ -797,7 +801,7 @@ namespace Machi.Protocol
         public long? K { get; set; }
 
         [JsonProperty("query")]
-        [JsonConverter(typeof(MischievousMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter1))]
         public string Query { get; set; }
 
         [JsonProperty("relevance")]
@@ -880,7 +884,7 @@ namespace Machi.Protocol
         public long Day { get; set; }
 
         [JsonProperty("location_name")]
-        [JsonConverter(typeof(HilariousMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(AmbitiousMinMaxLengthCheckConverter))]
         public string LocationName { get; set; }
 
         [JsonProperty("position")]
@@ -913,7 +917,7 @@ namespace Machi.Protocol
         /// The agent who speaks now.
         /// </summary>
         [JsonProperty("agent_id")]
-        [JsonConverter(typeof(CunningMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(FriskyMinMaxLengthCheckConverter))]
         public string AgentId { get; set; }
 
         [JsonProperty("day", NullValueHandling = NullValueHandling.Ignore)]
@@ -923,7 +927,7 @@ namespace Machi.Protocol
         /// Earlier lines, oldest first, as "Name: line".
         /// </summary>
         [JsonProperty("history", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(DecodeArrayConverter))]
+        [JsonConverter(typeof(TentacledDecodeArrayConverter))]
         public List<string> History { get; set; }
 
         /// <summary>
@@ -933,21 +937,21 @@ namespace Machi.Protocol
         public Language? Language { get; set; }
 
         [JsonProperty("location_name")]
-        [JsonConverter(typeof(HilariousMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(AmbitiousMinMaxLengthCheckConverter))]
         public string LocationName { get; set; }
 
         /// <summary>
         /// Unity's id for this conversation.
         /// </summary>
         [JsonProperty("session_id")]
-        [JsonConverter(typeof(IndigoMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(IndecentMinMaxLengthCheckConverter))]
         public string SessionId { get; set; }
 
         /// <summary>
         /// The agent spoken to.
         /// </summary>
         [JsonProperty("target_id")]
-        [JsonConverter(typeof(CunningMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(FriskyMinMaxLengthCheckConverter))]
         public string TargetId { get; set; }
 
         /// <summary>
@@ -976,6 +980,12 @@ namespace Machi.Protocol
 
         [JsonProperty("emotion")]
         public Emotion Emotion { get; set; }
+
+        /// <summary>
+        /// The speaker's Plutchik state when the line was said (values 0-100, label, vrm_emotion).
+        /// </summary>
+        [JsonProperty("emotion_state")]
+        public Dictionary<string, object> EmotionState { get; set; }
 
         [JsonProperty("end_reason")]
         public EndReason? EndReason { get; set; }
@@ -1493,6 +1503,40 @@ namespace Machi.Protocol
         public static readonly TentacledMinMaxLengthCheckConverter Singleton = new TentacledMinMaxLengthCheckConverter();
     }
 
+    internal class PurpleDecodeArrayConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(List<string>);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            reader.Read();
+            var value = new List<string>();
+            while (reader.TokenType != JsonToken.EndArray)
+            {
+                var converter = StickyMinMaxLengthCheckConverter.Singleton;
+                var arrayItem = (string)converter.ReadJson(reader, typeof(string), null, serializer);
+                value.Add(arrayItem);
+                reader.Read();
+            }
+            return value;
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (List<string>)untypedValue;
+            writer.WriteStartArray();
+            foreach (var arrayItem in value)
+            {
+                var converter = StickyMinMaxLengthCheckConverter.Singleton;
+                converter.WriteJson(writer, arrayItem, serializer);
+            }
+            writer.WriteEndArray();
+            return;
+        }
+
+        public static readonly PurpleDecodeArrayConverter Singleton = new PurpleDecodeArrayConverter();
+    }
+
     internal class StickyMinMaxLengthCheckConverter : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(string);
@@ -1500,7 +1544,7 @@ namespace Machi.Protocol
         public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
         {
             var value = serializer.Deserialize<string>(reader);
-            if (value.Length >= 1 && value.Length <= 32)
+            if (value.Length <= 50)
             {
                 return value;
             }
@@ -1510,7 +1554,7 @@ namespace Machi.Protocol
         public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
         {
             var value = (string)untypedValue;
-            if (value.Length >= 1 && value.Length <= 32)
+            if (value.Length <= 50)
             {
                 serializer.Serialize(writer, value);
                 return;
@@ -1528,6 +1572,34 @@ namespace Machi.Protocol
         public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
         {
             var value = serializer.Deserialize<string>(reader);
+            if (value.Length >= 1 && value.Length <= 32)
+            {
+                return value;
+            }
+            throw new Exception("Cannot unmarshal type string");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (string)untypedValue;
+            if (value.Length >= 1 && value.Length <= 32)
+            {
+                serializer.Serialize(writer, value);
+                return;
+            }
+            throw new Exception("Cannot marshal type string");
+        }
+
+        public static readonly IndigoMinMaxLengthCheckConverter Singleton = new IndigoMinMaxLengthCheckConverter();
+    }
+
+    internal class IndecentMinMaxLengthCheckConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(string);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            var value = serializer.Deserialize<string>(reader);
             if (value.Length >= 1 && value.Length <= 128)
             {
                 return value;
@@ -1546,7 +1618,7 @@ namespace Machi.Protocol
             throw new Exception("Cannot marshal type string");
         }
 
-        public static readonly IndigoMinMaxLengthCheckConverter Singleton = new IndigoMinMaxLengthCheckConverter();
+        public static readonly IndecentMinMaxLengthCheckConverter Singleton = new IndecentMinMaxLengthCheckConverter();
     }
 
     internal class TentacledMinMaxValueCheckConverter : JsonConverter
@@ -1583,34 +1655,6 @@ namespace Machi.Protocol
         public static readonly TentacledMinMaxValueCheckConverter Singleton = new TentacledMinMaxValueCheckConverter();
     }
 
-    internal class IndecentMinMaxLengthCheckConverter : JsonConverter
-    {
-        public override bool CanConvert(Type t) => t == typeof(string);
-
-        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
-        {
-            var value = serializer.Deserialize<string>(reader);
-            if (value.Length >= 1 && value.Length <= 10000)
-            {
-                return value;
-            }
-            throw new Exception("Cannot unmarshal type string");
-        }
-
-        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
-        {
-            var value = (string)untypedValue;
-            if (value.Length >= 1 && value.Length <= 10000)
-            {
-                serializer.Serialize(writer, value);
-                return;
-            }
-            throw new Exception("Cannot marshal type string");
-        }
-
-        public static readonly IndecentMinMaxLengthCheckConverter Singleton = new IndecentMinMaxLengthCheckConverter();
-    }
-
     internal class HilariousMinMaxLengthCheckConverter : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(string);
@@ -1618,7 +1662,7 @@ namespace Machi.Protocol
         public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
         {
             var value = serializer.Deserialize<string>(reader);
-            if (value.Length <= 200)
+            if (value.Length >= 1 && value.Length <= 10000)
             {
                 return value;
             }
@@ -1628,7 +1672,7 @@ namespace Machi.Protocol
         public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
         {
             var value = (string)untypedValue;
-            if (value.Length <= 200)
+            if (value.Length >= 1 && value.Length <= 10000)
             {
                 serializer.Serialize(writer, value);
                 return;
@@ -1637,6 +1681,96 @@ namespace Machi.Protocol
         }
 
         public static readonly HilariousMinMaxLengthCheckConverter Singleton = new HilariousMinMaxLengthCheckConverter();
+    }
+
+    internal class AmbitiousMinMaxLengthCheckConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(string);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            var value = serializer.Deserialize<string>(reader);
+            if (value.Length <= 200)
+            {
+                return value;
+            }
+            throw new Exception("Cannot unmarshal type string");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (string)untypedValue;
+            if (value.Length <= 200)
+            {
+                serializer.Serialize(writer, value);
+                return;
+            }
+            throw new Exception("Cannot marshal type string");
+        }
+
+        public static readonly AmbitiousMinMaxLengthCheckConverter Singleton = new AmbitiousMinMaxLengthCheckConverter();
+    }
+
+    internal class FluffyDecodeArrayConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(List<string>);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            reader.Read();
+            var value = new List<string>();
+            while (reader.TokenType != JsonToken.EndArray)
+            {
+                var converter = CunningMinMaxLengthCheckConverter.Singleton;
+                var arrayItem = (string)converter.ReadJson(reader, typeof(string), null, serializer);
+                value.Add(arrayItem);
+                reader.Read();
+            }
+            return value;
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (List<string>)untypedValue;
+            writer.WriteStartArray();
+            foreach (var arrayItem in value)
+            {
+                var converter = CunningMinMaxLengthCheckConverter.Singleton;
+                converter.WriteJson(writer, arrayItem, serializer);
+            }
+            writer.WriteEndArray();
+            return;
+        }
+
+        public static readonly FluffyDecodeArrayConverter Singleton = new FluffyDecodeArrayConverter();
+    }
+
+    internal class CunningMinMaxLengthCheckConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(string);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            var value = serializer.Deserialize<string>(reader);
+            if (value.Length <= 100)
+            {
+                return value;
+            }
+            throw new Exception("Cannot unmarshal type string");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (string)untypedValue;
+            if (value.Length <= 100)
+            {
+                serializer.Serialize(writer, value);
+                return;
+            }
+            throw new Exception("Cannot marshal type string");
+        }
+
+        public static readonly CunningMinMaxLengthCheckConverter Singleton = new CunningMinMaxLengthCheckConverter();
     }
 
     internal class TypeElementConverter : JsonConverter
@@ -1685,62 +1819,6 @@ namespace Machi.Protocol
         public static readonly TypeElementConverter Singleton = new TypeElementConverter();
     }
 
-    internal class AmbitiousMinMaxLengthCheckConverter : JsonConverter
-    {
-        public override bool CanConvert(Type t) => t == typeof(string);
-
-        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
-        {
-            var value = serializer.Deserialize<string>(reader);
-            if (value.Length <= 2000)
-            {
-                return value;
-            }
-            throw new Exception("Cannot unmarshal type string");
-        }
-
-        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
-        {
-            var value = (string)untypedValue;
-            if (value.Length <= 2000)
-            {
-                serializer.Serialize(writer, value);
-                return;
-            }
-            throw new Exception("Cannot marshal type string");
-        }
-
-        public static readonly AmbitiousMinMaxLengthCheckConverter Singleton = new AmbitiousMinMaxLengthCheckConverter();
-    }
-
-    internal class CunningMinMaxLengthCheckConverter : JsonConverter
-    {
-        public override bool CanConvert(Type t) => t == typeof(string);
-
-        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
-        {
-            var value = serializer.Deserialize<string>(reader);
-            if (value.Length >= 1 && value.Length <= 64)
-            {
-                return value;
-            }
-            throw new Exception("Cannot unmarshal type string");
-        }
-
-        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
-        {
-            var value = (string)untypedValue;
-            if (value.Length >= 1 && value.Length <= 64)
-            {
-                serializer.Serialize(writer, value);
-                return;
-            }
-            throw new Exception("Cannot marshal type string");
-        }
-
-        public static readonly CunningMinMaxLengthCheckConverter Singleton = new CunningMinMaxLengthCheckConverter();
-    }
-
     internal class MagentaMinMaxLengthCheckConverter : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(string);
@@ -1748,7 +1826,7 @@ namespace Machi.Protocol
         public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
         {
             var value = serializer.Deserialize<string>(reader);
-            if (value.Length >= 1 && value.Length <= 200)
+            if (value.Length <= 2000)
             {
                 return value;
             }
@@ -1758,7 +1836,7 @@ namespace Machi.Protocol
         public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
         {
             var value = (string)untypedValue;
-            if (value.Length >= 1 && value.Length <= 200)
+            if (value.Length <= 2000)
             {
                 serializer.Serialize(writer, value);
                 return;
@@ -1776,6 +1854,62 @@ namespace Machi.Protocol
         public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
         {
             var value = serializer.Deserialize<string>(reader);
+            if (value.Length >= 1 && value.Length <= 64)
+            {
+                return value;
+            }
+            throw new Exception("Cannot unmarshal type string");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (string)untypedValue;
+            if (value.Length >= 1 && value.Length <= 64)
+            {
+                serializer.Serialize(writer, value);
+                return;
+            }
+            throw new Exception("Cannot marshal type string");
+        }
+
+        public static readonly FriskyMinMaxLengthCheckConverter Singleton = new FriskyMinMaxLengthCheckConverter();
+    }
+
+    internal class MischievousMinMaxLengthCheckConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(string);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            var value = serializer.Deserialize<string>(reader);
+            if (value.Length >= 1 && value.Length <= 200)
+            {
+                return value;
+            }
+            throw new Exception("Cannot unmarshal type string");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (string)untypedValue;
+            if (value.Length >= 1 && value.Length <= 200)
+            {
+                serializer.Serialize(writer, value);
+                return;
+            }
+            throw new Exception("Cannot marshal type string");
+        }
+
+        public static readonly MischievousMinMaxLengthCheckConverter Singleton = new MischievousMinMaxLengthCheckConverter();
+    }
+
+    internal class BraggadociousMinMaxLengthCheckConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(string);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            var value = serializer.Deserialize<string>(reader);
             if (value.Length <= 500)
             {
                 return value;
@@ -1794,7 +1928,7 @@ namespace Machi.Protocol
             throw new Exception("Cannot marshal type string");
         }
 
-        public static readonly FriskyMinMaxLengthCheckConverter Singleton = new FriskyMinMaxLengthCheckConverter();
+        public static readonly BraggadociousMinMaxLengthCheckConverter Singleton = new BraggadociousMinMaxLengthCheckConverter();
     }
 
     internal class StickyMinMaxValueCheckConverter : JsonConverter
@@ -1831,7 +1965,7 @@ namespace Machi.Protocol
         public static readonly StickyMinMaxValueCheckConverter Singleton = new StickyMinMaxValueCheckConverter();
     }
 
-    internal class MischievousMinMaxLengthCheckConverter : JsonConverter
+    internal class MinMaxLengthCheckConverter1 : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(string);
 
@@ -1856,7 +1990,7 @@ namespace Machi.Protocol
             throw new Exception("Cannot marshal type string");
         }
 
-        public static readonly MischievousMinMaxLengthCheckConverter Singleton = new MischievousMinMaxLengthCheckConverter();
+        public static readonly MinMaxLengthCheckConverter1 Singleton = new MinMaxLengthCheckConverter1();
     }
 
     internal class RelevanceConverter : JsonConverter
@@ -1961,7 +2095,7 @@ namespace Machi.Protocol
         public static readonly StateConverter Singleton = new StateConverter();
     }
 
-    internal class DecodeArrayConverter : JsonConverter
+    internal class TentacledDecodeArrayConverter : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(List<string>);
 
@@ -1971,7 +2105,7 @@ namespace Machi.Protocol
             var value = new List<string>();
             while (reader.TokenType != JsonToken.EndArray)
             {
-                var converter = AmbitiousMinMaxLengthCheckConverter.Singleton;
+                var converter = MagentaMinMaxLengthCheckConverter.Singleton;
                 var arrayItem = (string)converter.ReadJson(reader, typeof(string), null, serializer);
                 value.Add(arrayItem);
                 reader.Read();
@@ -1985,14 +2119,14 @@ namespace Machi.Protocol
             writer.WriteStartArray();
             foreach (var arrayItem in value)
             {
-                var converter = AmbitiousMinMaxLengthCheckConverter.Singleton;
+                var converter = MagentaMinMaxLengthCheckConverter.Singleton;
                 converter.WriteJson(writer, arrayItem, serializer);
             }
             writer.WriteEndArray();
             return;
         }
 
-        public static readonly DecodeArrayConverter Singleton = new DecodeArrayConverter();
+        public static readonly TentacledDecodeArrayConverter Singleton = new TentacledDecodeArrayConverter();
     }
 
     internal class EmotionConverter : JsonConverter
