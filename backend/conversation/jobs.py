@@ -104,11 +104,10 @@ def register(runner: JobRunner, after: Aftermath) -> None:
     async def reflect(job: Job) -> None:
         session_id = str(job.payload["session_id"])
         prefix = observe_prefix(job.world_id, session_id)
-        # The reflection reads every line's observation: wait for the ones being stored in this process,
-        # and defer while any is still pending (left by a crash, or waiting out a retry).
-        await runner.wait_for_prefix(prefix)
+        # The reflection reads every line's observation: defer (without holding a job slot) while any is
+        # still pending or running.
         if await asyncio.to_thread(job_store.live_with_prefix, runner.engine, prefix):
-            raise NotReady("observations of the conversation are still pending", delay_s=1.0)
+            raise NotReady("observations of the conversation are still pending", delay_s=0.2)
         made = await after.reflect_participant(job.world_id, session_id, str(job.payload["agent_id"]))
         if not made:
             raise RuntimeError(f"the conversation reflection for {job.payload['agent_id']} failed")

@@ -6,6 +6,7 @@ How a job runs:
   once as a tracked background task (so `TaskRunner.drain` waits for it).
 - A poll loop picks up pending jobs that are due and not already running here: jobs left by a crash (at
   start-up, `running` rows are stale and go back to `pending`) and jobs waiting out a retry backoff.
+- At most `job_workers` jobs execute at once; the rest wait their turn in this process.
 - Each run first claims the row (`pending` -> `running`, one UPDATE), so no job runs twice at once. A handler
   that raises is retried after `job_backoff_s * 2**(attempts-1)` (capped), up to `job_max_attempts`; then
   the job is `failed` with its error. `NotReady` defers a job without counting an attempt.
@@ -56,9 +57,11 @@ class JobRunner:
         self.handlers: dict[str, Handler] = {}
         self.outcomes: Counter[str] = Counter()  # done / retried / failed / deferred, since start
         self._active: dict[int, asyncio.Task[Any]] = {}
-        self._keys: dict[int, str] = {}
         self._wake = asyncio.Event()
         self._loop: asyncio.Task[None] | None = None
+        # Jobs executing at once. Each does several database steps in worker threads: unbounded, a backlog
+        # (a busy minute, a restart) would flood the thread pool that live requests use too.
+        self._slots = asyncio.Semaphore(settings.job_workers)
 
     def register(self, kind: str, handler: Handler) -> None:
         self.handlers[kind] = handler
@@ -80,21 +83,12 @@ class JobRunner:
         """Start committed jobs now (call after the transaction that added them has committed)."""
         for job in jobs:
             if job.id is not None:
-                self._start(job.id, job.dedupe_key)
+                self._start(job.id)
 
-    def _start(self, job_id: int, key: str | None = None) -> None:
+    def _start(self, job_id: int) -> None:
         if job_id in self._active:
             return
         self._active[job_id] = self.tasks.spawn(self._run(job_id), name=f"job:{job_id}")
-        if key:
-            self._keys[job_id] = key
-
-    async def wait_for_prefix(self, prefix: str) -> None:
-        """Wait for the jobs running in this process whose dedupe key starts with `prefix`."""
-        waiting = [self._active[i] for i, key in list(self._keys.items()) if key.startswith(prefix)]
-        waiting = [task for task in waiting if task is not asyncio.current_task()]
-        if waiting:
-            await asyncio.gather(*waiting, return_exceptions=True)
 
     @property
     def active(self) -> int:
@@ -115,16 +109,22 @@ class JobRunner:
 
     async def _run(self, job_id: int) -> None:
         try:
-            job = await asyncio.to_thread(store.claim, self.engine, job_id)
-            if job is None:
-                return
-            self._keys.setdefault(job_id, job.dedupe_key or "")
-            await self._execute(job)
+            async with self._slots:
+                job = await asyncio.to_thread(store.claim, self.engine, job_id)
+                if job is None:
+                    return
+                delay = await self._execute(job)
         finally:
             self._active.pop(job_id, None)
-            self._keys.pop(job_id, None)
+        if delay is not None:  # deferred: try again soon in this process (drain waits for it)
+            self.tasks.spawn(self._later(job_id, delay), name=f"job-later:{job_id}")
 
-    async def _execute(self, job: Job) -> None:
+    async def _later(self, job_id: int, delay_s: float) -> None:
+        await asyncio.sleep(delay_s)
+        self._start(job_id)
+
+    async def _execute(self, job: Job) -> float | None:
+        """Run the handler and record the outcome. Returns the delay of a deferred job, else None."""
         assert job.id is not None
         handler = self.handlers.get(job.kind)
         try:
@@ -136,12 +136,13 @@ class JobRunner:
             await asyncio.to_thread(
                 store.retry_later, self.engine, job.id, str(exc), exc.delay_s, give_up=False, count=False
             )
-            return
+            return exc.delay_s
         except Exception as exc:  # noqa: BLE001 - every failure is recorded on the row and retried
             await self._failed(job, exc)
-            return
+            return None
         await asyncio.to_thread(store.finish, self.engine, job.id)
         self.outcomes["done"] += 1
+        return None
 
     async def _failed(self, job: Job, exc: Exception) -> None:
         assert job.id is not None

@@ -41,6 +41,10 @@ def create_db_engine(url: str, *, echo: bool = False) -> Engine:
         if database and database != ":memory:" and not database.startswith("file:"):
             Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
         kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+        # Some routes hold their session across awaits (a plan/now that waits for the model's queue, a
+        # perception waiting for the agent's memory writer): under load (bench/load.py, 100 clients) the
+        # default 5+10 connections ran out. A SQLite connection is a file handle; writes still serialise.
+        kwargs.update(pool_size=20, max_overflow=80, pool_timeout=60)
         engine = create_engine(url, **kwargs)
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine

@@ -85,7 +85,7 @@ def test_a_job_that_keeps_failing_ends_failed_with_its_error(settings: Settings)
 
 def test_a_live_turn_completes_while_ten_background_jobs_are_queued(settings: Settings) -> None:
     llm = FaultyLLM()
-    with faulty_client(settings, llm, llm_concurrency=1) as client:
+    with faulty_client(settings, llm, llm_concurrency=1, job_workers=16) as client:
         add_agents(client)
         app = client.app
         scheduler = find_scheduler(app.state.llm)  # type: ignore[attr-defined]
