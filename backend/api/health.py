@@ -10,11 +10,12 @@ from sqlalchemy import text
 from backend import PROTOCOL_VERSION, __version__
 from backend.jobs import store as job_store
 from backend.llm.scheduler import find_scheduler
+from backend.protocol.wire import HealthPublic
 
 router = APIRouter(tags=["health"])
 
 
-@router.get("/health")
+@router.get("/health", response_model=HealthPublic)
 def health(request: Request) -> dict[str, Any]:
     """Always public. Reports the provider's reachability instead of failing when it is down."""
     state = request.app.state

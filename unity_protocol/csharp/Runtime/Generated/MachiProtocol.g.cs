@@ -487,6 +487,12 @@ namespace Machi.Protocol
         [JsonProperty("embedding_provider")]
         public string EmbeddingProvider { get; set; }
 
+        /// <summary>
+        /// Background jobs by status (pending, running, failed...).
+        /// </summary>
+        [JsonProperty("jobs")]
+        public Dictionary<string, long> Jobs { get; set; }
+
         [JsonProperty("llm_detail")]
         public object LlmDetail { get; set; }
 
@@ -501,6 +507,12 @@ namespace Machi.Protocol
 
         [JsonProperty("llm_provider")]
         public string LlmProvider { get; set; }
+
+        /// <summary>
+        /// The model call queue: slots, in flight, depth and waits per priority, fallback turns.
+        /// </summary>
+        [JsonProperty("llm_queue")]
+        public Dictionary<string, object> LlmQueue { get; set; }
 
         [JsonProperty("llm_reachable")]
         public bool? LlmReachable { get; set; }
