@@ -16,6 +16,7 @@ from backend.errors import NotFound
 from backend.gametime import utcnow
 from backend.llm.models import LLMCall
 from backend.llm.scheduler import find_scheduler
+from backend.llm.trace import INVALID_PREFIX
 
 router = APIRouter(prefix="/v1/llm-calls", tags=["llm"])
 #: Newest traced calls the stats read at most (a busy day holds far more; the window's tail is enough).
@@ -40,6 +41,7 @@ class LLMCallPublic(BaseModel):
     prompt_tokens: int | None
     completion_tokens: int | None
     streamed: bool
+    repaired: bool = False
     created_at: datetime
 
 
@@ -83,6 +85,10 @@ class PurposeStats(BaseModel):
     purpose: str
     calls: int
     errors: int
+    #: Replies that parsed only after repair (code fences or prose around the JSON).
+    repaired: int = 0
+    #: Replies that failed validation (each was re-asked, or given up on after the re-ask).
+    invalid_replies: int = 0
     latency_p50_ms: float
     latency_p95_ms: float
     latency_mean_ms: float
@@ -106,14 +112,15 @@ def call_stats(
     """Queue depth and waits per priority, fallbacks, and per-purpose counts, errors and latency."""
     since = utcnow() - timedelta(seconds=window_s)
     rows = session.exec(
-        select(LLMCall.purpose, LLMCall.ok, LLMCall.latency_ms)
+        select(LLMCall.purpose, LLMCall.ok, LLMCall.latency_ms, LLMCall.repaired, LLMCall.error)
         .where(LLMCall.world_id == world, col(LLMCall.created_at) >= since)
         .order_by(col(LLMCall.id).desc())
         .limit(STATS_ROWS)
     ).all()
-    by_purpose: dict[str, list[tuple[bool, float]]] = {}
-    for purpose, ok, latency in rows:
-        by_purpose.setdefault(purpose, []).append((ok, latency))
+    by_purpose: dict[str, list[tuple[bool, float, bool, bool]]] = {}
+    for purpose, ok, latency, repaired, error in rows:
+        invalid = bool(error) and str(error).startswith(INVALID_PREFIX)
+        by_purpose.setdefault(purpose, []).append((ok, latency, bool(repaired), invalid))
     turns = session.exec(
         select(Turn.fallback, func.count())
         .where(Turn.world_id == world, col(Turn.created_at) >= since)
@@ -130,8 +137,8 @@ def call_stats(
     )
 
 
-def _purpose_stats(purpose: str, calls: list[tuple[bool, float]]) -> PurposeStats:
-    latencies = sorted(latency for _, latency in calls)
+def _purpose_stats(purpose: str, calls: list[tuple[bool, float, bool, bool]]) -> PurposeStats:
+    latencies = sorted(call[1] for call in calls)
 
     def at(q: float) -> float:
         return round(latencies[min(len(latencies) - 1, int(q * len(latencies)))], 2)
@@ -139,7 +146,9 @@ def _purpose_stats(purpose: str, calls: list[tuple[bool, float]]) -> PurposeStat
     return PurposeStats(
         purpose=purpose,
         calls=len(calls),
-        errors=sum(1 for ok, _ in calls if not ok),
+        errors=sum(1 for call in calls if not call[0]),
+        repaired=sum(1 for call in calls if call[2]),
+        invalid_replies=sum(1 for call in calls if call[3]),
         latency_p50_ms=at(0.5),
         latency_p95_ms=at(0.95),
         latency_mean_ms=round(sum(latencies) / len(latencies), 2),

@@ -32,4 +32,6 @@ class LLMCall(SQLModel, table=True):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     streamed: bool = False
+    #: The reply needed repair (code fences or prose around the JSON object) before it could be parsed.
+    repaired: bool = False
     created_at: datetime = Field(default_factory=utcnow, index=True)

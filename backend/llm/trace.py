@@ -18,6 +18,8 @@ from backend.llm.models import LLMCall
 log = logging.getLogger(__name__)
 
 MAX_STORED_CHARS = 200_000
+#: How a trace whose reply failed validation starts its `error` (the re-ask follows, or the call gives up).
+INVALID_PREFIX = "invalid reply: "
 
 
 class TraceSink(Protocol):
@@ -74,7 +76,7 @@ class DatabaseTraceSink:
             with Session(self.engine) as session:
                 row = session.get(LLMCall, call_id)
                 if row is not None:
-                    row.ok, row.error = False, f"invalid reply: {error}"[:2000]
+                    row.ok, row.error = False, f"{INVALID_PREFIX}{error}"[:2000]
                     session.add(row)
                     session.commit()
 
@@ -169,8 +171,15 @@ class TracingLLM(LLMWrapper):
             prompt_tokens=completion.prompt_tokens if completion else None,
             completion_tokens=completion.completion_tokens if completion else None,
             streamed=streamed,
+            repaired=bool(schema) and reply is not None and error is None and not _bare_json(reply),
         )
         return await self.sink.record(call)
+
+
+def _bare_json(reply: str) -> bool:
+    """A reply that is one JSON object and nothing else (no fences, no prose around it)."""
+    text = reply.strip()
+    return text.startswith("{") and text.endswith("}")
 
 
 def _describe(error: BaseException | None) -> str | None:

@@ -18,7 +18,12 @@ def server_counts(client: Any, plan_days: dict[str, set[int]], agent_ids: list[s
             plan = client.plan(agent_id, day)
             plans[agent_id] += 1
             plan_versions += int(plan.get("version", 1))
+    try:
+        model = model_counts(client.llm_stats(window_s=30 * 86_400))
+    except Exception:  # noqa: BLE001 - an older server without the stats: the summary goes without
+        model = {}
     return {
+        "model": model,
         "memories": dict(memories),
         "reflections": dict(reflections),
         "plans": dict(plans),
@@ -26,9 +31,22 @@ def server_counts(client: Any, plan_days: dict[str, set[int]], agent_ids: list[s
     }
 
 
+def model_counts(stats: dict[str, Any]) -> dict[str, int]:
+    """How the model's replies fared over the run (from GET /v1/llm-calls/stats)."""
+    purposes = stats.get("purposes", [])
+    return {
+        "calls": sum(p["calls"] for p in purposes),
+        "errors": sum(p["errors"] for p in purposes),
+        "repaired": sum(p.get("repaired", 0) for p in purposes),
+        "reasked": sum(p.get("invalid_replies", 0) for p in purposes),
+    }
+
+
 def build_summary(report: Any, counts: dict[str, Any], log: Any, hours: float, seed: int) -> dict[str, Any]:
     errors = sum(n for status, n in log.statuses.items() if status >= 400)
     return {
+        "model": counts.get("model", {}),
+        "server_errors": sum(n for status, n in log.statuses.items() if status >= 500),
         "hours": hours,
         "seed": seed,
         "conversations": len(report.conversations),
@@ -65,12 +83,20 @@ def render(summary: dict[str, Any]) -> str:
     lines.append(
         f"turns: {summary['turns']} ({summary['streamed_turns']} streamed), fallbacks: {summary['fallbacks']}"
     )
+    model = summary.get("model") or {}
+    if model:
+        lines.append(
+            f"model calls: {model['calls']} (repaired {model['repaired']}, re-asked {model['reasked']}, "
+            f"failed {model['errors']}), fallback lines: {summary['fallbacks']}"
+        )
     lines.append(f"memories: {summary['memories']}, reflections: {summary['reflections']}")
     lines.append(
         f"plans: {summary['plans']} (versions {summary['plan_versions']}), plan/now calls: {summary['plan_requests']}"
     )
     lines.append(f"state reports: {summary['state_reports']}")
-    lines.append(f"errors (4xx/5xx): {summary['errors']}, retries: {summary['retries']}")
+    lines.append(
+        f"errors (4xx/5xx): {summary['errors']} (5xx: {summary['server_errors']}), retries: {summary['retries']}"
+    )
     lines.extend(f"  ! {failure}" for failure in summary["failures"])
     return "\n".join(lines)
 

@@ -86,3 +86,27 @@ def test_bad_filter_is_a_422_naming_the_field(client: TestClient) -> None:
     response = client.get("/v1/llm-calls", params={"limit": 0})
     assert response.status_code == 422
     assert "limit" in response.text
+
+
+def test_stats_count_repaired_and_reasked_replies(client: TestClient, scripted: ScriptedLLM) -> None:
+    """A fenced reply counts as repaired; a reply missing a field as invalid (then re-asked)."""
+
+    class Verdict(BaseModel):
+        score: int
+
+    scripted.enqueue('```json\n{"score": 3}\n```', '{"nope": 1}', '{"score": 4}', purpose="probe")
+    llm = client.app.state.llm  # type: ignore[attr-defined]
+
+    async def ask() -> tuple[Verdict, Verdict]:
+        options = GenerateOptions(purpose="probe")
+        first = await llm.generate_json([{"role": "user", "content": "rate"}], Verdict, options=options)
+        second = await llm.generate_json([{"role": "user", "content": "again"}], Verdict, options=options)
+        return first, second
+
+    first, second = client.portal.call(ask)  # type: ignore[union-attr]
+    assert (first.score, second.score) == (3, 4)
+    stats = client.get("/v1/llm-calls/stats").json()
+    [probe] = [p for p in stats["purposes"] if p["purpose"] == "probe"]
+    assert (probe["calls"], probe["repaired"], probe["invalid_replies"], probe["errors"]) == (3, 1, 1, 1)
+    calls = client.get("/v1/llm-calls", params={"purpose": "probe"}).json()["calls"]
+    assert [c["repaired"] for c in calls] == [False, False, True]  # newest first

@@ -156,6 +156,10 @@ class MachiClient:
     def conversation(self, session_id: str) -> JSON:
         return self._send("GET", f"/v1/conversations/{session_id}")
 
+    def llm_stats(self, window_s: int = 3600) -> JSON:
+        """Model call counts per purpose (errors, repaired and invalid replies), queue and fallback turns."""
+        return self._send("GET", "/v1/llm-calls/stats", params={"window_s": window_s})  # type: ignore[no-any-return]
+
     def memories(self, agent_id: str, *, type: str | None = None, limit: int = 50) -> JSON:  # noqa: A002
         params: JSON = {"limit": limit} | ({"type": type} if type else {})
         return self._send("GET", f"/v1/agents/{agent_id}/memories", params=params)
