@@ -131,6 +131,10 @@ def test_agent_page_shows_persona_memories_emotion_and_plan(page: Page, town: di
 
 
 def test_memory_table_filters_by_type_and_text(page: Page, town: dict[str, Any]) -> None:
+    # A memory the text filter must find, whatever the scripted conversation happened to say.
+    http: httpx.Client = town["http"]
+    known = {"type": "reflection", "content": "ひかりに図書館？と聞かれて、道を教えた", "importance": 4}
+    assert http.post("/v1/agents/aoi/memories", json=known).status_code == 201
     page.goto(town["base"] + "/agents/aoi")
     expect(page.locator("#mem-rows tr").first).to_have_attribute("data-type", "reflection")
     page.select_option("#mem-type", "plan")
