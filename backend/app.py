@@ -94,7 +94,15 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.events = EventBus()
     _publish_llm_calls(app.state.llm, app.state.events)
     app.state.jobs = JobRunner(engine=engine, settings=settings, tasks=app.state.tasks)
-    app.state.memory = MemoryService(engine=engine, embedder=app.state.embedder, llm=app.state.llm, settings=settings, tasks=app.state.tasks, events=app.state.events, jobs=app.state.jobs)  # noqa: E501
+    app.state.memory = MemoryService(
+        engine=engine,
+        embedder=app.state.embedder,
+        llm=app.state.llm,
+        settings=settings,
+        tasks=app.state.tasks,
+        events=app.state.events,
+        jobs=app.state.jobs,
+    )  # noqa: E501
     app.state.emotion = EmotionService(
         engine=engine, llm=app.state.llm, settings=settings, tasks=app.state.tasks, events=app.state.events
     )

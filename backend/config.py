@@ -199,9 +199,7 @@ class Settings(BaseSettings):
     def _check_provider_needs(self) -> Settings:
         needs_openai_key = self.llm_provider == "openai" or self.embedding_provider == "openai"
         if needs_openai_key and not (self.openai_api_key and self.openai_api_key.get_secret_value()):
-            raise ValueError(
-                "OPENAI_API_KEY is required when LLM_PROVIDER or EMBEDDING_PROVIDER is openai"
-            )
+            raise ValueError("OPENAI_API_KEY is required when LLM_PROVIDER or EMBEDDING_PROVIDER is openai")
         return self
 
     @model_validator(mode="after")

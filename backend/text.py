@@ -22,7 +22,9 @@ STOP_WORDS = frozenset(
     "i you he she we they me my your our their him her them do did does have has had not no so very "
     "what when where who how why just about there here then than too can will would could should".split()
 )
-_JA_STOP = frozenset(["です", "ます", "した", "して", "する", "いる", "ある", "この", "その", "あの", "こと", "もの"])
+_JA_STOP = frozenset(
+    ["です", "ます", "した", "して", "する", "いる", "ある", "この", "その", "あの", "こと", "もの"]
+)
 
 
 def normalise(text: str) -> str:

@@ -27,11 +27,11 @@ MAX_OFFSET = 100_000_000
 
 
 def get_settings(request: Request) -> Settings:
-    return request.app.state.settings  # type: ignore[no-any-return]
+    return request.app.state.settings
 
 
 def get_engine(request: Request) -> Engine:
-    return request.app.state.engine  # type: ignore[no-any-return]
+    return request.app.state.engine
 
 
 def get_session(request: Request) -> Iterator[Session]:
@@ -40,15 +40,15 @@ def get_session(request: Request) -> Iterator[Session]:
 
 
 def get_llm(request: Request) -> LLM:
-    return request.app.state.llm  # type: ignore[no-any-return]
+    return request.app.state.llm
 
 
 def get_embedder(request: Request) -> Embedder:
-    return request.app.state.embedder  # type: ignore[no-any-return]
+    return request.app.state.embedder
 
 
 def get_tasks(request: Request) -> TaskRunner:
-    return request.app.state.tasks  # type: ignore[no-any-return]
+    return request.app.state.tasks
 
 
 def get_world(
@@ -81,14 +81,14 @@ WorldDep = Annotated[str, Depends(get_world)]
 
 
 def get_memory(request: Request) -> MemoryService:
-    return request.app.state.memory  # type: ignore[no-any-return]
+    return request.app.state.memory
 
 
 MemoryDep = Annotated["MemoryService", Depends(get_memory)]
 
 
 def get_events(request: Request) -> EventBus:
-    return request.app.state.events  # type: ignore[no-any-return]
+    return request.app.state.events
 
 
 EventsDep = Annotated["EventBus", Depends(get_events)]

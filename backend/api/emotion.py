@@ -17,7 +17,7 @@ AgentId = Annotated[str, Path(min_length=1, max_length=64)]
 
 
 def get_emotion(request: Request) -> EmotionService:
-    return request.app.state.emotion  # type: ignore[no-any-return]
+    return request.app.state.emotion
 
 
 EmotionDep = Annotated[EmotionService, Depends(get_emotion)]

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Request
 from pydantic import BaseModel
 from sqlalchemy import func
+from sqlalchemy import select as sa_select  # more columns than sqlmodel's select is typed for
 from sqlmodel import col, select
 
 from backend.api.deps import MAX_OFFSET, MAX_ROW_ID, SessionDep, WorldDep
@@ -111,9 +112,15 @@ def call_stats(
 ) -> LLMStats:
     """Queue depth and waits per priority, fallbacks, and per-purpose counts, errors and latency."""
     since = utcnow() - timedelta(seconds=window_s)
-    rows = session.exec(
-        select(LLMCall.purpose, LLMCall.ok, LLMCall.latency_ms, LLMCall.repaired, LLMCall.error)
-        .where(LLMCall.world_id == world, col(LLMCall.created_at) >= since)
+    rows = session.execute(
+        sa_select(
+            col(LLMCall.purpose),
+            col(LLMCall.ok),
+            col(LLMCall.latency_ms),
+            col(LLMCall.repaired),
+            col(LLMCall.error),
+        )
+        .where(col(LLMCall.world_id) == world, col(LLMCall.created_at) >= since)
         .order_by(col(LLMCall.id).desc())
         .limit(STATS_ROWS)
     ).all()
@@ -122,9 +129,9 @@ def call_stats(
         invalid = bool(error) and str(error).startswith(INVALID_PREFIX)
         by_purpose.setdefault(purpose, []).append((ok, latency, bool(repaired), invalid))
     turns = session.exec(
-        select(Turn.fallback, func.count())
+        select(col(Turn.fallback), func.count())
         .where(Turn.world_id == world, col(Turn.created_at) >= since)
-        .group_by(Turn.fallback)
+        .group_by(col(Turn.fallback))
     ).all()
     counted = {bool(fallback): int(n) for fallback, n in turns}
     scheduler = find_scheduler(request.app.state.llm)

@@ -313,4 +313,8 @@ def observation_ids(engine: Any, world_id: str, agent_id: str, session_id: str) 
     )
     with Session(engine) as session:
         found = session.exec(query.order_by(col(Memory.id))).all()
-    return [int(row[0]) for row in found if (row[1], row[2], row[3]) == (world_id, agent_id, "observation")]
+    return [
+        row[0]
+        for row in found
+        if row[0] is not None and (row[1], row[2], row[3]) == (world_id, agent_id, "observation")
+    ]

@@ -153,7 +153,7 @@ BASE_RESTING = {
 
 def baseline_for(traits: Iterable[str], backstory: str = "") -> dict[str, float]:
     """A resting state from persona words: every trait that mentions a known word nudges the baseline."""
-    values = dict(BASE_RESTING)
+    values: dict[str, float] = dict(BASE_RESTING)
     text = " ".join(traits).lower() + " " + backstory.lower()
     for word, bias in TRAIT_BIASES.items():
         if word in text:

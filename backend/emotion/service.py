@@ -103,7 +103,9 @@ class EmotionService:
         )
 
     # --- evaluating ---
-    def schedule(self, agent: Agent, *, lines: Sequence[str], cause: str, day: int, time_of_day: float) -> None:
+    def schedule(
+        self, agent: Agent, *, lines: Sequence[str], cause: str, day: int, time_of_day: float
+    ) -> None:
         """Re-evaluate in the background (fire-and-forget), latest-wins per agent.
 
         While an evaluation for the agent runs, newer requests replace each other and only the newest runs

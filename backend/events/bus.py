@@ -105,7 +105,7 @@ class EventBus:
         self, topic: Topic[P], handler: Callable[[Event[P]], Awaitable[None] | None], **filters: Any
     ) -> Subscription:
         """Typed subscription to one topic: the handler's payload type is the topic's."""
-        return self.subscribe(handler, types=[topic], **filters)  # type: ignore[arg-type]
+        return self.subscribe(handler, types=[topic], **filters)
 
     def unsubscribe(self, sub: Subscription) -> None:
         if sub in self._subscriptions:

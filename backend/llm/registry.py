@@ -39,7 +39,7 @@ def _load(path: str, name: str) -> Callable[..., Any]:
         extra = EXTRAS.get(name)
         hint = f"pip install 'machi[{extra}]'" if extra else f"pip install {exc.name}"
         raise MissingDependency(f"provider {name!r} needs the package {exc.name!r}: {hint}") from exc
-    return getattr(module, attr)  # type: ignore[no-any-return]
+    return getattr(module, attr)
 
 
 def build_provider(settings: Settings) -> LLM:
@@ -48,7 +48,7 @@ def build_provider(settings: Settings) -> LLM:
     if name not in PROVIDERS:
         raise ConfigError(f"unknown LLM_PROVIDER {name!r}; choose one of {', '.join(PROVIDERS)}")
     factory = _load(PROVIDERS[name], name)
-    return factory.from_settings(settings)  # type: ignore[no-any-return, attr-defined]
+    return factory.from_settings(settings)  # type: ignore[attr-defined]
 
 
 def build_embedder(settings: Settings) -> Embedder:
@@ -56,7 +56,7 @@ def build_embedder(settings: Settings) -> Embedder:
     if name not in EMBEDDERS:
         raise ConfigError(f"unknown EMBEDDING_PROVIDER {name!r}; choose one of {', '.join(EMBEDDERS)}")
     factory = _load(EMBEDDERS[name], name)
-    return factory.from_settings(settings)  # type: ignore[no-any-return, attr-defined]
+    return factory.from_settings(settings)  # type: ignore[attr-defined]
 
 
 def wrap(provider: LLM, settings: Settings, engine: Engine | None) -> LLM:

@@ -25,7 +25,7 @@ def agent_row(engine: Engine, world_id: str, agent_id: str) -> Agent | None:
 
 
 def insert(
-    engine: Engine, rows: Sequence[Memory], follow_up: Callable[[list[Memory]], list[Any]] | None = None
+    engine: Engine, rows: Sequence[Memory], follow_up: Callable[[list[Memory]], Sequence[Any]] | None = None
 ) -> list[Memory]:
     """Store rows in one transaction; returns them with ids. `follow_up(rows)` adds jobs to that transaction."""
     with Session(engine, expire_on_commit=False) as session:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 #: Builds rows (jobs) to commit with freshly inserted memories, given them with their ids.
-FollowUp = Callable[[list[Memory]], list[SQLModel]]
+FollowUp = Callable[[list[Memory]], Sequence[SQLModel]]
 
 
 async def store(

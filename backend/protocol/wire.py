@@ -27,9 +27,12 @@ class HealthPublic(BaseModel):
     database_ok: bool
     background_tasks: int
     llm_queue: dict[str, Any] | None = Field(
-        None, description="The model call queue: slots, in flight, depth and waits per priority, fallback turns."
+        None,
+        description="The model call queue: slots, in flight, depth and waits per priority, fallback turns.",
     )
-    jobs: dict[str, int] | None = Field(None, description="Background jobs by status (pending, running, failed...).")
+    jobs: dict[str, int] | None = Field(
+        None, description="Background jobs by status (pending, running, failed...)."
+    )
 
 
 class ErrorInfo(BaseModel):

@@ -42,7 +42,7 @@ def migrate(engine: Engine, metadata: MetaData) -> list[str]:
     return done
 
 
-def _add_column(conn: Connection, table: str, column: Column) -> str:  # type: ignore[type-arg]
+def _add_column(conn: Connection, table: str, column: Column) -> str:
     preparer = conn.dialect.identifier_preparer
     col_type = column.type.compile(dialect=conn.dialect)
     statement = f"ALTER TABLE {preparer.quote(table)} ADD COLUMN {preparer.quote(column.name)} {col_type}"
@@ -53,7 +53,7 @@ def _add_column(conn: Connection, table: str, column: Column) -> str:  # type: i
     return statement
 
 
-def _literal_default(column: Column) -> str | None:  # type: ignore[type-arg]
+def _literal_default(column: Column) -> str | None:
     # Existing rows get the Python-side default when it is a plain literal, so old data reads back valid.
     default = column.default
     value = getattr(default, "arg", None) if default is not None else None

@@ -20,7 +20,11 @@ def test_members_feel_the_outcome(client: TestClient, scripted: ScriptedLLM) -> 
     drain(client)
     assert client.get(f"/v1/council/{accepted.json()['id']}").json()["status"] == "done"
     causes = [call.options.facts["cause"] for call in scripted.calls("emotion")]
-    assert sorted(call.options.agent_id for call in scripted.calls("emotion")) == ["haruka", "natsumi", "yukino"]
+    assert sorted(call.options.agent_id for call in scripted.calls("emotion")) == [
+        "haruka",
+        "natsumi",
+        "yukino",
+    ]
     assert all("広場に屋台を出す" in cause for cause in causes)
     for agent_id in ("yukino", "natsumi", "haruka"):
         assert client.get(f"/v1/agents/{agent_id}/emotion").json()["evaluated"] is True

@@ -72,7 +72,9 @@ def test_a_merge_is_an_update_and_a_dedup_eviction(app_client: TestClient) -> No
     [evicted] = of(heard, "memory.evicted")
     assert evicted.payload.reason == "dedup" and evicted.payload.merged_into == first.id
     assert evicted.payload.memory_ids == [] and evicted.world_id == "w1"
-    assert evicted.payload.content == "カフェでヒカリがコーヒーを飲んでいた"  # what was folded in, for the dashboard
+    assert (
+        evicted.payload.content == "カフェでヒカリがコーヒーを飲んでいた"
+    )  # what was folded in, for the dashboard
     [updated] = of(heard, "memory.updated")
     assert updated.payload.memory_id == first.id and updated.payload.importance == 6
 

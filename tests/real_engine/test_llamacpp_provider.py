@@ -138,5 +138,7 @@ async def test_a_prompt_too_long_for_the_context_fails_once_not_retried(provider
         await provider.complete(too_long, options=options())
     assert caught.value.retryable is False
     assert "tiny.gguf loaded in-process" in await provider.check()
-    reply = await provider.complete(MESSAGES, options=options(), schema=json_schema_for(ConversationReflection))
+    reply = await provider.complete(
+        MESSAGES, options=options(), schema=json_schema_for(ConversationReflection)
+    )
     parse_reply(reply.text, ConversationReflection)

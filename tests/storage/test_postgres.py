@@ -46,7 +46,9 @@ def test_schema_creates_and_round_trips_json(pg_url: str) -> None:
     tables = set(inspect(engine).get_table_names())
     assert {t.name for t in SQLModel.metadata.sorted_tables} <= tables
     with Session(engine) as session:
-        session.add(Agent(id="aoi", name="葵", traits=["好奇心旺盛", "curious"], position={"x": 1.5, "y": 0, "z": -2}))
+        session.add(
+            Agent(id="aoi", name="葵", traits=["好奇心旺盛", "curious"], position={"x": 1.5, "y": 0, "z": -2})
+        )
         session.commit()
     with Session(engine) as session:
         agent = session.exec(select(Agent).where(Agent.id == "aoi")).one()
@@ -58,8 +60,12 @@ def test_schema_creates_and_round_trips_json(pg_url: str) -> None:
 def test_additive_migration_on_postgres(pg_url: str) -> None:
     engine = create_db_engine(pg_url)
     with engine.begin() as conn:
-        conn.execute(text("CREATE TABLE agent (world_id VARCHAR(64), id VARCHAR(64), name VARCHAR(100),"
-                          " PRIMARY KEY (world_id, id))"))
+        conn.execute(
+            text(
+                "CREATE TABLE agent (world_id VARCHAR(64), id VARCHAR(64), name VARCHAR(100),"
+                " PRIMARY KEY (world_id, id))"
+            )
+        )
         conn.execute(text("INSERT INTO agent VALUES ('default', 'hikari', 'ひかり')"))
     changes = init_db(engine)
     assert any("wake_hour" in c for c in changes)
