@@ -8,6 +8,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Protocol
 
+from sqlalchemy import insert
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
@@ -66,10 +67,13 @@ class DatabaseTraceSink:
         return call_id
 
     def _insert(self, call: LLMCall) -> int | None:
-        with Session(self.engine, expire_on_commit=False) as session:
-            session.add(call)
-            session.commit()
-            return call.id
+        # A Core insert: several per turn, and the ORM's unit of work costs more than the row itself.
+        values = call.model_dump(exclude={"id"})
+        with self.engine.begin() as conn:
+            result = conn.execute(insert(LLMCall).values(**values))
+            key = result.inserted_primary_key
+            call.id = int(key[0]) if key is not None else None
+        return call.id
 
     async def mark_invalid(self, call_id: int, error: str) -> None:
         def update() -> None:

@@ -35,7 +35,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from sqlalchemy import delete, func, update
+from sqlalchemy import delete, func, or_, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -142,10 +142,18 @@ def _candidates(engine: Engine, key: Key, rows: Sequence[Memory], settings: Sett
     if "reflection" in kinds:
         statements.append(select(*columns).where(*base, Memory.type == "reflection"))  # type: ignore[call-overload]
     if days:
+        # An observation only merges with one of the same conversation (or, without one, with another
+        # session-less one): asking for just those keeps this query small however long the stream grows.
+        sessions = {row.session_id for row in rows if row.type == "observation"}
+        named = sorted(s for s in sessions if s is not None)
+        same_session = [col(Memory.session_id).in_(named)] if named else []
+        if None in sessions:
+            same_session.append(col(Memory.session_id).is_(None))
         statements.append(
             select(*columns).where(  # type: ignore[call-overload]
                 *base,
                 Memory.type == "observation",
+                or_(*same_session),
                 col(Memory.created_day) >= min(days) - window_days,
                 col(Memory.created_day) <= max(days) + window_days,
             )
