@@ -3,6 +3,7 @@ demo world, scripted model) after a short conversation. Screenshots go to test-o
 
 from __future__ import annotations
 
+import math
 import re
 import shutil
 import time
@@ -269,3 +270,21 @@ def test_pages_work_in_another_world(page: Page, town: dict[str, Any]) -> None:
     page.locator("#roster a").click()
     expect(page).to_have_url(re.compile(r"/agents/kai\?world=exhibit$"))
     expect(page.locator("#mem-rows")).to_contain_text("広場で凧を揚げた")
+
+
+def test_an_emotion_change_appears_without_reload(page: Page, town: dict[str, Any]) -> None:
+    """蓮 has not talked yet: his page shows the resting baseline until a turn's evaluation lands."""
+    http: httpx.Client = town["http"]
+    page.goto(town["base"] + "/agents/ren")
+    expect(page.locator("#emotion-source")).to_contain_text("resting baseline")
+    turn = {"agent_id": "ren", "target_id": "aoi", "session_id": "s-live-emotion", "location_name": "公園",
+            "history": [], "time_of_day": 15.0}  # fmt: skip
+    assert http.post("/v1/conversation/turn", json=turn).status_code == 200
+    deadline = time.monotonic() + 30
+    while not (state := http.get("/v1/agents/ren/emotion").json())["evaluated"]:
+        assert time.monotonic() < deadline, "the emotion evaluation did not land"
+        time.sleep(0.1)
+    expect(page.locator("#emotion-source")).to_contain_text("updated")
+    expect(page.locator("#emotion-label")).to_contain_text(state["label"])
+    joy = str(math.floor(state["values"]["joy"] + 0.5))  # as JavaScript's Math.round
+    expect(page.locator('#emotion-axes [data-axis="joy"] .axis-value')).to_have_text(joy)
