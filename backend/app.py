@@ -19,7 +19,7 @@ from backend.emotion.service import EmotionService
 from backend.events import LLM_CALL, EventBus, LLMCallPayload
 from backend.jobs.handlers import install as install_job_handlers
 from backend.jobs.runner import JobRunner
-from backend.llm.base import LLM, Embedder
+from backend.llm.base import LLM, Embedder, find_layer
 from backend.llm.registry import build_embedder, build_provider, wrap
 from backend.memory.service import MemoryService
 from backend.security import install as install_security
@@ -147,9 +147,7 @@ def _publish_llm_calls(llm: LLM, bus: EventBus) -> None:
     """Every traced model call becomes an `llm.call` event (the dashboard's live LLM status)."""
     from backend.llm.trace import DatabaseTraceSink, TracingLLM
 
-    current: Any = llm
-    while current is not None and not isinstance(current, TracingLLM):
-        current = getattr(current, "inner", None)
+    current = find_layer(llm, TracingLLM)
     if current is None or not isinstance(current.sink, DatabaseTraceSink):
         return
 

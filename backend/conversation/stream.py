@@ -21,6 +21,7 @@ from backend.conversation.service import ConversationService, PreparedTurn
 from backend.errors import LLMError, LLMReplyError, MachiError
 from backend.llm.base import Completion, json_schema_for, parse_reply
 from backend.llm.retry import REASK
+from backend.llm.trace import mark_invalid_reply
 
 log = logging.getLogger(__name__)
 #: Built once: turning the pydantic model into a JSON Schema costs more than a scripted reply.
@@ -122,7 +123,7 @@ async def _parse_or_reask(
     try:
         return parse_reply(text, TurnReply)
     except LLMReplyError as exc:
-        await _mark_invalid(service.llm, usage.trace_id, exc.message)
+        await mark_invalid_reply(service.llm, usage.trace_id, exc.message)
         reask = [
             *service.messages(prepared),
             {"role": "assistant", "content": text[:4000]},
@@ -146,14 +147,3 @@ async def _close(iterator: Any) -> None:
             await close()
         except Exception:  # noqa: BLE001 - closing a failed stream must not mask the turn's outcome
             log.debug("closing the model stream failed", exc_info=True)
-
-
-async def _mark_invalid(llm: Any, trace_id: int | None, error: str) -> None:
-    """Tell the tracer that the streamed reply failed validation (so the dashboard shows it)."""
-    current = llm
-    while current is not None and trace_id is not None:
-        mark = getattr(current, "mark_invalid", None)
-        if mark is not None:
-            await mark(trace_id, error)
-            return
-        current = getattr(current, "inner", None)

@@ -283,6 +283,19 @@ class LLMWrapper(LLM):
         return inner
 
 
+W = TypeVar("W", bound=LLM)
+
+
+def find_layer(llm: LLM, kind: type[W]) -> W | None:
+    """The first layer of a wrapped stack (outermost first) that is a `kind`, or None."""
+    current: LLM | None = llm
+    while current is not None:
+        if isinstance(current, kind):
+            return current
+        current = current.inner if isinstance(current, LLMWrapper) else None
+    return None
+
+
 class Embedder(abc.ABC):
     """Turns texts into L2-normalised float32 vectors of a fixed size."""
 

@@ -19,6 +19,7 @@ from backend.llm.base import (
     json_schema_for,
     parse_reply,
 )
+from backend.llm.trace import mark_invalid_reply
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +129,7 @@ class RepairingLLM(LLMWrapper):
             try:
                 return parse_reply(completion.text, schema)
             except LLMReplyError as exc:
-                await _mark_trace(self.inner, completion, exc)
+                await mark_invalid_reply(self.inner, completion.trace_id, exc.message)
                 if attempt >= self.reasks:
                     raise
                 log.info("reply for %s invalid (%s); re-asking", options.purpose, exc.message)
@@ -138,14 +139,3 @@ class RepairingLLM(LLMWrapper):
                     {"role": "user", "content": REASK.format(error=exc.message[:600])},
                 ]
         raise AssertionError("unreachable")
-
-
-async def _mark_trace(llm: LLM, completion: Completion, error: LLMReplyError) -> None:
-    """Tell the tracer (if any) that the traced reply failed validation."""
-    current: LLM | None = llm
-    while current is not None:
-        mark = getattr(current, "mark_invalid", None)
-        if mark is not None and completion.trace_id is not None:
-            await mark(completion.trace_id, error.message)
-            return
-        current = getattr(current, "inner", None)

@@ -34,6 +34,7 @@ from backend.llm.base import (
     GenerateOptions,
     LLMWrapper,
     Message,
+    find_layer,
 )
 
 PRIORITY_NAMES = {
@@ -209,9 +210,5 @@ class SchedulingLLM(LLMWrapper):
 
 def find_scheduler(llm: Any) -> Scheduler | None:
     """The scheduler inside a wrapped stack, or None (a bare provider in a test)."""
-    current = llm
-    while current is not None:
-        if isinstance(current, SchedulingLLM):
-            return current.scheduler
-        current = getattr(current, "inner", None)
-    return None
+    layer = find_layer(llm, SchedulingLLM)
+    return layer.scheduler if layer is not None else None

@@ -13,7 +13,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from backend.errors import LLMError
-from backend.llm.base import LLM, Completion, GenerateOptions, LLMWrapper, Message
+from backend.llm.base import LLM, Completion, GenerateOptions, LLMWrapper, Message, find_layer
 from backend.llm.models import LLMCall
 
 log = logging.getLogger(__name__)
@@ -88,6 +88,13 @@ class DatabaseTraceSink:
             await asyncio.to_thread(update)
         except Exception:  # noqa: BLE001
             log.exception("could not update an LLM trace")
+
+
+async def mark_invalid_reply(llm: LLM, trace_id: int | None, error: str) -> None:
+    """Tell the tracer in `llm`'s stack (if any) that the traced reply failed validation."""
+    tracer = find_layer(llm, TracingLLM)
+    if tracer is not None and trace_id is not None:
+        await tracer.mark_invalid(trace_id, error)
 
 
 class TracingLLM(LLMWrapper):
