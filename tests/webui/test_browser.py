@@ -161,6 +161,17 @@ def test_retrieval_probe_shows_the_three_components_for_a_japanese_query(
         )
     expect(hits.first).to_contain_text("カフェ")
     shoot(page, "agent-probe")
+    # The probe stayed on the page: it answered in place, not by a form GET that reloads it.
+    assert "query=" not in page.url
+
+
+def test_a_probe_link_runs_the_probe_when_the_page_opens(page: Page, town: dict[str, Any]) -> None:
+    page.goto(town["base"] + "/agents/aoi?query=%E3%82%AB%E3%83%95%E3%82%A7&k=5")
+    expect(page.locator("#probe-query")).to_have_value("カフェ")
+    expect(page.locator("#probe-k")).to_have_value("5")
+    hits = page.locator("#probe-results .hit")
+    expect(hits.first).to_contain_text("カフェ")
+    assert hits.count() <= 5
 
 
 def test_a_memory_posted_through_the_api_appears_without_reload(page: Page, town: dict[str, Any]) -> None:

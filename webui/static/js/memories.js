@@ -176,8 +176,11 @@ function componentBar(label, value, cls) {
   );
 }
 
-/** The retrieval probe form: POST .../memories/retrieve and draw the three components of each hit. */
-export function setupProbe(agentId) {
+/**
+ * The retrieval probe form: POST .../memories/retrieve and draw the three components of each hit.
+ * `params` (the page's query string) may carry `query` and `k` to run a probe as soon as the page opens.
+ */
+export function setupProbe(agentId, params = new URLSearchParams()) {
   const form = document.getElementById("probe-form");
   const input = document.getElementById("probe-query");
   const k = document.getElementById("probe-k");
@@ -220,4 +223,10 @@ export function setupProbe(agentId) {
       ),
     );
   });
+  const initial = (params.get("query") || "").trim();
+  if (initial) {
+    input.value = initial;
+    if ([...k.options].some((o) => o.value === params.get("k"))) k.value = params.get("k");
+    form.requestSubmit();
+  }
 }

@@ -118,6 +118,9 @@ async function guarded(fn, nodeId, what) {
 }
 
 async function start() {
+  // The probe is wired before anything is awaited, so a query typed while the page loads is never
+  // submitted as a plain form GET; a ?query= link (from that fallback or shared) runs at once.
+  if (caps.retrieve) setupProbe(agentId, new URLSearchParams(window.location.search));
   const reflections = document.getElementById("reflections");
   const table = caps.memories ? new MemoryTable(agentId) : null;
   [agents, pois] = await Promise.all([
@@ -132,7 +135,6 @@ async function start() {
     caps.memories ? renderReflections(reflections, agentId) : null,
   ]);
   drawPlan();
-  if (caps.retrieve) setupProbe(agentId);
   const mine = (fn) => (payload) => {
     if (!payload || !payload.agent_id || payload.agent_id === agentId) fn(payload);
   };
