@@ -4,9 +4,11 @@ Run: `.venv/bin/python bench/retrieval.py` (optionally `--sizes 1000 10000 --que
 
 The index is built directly (no database, no HTTP): the matrix holds synthetic random unit vectors, which
 cost exactly what real embeddings cost to multiply; memory texts are synthetic Japanese sentences made from a
-fixed vocabulary so the keyword posting lists look like real ones. Query time covers everything
-`ranking.rank` does under the index lock: candidates, relevance, normalised scoring and top-k
-(embedding the query text is excluded; the local embedder takes ~0.05 ms for a short query).
+fixed vocabulary so the keyword posting lists look like real ones. Each query is one call of
+`backend.memory.ranking.rank`, the function the server runs for every retrieval: candidates, relevance,
+normalised scoring, top-k, moving the winners' access time, and the result rows (embedding the query
+text is excluded; the local embedder takes ~0.05 ms for a short query). As in the server, the winners'
+access times move forward, so later queries see a realistically mixed recency.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ import tracemalloc
 import numpy as np
 
 from backend.memory.index import AgentIndex, IndexRow
-from backend.memory.retrieval import Weights, cosine, hybrid, keyword_overlap, score_candidates, top_k
+from backend.memory.ranking import rank
+from backend.memory.retrieval import Weights
 from backend.text import token_set
 
 DIM, K = 384, 30
@@ -67,41 +70,53 @@ def build(n: int, seed: int = 0) -> tuple[AgentIndex, float, float]:
     return index, seconds, held / n
 
 
-def query_once(index: AgentIndex, mode: str, vector: np.ndarray, tokens: set[str]) -> np.ndarray:
-    rows = index.candidates()
-    emb = cosine(index.vectors[: index.size], vector)[rows] if mode != "keyword" else None
-    if mode != "embedding":
-        kw = keyword_overlap(index.shared_tokens(tokens)[rows], index.token_counts[rows], len(tokens))
-        raw = kw if emb is None else hybrid(emb, kw)
-    else:
-        raw = emb
-    parts = score_candidates(
-        accessed_minutes=index.accessed[rows],
-        importance=index.importance[rows],
-        relevance=raw,
-        now_minutes=14 * 1440.0,
-        decay=0.99,
-        weights=Weights(),
-    )
-    return rows[top_k(parts.score, K, tiebreak=index.ids[rows])]
+def query_once(index: AgentIndex, mode: str, vector: np.ndarray, tokens: set[str]) -> list[int]:
+    ranked, _, _ = rank(index, mode, vector, tokens, K, Weights(), 0.99, (None, None), None)
+    return [row[0] for row in ranked]
 
 
-def time_queries(index: AgentIndex, mode: str, count: int) -> tuple[float, float]:
+MODES = ("embedding", "keyword", "hybrid")
+
+
+def time_modes(index: AgentIndex, count: int, rounds: int) -> dict[str, tuple[float, float, float]]:
+    """Per mode: (p50, p99 over every query, the lowest of the rounds' p50s), in ms.
+
+    The modes take turns round by round, so a burst of noise from the machine's neighbours lands on all
+    of them alike; the quietest round's p50 shows what the code costs when the machine is not stolen from.
+    """
     rng = np.random.default_rng(1)
     pyrng = random.Random(1)
     queries = rng.standard_normal((count, DIM), dtype=np.float32)
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
     words = [token_set(f"{pyrng.choice(PLACES)}の{pyrng.choice(PEOPLE)}") for _ in range(count)]
-    for i in range(5):
-        query_once(index, mode, queries[i], words[i])  # warm-up
-    timings = []
-    for vector, tokens in zip(queries, words, strict=True):
-        started = time.perf_counter()
-        found = query_once(index, mode, vector, tokens)
-        timings.append(time.perf_counter() - started)
-        assert found.shape[0] == K
-    ms = np.array(timings) * 1000
-    return float(np.percentile(ms, 50)), float(np.percentile(ms, 99))
+    timings: dict[str, list[np.ndarray]] = {mode: [] for mode in MODES}
+    for _ in range(rounds):
+        for mode in MODES:
+            for i in range(5):
+                query_once(index, mode, queries[i], words[i])  # warm-up
+            spent = []
+            for vector, tokens in zip(queries, words, strict=True):
+                started = time.perf_counter()
+                found = query_once(index, mode, vector, tokens)
+                spent.append(time.perf_counter() - started)
+                assert len(found) == K
+            timings[mode].append(np.array(spent) * 1000)
+    out = {}
+    for mode, per_round in timings.items():
+        every = np.concatenate(per_round)
+        quiet = min(float(np.percentile(r, 50)) for r in per_round)
+        out[mode] = (float(np.percentile(every, 50)), float(np.percentile(every, 99)), quiet)
+    return out
+
+
+def stolen_share() -> tuple[int, int]:
+    """(steal, total) CPU ticks from /proc/stat: time the hypervisor gave our vCPUs to someone else."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(v) for v in f.readline().split()[1:]]
+    except OSError:
+        return 0, 0
+    return (fields[7] if len(fields) > 7 else 0), sum(fields)
 
 
 def insert_cost(index: AgentIndex, count: int = 1000) -> float:
@@ -119,18 +134,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
     parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    print(f"k={K}, dim={DIM}, {args.queries} queries per cell, times in ms per query (p50 / p99)")
-    header = f"{'N':>8} | {'embedding':>15} | {'keyword':>15} | {'hybrid':>15} | {'bytes/mem':>9} | {'build s':>7} | {'insert us':>9}"
+    print(
+        f"k={K}, dim={DIM}, {args.rounds} rounds x {args.queries} queries per cell; ms per query: "
+        "p50 / p99 over all queries [quietest round's p50]"
+    )
+    header = (
+        f"{'N':>8} | {'embedding':>24} | {'keyword':>24} | {'hybrid':>24} | "
+        f"{'bytes/mem':>9} | {'build s':>7} | {'insert us':>9}"
+    )
     print(header)
     print("-" * len(header))
+    steal0, total0 = stolen_share()
     for n in args.sizes:
         index, build_s, per_memory = build(n)
-        cells = [time_queries(index, mode, args.queries) for mode in ("embedding", "keyword", "hybrid")]
+        cells = time_modes(index, args.queries, args.rounds)
         insert_us = insert_cost(index)
-        shown = " | ".join(f"{p50:6.3f} / {p99:6.3f}" for p50, p99 in cells)
+        shown = " | ".join(f"{p50:6.3f} / {p99:6.3f} [{quiet:6.3f}]" for p50, p99, quiet in cells.values())
         print(f"{n:>8} | {shown} | {per_memory:9.0f} | {build_s:7.2f} | {insert_us:9.1f}")
-    print("targets: <= 1 ms at 10k and <= 10 ms at 100k per query")
+    steal1, total1 = stolen_share()
+    if total1 > total0:
+        print(
+            f"CPU time stolen by the hypervisor during the run: {100 * (steal1 - steal0) / (total1 - total0):.1f}%"
+        )
+    print("targets: <= 1 ms at 10k and <= 10 ms at 100k per query (the server's default relevance is hybrid)")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ from backend.memory.models import TYPE_CODES
 from backend.text import token_set
 
 INITIAL_CAPACITY = 64
+#: The per-row arrays of `AgentIndex`, grown together.
+ARRAYS = ("vectors", "ids", "importance", "accessed", "types", "alive", "token_counts", "inverse_sqrt_tokens")
 
 
 @dataclass
@@ -51,8 +53,12 @@ class AgentIndex:
         self.types = np.zeros(capacity, dtype=np.int8)
         self.alive = np.zeros(capacity, dtype=bool)
         self.token_counts = np.zeros(capacity, dtype=np.int32)
+        self.inverse_sqrt_tokens = np.zeros(
+            capacity, dtype=np.float32
+        )  # 1/sqrt(token count), for keyword relevance
         #: token -> row positions holding it (array('i') appends in place, read zero-copy by numpy).
         self.postings: dict[str, array[int]] = {}
+        self._latest: float | None = 0.0  # newest live access time; None when it must be recomputed
 
     # --- writes ---
     def append(self, rows: Sequence[IndexRow]) -> None:
@@ -73,9 +79,12 @@ class AgentIndex:
             self.alive[pos] = True
             tokens = token_set(row.content)
             self.token_counts[pos] = len(tokens)
+            self.inverse_sqrt_tokens[pos] = 1.0 / np.sqrt(len(tokens)) if tokens else 0.0
             for token in tokens:
                 self.postings.setdefault(token, array("i")).append(pos)
         self.size += len(rows)
+        if self._latest is not None:
+            self._latest = max(self._latest, max(row.accessed_minutes for row in rows))
 
     def _reserve(self, needed: int) -> None:
         capacity = self.ids.shape[0]
@@ -83,7 +92,7 @@ class AgentIndex:
             return
         while capacity < needed:
             capacity *= 2
-        for name in ("vectors", "ids", "importance", "accessed", "types", "alive", "token_counts"):
+        for name in ARRAYS:
             old = getattr(self, name)
             new = np.zeros((capacity, *old.shape[1:]), dtype=old.dtype)
             new[: self.size] = old[: self.size]
@@ -91,11 +100,12 @@ class AgentIndex:
 
     def positions(self, ids: Iterable[int]) -> np.ndarray:
         """Row positions of the live ids given (unknown or deleted ids are skipped)."""
-        wanted = np.asarray(list(ids), dtype=np.int64)
+        wanted = np.asarray(ids if isinstance(ids, np.ndarray) else list(ids), dtype=np.int64)
         held = self.ids[: self.size]
         pos = np.searchsorted(held, wanted)
-        pos = pos[pos < self.size]
-        found = pos[np.isin(held[pos], wanted)]
+        inside = pos < self.size
+        pos, wanted = pos[inside], wanted[inside]
+        found = pos[held[pos] == wanted]  # rows are in id order: a match is exactly where it would go
         return found[self.alive[found]]
 
     def set_importance(self, ids: Iterable[int], values: Iterable[float]) -> None:
@@ -105,13 +115,21 @@ class AgentIndex:
 
     def touch(self, ids: Iterable[int], minutes: float) -> None:
         """Mark as accessed at `minutes` (never moves an access time backwards)."""
-        pos = self.positions(ids)
-        self.accessed[pos] = np.maximum(self.accessed[pos], minutes)
+        self.touch_rows(self.positions(ids), minutes)
+
+    def touch_rows(self, positions: np.ndarray, minutes: float) -> None:
+        """`touch` for row positions already known (e.g. the rows a query just picked)."""
+        if positions.size:
+            self.accessed[positions] = np.maximum(self.accessed[positions], minutes)
+            if self._latest is not None:
+                self._latest = max(self._latest, minutes)
 
     def remove(self, ids: Iterable[int]) -> int:
         pos = self.positions(ids)
         self.alive[pos] = False
         self.dead += int(pos.size)
+        if pos.size:
+            self._latest = None
         return int(pos.size)
 
     # --- reads ---
@@ -120,8 +138,15 @@ class AgentIndex:
         return self.size - self.dead
 
     def latest_minutes(self) -> float:
-        alive = self.alive[: self.size]
-        return float(self.accessed[: self.size][alive].max()) if alive.any() else 0.0
+        """The newest access time of a live row (0 when none): a query's "now" when it names no time."""
+        if self._latest is None:
+            alive = self.alive[: self.size]
+            self._latest = float(self.accessed[: self.size][alive].max()) if alive.any() else 0.0
+        return self._latest
+
+    def all_live(self, types: Sequence[str] | None) -> bool:
+        """True when every held row is a candidate (nothing deleted, no type filter): no mask needed."""
+        return self.dead == 0 and not types
 
     def candidates(self, types: Sequence[str] | None = None) -> np.ndarray:
         """Positions of the live rows, optionally of some types only."""
@@ -145,8 +170,5 @@ class AgentIndex:
 
     def nbytes(self) -> int:
         """Bytes held by the arrays and posting lists (capacity included, Python object overhead not)."""
-        arrays = sum(
-            getattr(self, n).nbytes
-            for n in ("vectors", "ids", "importance", "accessed", "types", "alive", "token_counts")
-        )
+        arrays = sum(getattr(self, n).nbytes for n in ARRAYS)
         return arrays + sum(p.itemsize * len(p) for p in self.postings.values())

@@ -10,7 +10,7 @@ import numpy as np
 from backend.config import Settings
 from backend.gametime import from_game_minutes, game_minutes
 from backend.memory.index import AgentIndex
-from backend.memory.retrieval import Weights, cosine, hybrid, keyword_overlap, score_candidates, top_k
+from backend.memory.retrieval import Weights, cosine_start, hybrid, keyword_overlap, rank_top_k
 
 
 def weights_from(s: Settings, given: dict[str, float | None] | None) -> Weights:
@@ -45,35 +45,37 @@ def rank(
     forward to the query's time, and that time in game minutes.
     """
     with index.lock:
-        rows = index.candidates(types)
-        if rows.size == 0:
+        # Every row live and wanted (the usual case): slices are views, fancy indexing would copy each array.
+        sel: np.ndarray | slice = slice(0, index.size) if index.all_live(types) else index.candidates(types)
+        if (index.size if isinstance(sel, slice) else sel.size) == 0:
             return [], [], 0.0
         now = _query_minutes(when, index.latest_minutes())
-        # Every row live and wanted (the usual case): slices are views, fancy indexing would copy each array.
-        sel: np.ndarray | slice = slice(0, index.size) if rows.size == index.size else rows
         raw = relevance_raw(index, sel, mode, query_vector, query_tokens)
-        parts = score_candidates(
+        best, parts = rank_top_k(
             accessed_minutes=index.accessed[sel],
             importance=index.importance[sel],
             relevance=raw,
+            tiebreak=index.ids[sel],
             now_minutes=now,
             decay=decay,
             weights=weights,
+            k=k,
         )
-        best = top_k(parts.score, k, tiebreak=index.ids[sel])
-        chosen = rows[best]
-        touched = [int(i) for i in index.ids[chosen][index.accessed[chosen] < now]]
-        index.touch(touched, now)
-        ranked = [
-            (
-                int(index.ids[r]),
-                float(parts.score[b]),
-                float(parts.recency[b]),
-                float(parts.importance[b]),
-                float(parts.relevance[b]),
+        chosen = best if isinstance(sel, slice) else sel[best]
+        ids = index.ids[chosen]
+        stale = index.accessed[chosen] < now
+        touched = ids[stale].tolist()
+        index.touch_rows(chosen[stale], now)
+        ranked = list(
+            zip(
+                ids.tolist(),
+                parts.score.tolist(),
+                parts.recency.tolist(),
+                parts.importance.tolist(),
+                parts.relevance.tolist(),
+                strict=True,
             )
-            for r, b in zip(chosen, best, strict=True)
-        ]
+        )
         return ranked, touched, now
 
 
@@ -85,12 +87,18 @@ def relevance_raw(
     query_tokens: set[str],
 ) -> np.ndarray:
     """Raw relevance of the candidate rows: embedding cosine, keyword overlap, or their mean."""
-    emb = cosine(index.vectors[: index.size], query_vector)[rows] if query_vector is not None else None
-    if mode == "embedding" and emb is not None:
-        return emb
+    if query_vector is None or mode == "keyword":
+        return _keyword(index, rows, query_tokens)
+    product = cosine_start(index.vectors[: index.size], query_vector)
+    # In hybrid mode the keyword half is counted while helper threads may still be multiplying.
+    kw = _keyword(index, rows, query_tokens) if mode == "hybrid" else None
+    emb = product()[rows]
+    return emb if kw is None else hybrid(emb, kw)
+
+
+def _keyword(index: AgentIndex, rows: np.ndarray | slice, query_tokens: set[str]) -> np.ndarray:
     shared = index.shared_tokens(query_tokens)[rows]
-    kw = keyword_overlap(shared, index.token_counts[rows], len(query_tokens))
-    return hybrid(emb, kw) if mode == "hybrid" and emb is not None else kw
+    return keyword_overlap(shared, index.inverse_sqrt_tokens[rows], len(query_tokens))
 
 
 def _query_minutes(when: tuple[int | None, float | None], latest: float) -> float:
