@@ -74,3 +74,67 @@ def test_candidates_filter_by_type() -> None:
     assert index.candidates(["observation"]).tolist() == [0, 3]
     assert index.candidates(["reflection", "plan"]).tolist() == [1, 2]
     assert index.candidates().tolist() == [0, 1, 2, 3]
+
+
+def test_latest_access_follows_appends_touches_and_removals() -> None:
+    index = build(TEXTS, start_id=10)  # accessed 0, 10, 20, 30
+    assert index.latest_minutes() == 30.0 and index.all_live(None)
+    index.touch([11], 45.0)
+    assert index.latest_minutes() == 45.0
+    index.append([IndexRow(20, 5.0, 40.0, "observation", "駅前で待った", None)])
+    assert index.latest_minutes() == 45.0
+    # Removing the newest row: the next newest live row is found again, dead rows never count.
+    index.remove([11])
+    assert index.latest_minutes() == 40.0 and not index.all_live(None)
+    index.remove([10, 12, 13, 20])
+    assert index.latest_minutes() == 0.0
+    assert not build(TEXTS).all_live(["observation"])  # a type filter needs the mask
+
+
+def test_keyword_relevance_inputs_are_kept_per_row() -> None:
+    index = build(["カフェ", "", "I met Hikari"])
+    counts = index.token_counts[:3].astype(np.float64)
+    expected = [1 / np.sqrt(c) if c else 0.0 for c in counts]
+    assert np.allclose(index.inverse_sqrt_tokens[:3], expected)
+
+
+def test_rank_over_a_filtered_index_matches_the_reference_formula() -> None:
+    from backend.memory.ranking import rank
+    from backend.memory.retrieval import Weights, score_candidates, top_k
+
+    rng = np.random.default_rng(7)
+    texts = [
+        f"{place}で{who}と話した" for place in ("カフェ", "公園", "図書館") for who in ("ヒカリ", "ソラ")
+    ] * 20
+    embedder = LocalEmbedder(dim=64)
+    vectors = embedder.embed_sync(texts)
+    index = AgentIndex(64)
+    kinds = ["observation", "reflection", "plan"]
+    index.append(
+        [
+            IndexRow(
+                i + 1, float(rng.integers(1, 11)), float(rng.integers(0, 600)), kinds[i % 3], t, vectors[i]
+            )
+            for i, t in enumerate(texts)
+        ]
+    )
+    index.remove([3, 4, 50, 51])
+    query = embedder.embed_sync(["カフェのヒカリ"])[0]
+    tokens = token_set("カフェのヒカリ")
+    for types in (None, ["observation", "reflection"]):
+        rows = index.candidates(types)
+        expected_parts = score_candidates(
+            accessed_minutes=index.accessed[rows],
+            importance=index.importance[rows],
+            relevance=index.cosine_all(query)[rows],
+            now_minutes=700.0,
+            decay=0.99,
+            weights=Weights(),
+        )
+        expected = index.ids[rows][top_k(expected_parts.score, 10, tiebreak=index.ids[rows])].tolist()
+        ranked, touched, now = rank(
+            index, "embedding", query, tokens, 10, Weights(), 0.99, (1, 700 / 60), types
+        )
+        assert [r[0] for r in ranked] == expected
+        assert now == 700.0 and set(touched) <= set(expected)
+        assert {kinds[(i - 1) % 3] for i in expected} <= set(types or kinds)
