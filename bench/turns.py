@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -111,13 +112,22 @@ async def setup_world(url: str, memories: int) -> None:
 
 
 async def settle(client: httpx.AsyncClient, timeout: float = 300.0) -> None:
-    """Wait until the server has no background work left (so each run starts from the same state)."""
+    """Wait until the server has no background work left, in-memory tasks and persisted jobs alike (so
+    each run starts from the same state and its background work is counted with it)."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and (await client.get("/health")).json().get("background_tasks", 0):
+    while time.monotonic() < deadline:
+        health = (await client.get("/health")).json()
+        jobs = health.get("jobs") or {}
+        if (
+            not health.get("background_tasks", 0)
+            and not jobs.get("pending", 0)
+            and not jobs.get("running", 0)
+        ):
+            return
         await asyncio.sleep(0.2)
 
 
-async def client_loop(client: httpx.AsyncClient, worker: int, stop_at: float, latencies: list[float]) -> int:
+async def client_loop(client: httpx.AsyncClient, worker: str, stop_at: float, latencies: list[float]) -> int:
     """One Unity-like client: whole conversations, alternating speakers. Returns the number of errors."""
     errors, session = 0, 0
     while time.monotonic() < stop_at:
@@ -126,7 +136,7 @@ async def client_loop(client: httpx.AsyncClient, worker: int, stop_at: float, la
         speakers = ("aoi", "hikari") if session % 2 else ("hikari", "aoi")
         while time.monotonic() < stop_at:
             me, other = speakers[len(history) % 2], speakers[(len(history) + 1) % 2]
-            body = {"agent_id": me, "target_id": other, "session_id": f"w{worker}-s{session}",
+            body = {"agent_id": me, "target_id": other, "session_id": f"{worker}-s{session}",
                     "location_name": "カフェ", "history": history, "time_of_day": 14.5}  # fmt: skip
             started = time.perf_counter()
             response = await client.post("/v1/conversation/turn", json=body)
@@ -147,7 +157,11 @@ async def measure(url: str, clients: int, seconds: float) -> dict[str, float]:
     async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
         stop_at = time.monotonic() + seconds
         started = time.perf_counter()
-        errors = await asyncio.gather(*(client_loop(client, w, stop_at, latencies) for w in range(clients)))
+        # Session ids unique to this run: a repeated (session, history length) is a retry, answered from
+        # storage without the model, and would flatter the figures.
+        run = uuid.uuid4().hex[:8]
+        workers = (client_loop(client, f"{run}-w{w}", stop_at, latencies) for w in range(clients))
+        errors = await asyncio.gather(*workers)
         elapsed = time.perf_counter() - started
     latencies.sort()
 
@@ -156,7 +170,41 @@ async def measure(url: str, clients: int, seconds: float) -> dict[str, float]:
             latencies[min(len(latencies) - 1, int(p * len(latencies)))] * 1000 if latencies else float("nan")
         )
 
-    return {"rps": len(latencies) / elapsed, "p50": pct(0.50), "p99": pct(0.99), "errors": float(sum(errors))}
+    return {"rps": len(latencies) / elapsed, "p50": pct(0.50), "p99": pct(0.99), "errors": float(sum(errors)),
+            "elapsed": elapsed}  # fmt: skip
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc), or NaN elsewhere."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return float("nan")
+
+
+async def model_calls(url: str) -> dict[str, int]:
+    async with httpx.AsyncClient(base_url=url, timeout=60) as client:
+        stats = (await client.get("/v1/llm-calls/stats")).json()
+    return {p["purpose"]: int(p["calls"]) for p in stats.get("purposes", [])}
+
+
+async def measure_machi(url: str, pid: int, clients: int, seconds: float) -> dict[str, float]:
+    """`measure`, plus the server's CPU and model calls per turn, the background work included
+    (counted until the server has caught up with the work the run caused)."""
+    calls_before, cpu_before = await model_calls(url), cpu_seconds(pid)
+    result = await measure(url, clients, seconds)
+    async with httpx.AsyncClient(base_url=url, timeout=60) as client:
+        await settle(client)
+    calls_after, cpu_after = await model_calls(url), cpu_seconds(pid)
+    turns = max(1.0, result["rps"] * result["elapsed"])
+    result["cpu_ms_per_turn"] = (cpu_after - cpu_before) * 1000 / turns
+    result["calls_per_turn"] = {
+        purpose: (calls_after.get(purpose, 0) - calls_before.get(purpose, 0)) / turns
+        for purpose in calls_after
+    }
+    return result
 
 
 async def run(args: argparse.Namespace) -> None:
@@ -178,9 +226,7 @@ async def run(args: argparse.Namespace) -> None:
         print(f"setup: 2 agents x {args.memories} memories in {time.perf_counter() - began:.1f} s")
         rows = []
         for clients in args.clients:
-            machi_result = await measure(machi_url, clients, args.seconds)
-            async with httpx.AsyncClient(base_url=machi_url, timeout=60) as client:
-                await settle(client)
+            machi_result = await measure_machi(machi_url, machi.pid, clients, args.seconds)
             rows.append((clients, machi_result, await measure(bare_url, clients, args.seconds)))
         report(rows, args)
     finally:
@@ -197,6 +243,15 @@ def report(rows: list[tuple[int, dict[str, float], dict[str, float]]], args: arg
         ratio = machi["rps"] / bare["rps"] if bare["rps"] else float("nan")
         print(f"{clients:>7} | {machi['rps']:>8.1f} {machi['p50']:>8.1f} {machi['p99']:>8.1f} {machi['errors']:>6.0f} | "
               f"{bare['rps']:>8.1f} {bare['p50']:>8.1f} {bare['p99']:>8.1f} | {ratio:>6.1%}")  # fmt: skip
+    print(
+        "\nwhere a turn's time goes: the server's CPU per turn, background work included, and the model calls"
+    )
+    print("one turn causes (the dialogue itself, then ratings, emotion, person memory, reflections):")
+    for clients, machi, _ in rows:
+        calls = ", ".join(f"{purpose} {n:.2f}" for purpose, n in sorted(machi["calls_per_turn"].items()) if n)
+        print(
+            f"{clients:>7} clients: {machi['cpu_ms_per_turn']:6.1f} ms CPU per turn; calls per turn: {calls}"
+        )
     print("target: turn throughput >= 30% of the bare endpoint's")
 
 
