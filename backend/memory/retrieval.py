@@ -172,17 +172,14 @@ def score_candidates(
         weights: the three component weights.
 
     Returns:
-        The normalised components and `score`, all float64 arrays aligned with the inputs.
+        The normalised components and `score`, all float64 arrays aligned with the inputs (one
+        `Scale` over all of them: the same arithmetic `rank_top_k` applies to its finalists).
     """
-    ages = np.subtract(now_minutes, accessed_minutes, dtype=np.float64)
-    recency = recency_normalised(ages, decay)
-    imp = minmax(importance)
-    rel = minmax(relevance)
-    # In place: at 100k candidates each temporary array is another pass over memory.
-    score = recency * weights.recency
-    score += weights.importance * imp
-    score += weights.relevance * rel
-    return Components(score=score, recency=recency, importance=imp, relevance=rel)
+    accessed, imp, rel = (np.asarray(a) for a in (accessed_minutes, importance, relevance))
+    if accessed.size == 0:
+        empty = np.empty(0)
+        return Components(empty, empty, empty, empty)
+    return Scale.of(accessed, imp, rel, now_minutes, decay).components(accessed, imp, rel, weights)
 
 
 @dataclass(frozen=True)
