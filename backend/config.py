@@ -144,6 +144,9 @@ class Settings(BaseSettings):
     # --- emotion ---
     emotion_half_life_minutes: float = Field(60.0, gt=0, le=100_000)
     emotion_history_limit: int = Field(200, ge=10, le=100_000)
+    #: Seconds between two evaluations of one character: requests in between merge (latest wins) and run
+    #: when the interval is up, so fast exchanges cost one evaluation per interval, not one per line.
+    emotion_min_interval_s: float = Field(2.0, ge=0, le=3600)
 
     # --- conversation ---
     max_turns: int = Field(8, ge=2, le=64)

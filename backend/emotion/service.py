@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Sequence
 
 from sqlalchemy import delete
@@ -23,6 +24,9 @@ from backend.tasks import TaskRunner
 from backend.world.models import Agent
 
 log = logging.getLogger(__name__)
+#: The history is pruned back to `emotion_history_limit` on every this-many-th insert per agent (so it may
+#: briefly hold up to this many records more), not on each one.
+PRUNE_EVERY = 8
 
 
 class EmotionService:
@@ -45,6 +49,8 @@ class EmotionService:
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
         self._queued: dict[tuple[str, str], tuple[Agent, list[str], str, int, float]] = {}
         self._workers: dict[tuple[str, str], asyncio.Task[None]] = {}
+        self._inserts: dict[tuple[str, str], int] = {}
+        self._started: dict[tuple[str, str], float] = {}  # loop time the agent's last evaluation began
 
     # --- reading ---
     def current(
@@ -108,8 +114,10 @@ class EmotionService:
     ) -> None:
         """Re-evaluate in the background (fire-and-forget), latest-wins per agent.
 
-        While an evaluation for the agent runs, newer requests replace each other and only the newest runs
-        next: a busy town (or a slow emotion model) costs one call per agent at a time, never a backlog.
+        While an evaluation for the agent runs, or within `emotion_min_interval_s` of the last one starting,
+        newer requests replace each other and only the newest runs next (when the interval is up): a busy
+        town (or a slow emotion model) costs at most one call per agent per interval, never a backlog. The
+        newest request carries the recent lines, so the skipped ones are still read.
         """
         key = (agent.world_id, agent.id)
         self._queued[key] = (agent, list(lines), cause, day, time_of_day)
@@ -117,9 +125,14 @@ class EmotionService:
             self._workers[key] = self.tasks.spawn(self._drain(key), name=f"emotion:{agent.id}")
 
     async def _drain(self, key: tuple[str, str]) -> None:
+        loop = asyncio.get_running_loop()
         try:
             while key in self._queued:
+                wait = self._started.get(key, -math.inf) + self.settings.emotion_min_interval_s - loop.time()
+                if wait > 0:
+                    await asyncio.sleep(wait)  # requests arriving meanwhile replace the queued one
                 agent, lines, cause, day, time_of_day = self._queued.pop(key)
+                self._started[key] = loop.time()
                 await self.evaluate(agent, lines=lines, cause=cause, day=day, time_of_day=time_of_day)
         finally:
             self._workers.pop(key, None)
@@ -178,10 +191,14 @@ class EmotionService:
             day=day,
             time_of_day=time_of_day,
         )
+        key = (agent.world_id, agent.id)
+        inserts = self._inserts.get(key, 0)
+        self._inserts[key] = inserts + 1
         with Session(self.engine, expire_on_commit=False) as session:
             session.add(record)
+            if inserts % PRUNE_EVERY == 0:
+                self._prune(session, agent)
             session.commit()
-            self._prune(session, agent)
         return record
 
     def _announce(self, agent: Agent, record: EmotionRecord) -> EmotionState:
@@ -204,20 +221,14 @@ class EmotionService:
         return state
 
     def _prune(self, session: Session, agent: Agent) -> None:
-        keep = self.settings.emotion_history_limit
-        cutoff = session.exec(
+        """Keep the newest `emotion_history_limit` records (one DELETE, run every PRUNE_EVERY-th insert)."""
+        mine = (col(EmotionRecord.world_id) == agent.world_id, col(EmotionRecord.agent_id) == agent.id)
+        cutoff = (
             select(EmotionRecord.id)
-            .where(EmotionRecord.world_id == agent.world_id, EmotionRecord.agent_id == agent.id)
+            .where(*mine)
             .order_by(col(EmotionRecord.id).desc())
-            .offset(keep)
+            .offset(self.settings.emotion_history_limit)
             .limit(1)
-        ).first()
-        if cutoff is not None:
-            session.execute(
-                delete(EmotionRecord).where(
-                    col(EmotionRecord.world_id) == agent.world_id,
-                    col(EmotionRecord.agent_id) == agent.id,
-                    col(EmotionRecord.id) <= cutoff,
-                )
-            )
-            session.commit()
+            .scalar_subquery()
+        )
+        session.execute(delete(EmotionRecord).where(*mine, col(EmotionRecord.id) <= cutoff))

@@ -3,13 +3,16 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi.testclient import TestClient
-from sqlmodel import Session
+from sqlmodel import Session, col, select
 
-from backend.emotion.service import EmotionService
+from backend.config import Settings
+from backend.emotion.models import EmotionRecord
+from backend.emotion.service import PRUNE_EVERY, EmotionService
 from backend.errors import LLMUnavailable
 from backend.events import Event
 from backend.llm.scripted import ScriptedLLM
 from backend.world.models import Agent
+from tests.conftest import drain, make_client
 
 
 def _agent(client: TestClient, agent_id: str = "aoi", world: str = "default") -> Agent:
@@ -96,3 +99,71 @@ def test_emotion_of_unknown_agent_is_404_and_worlds_are_separate(client: TestCli
         client.get("/v1/agents/aoi/emotion/history?limit=0", headers={"X-Machi-World": "booth"}).status_code
         == 422
     )
+
+
+def _causes(client: TestClient, agent: Agent) -> list[str]:
+    with Session(client.app.state.engine) as session:  # type: ignore[attr-defined]
+        rows = session.exec(
+            select(EmotionRecord).where(EmotionRecord.agent_id == agent.id).order_by(col(EmotionRecord.id))
+        ).all()
+    return [row.cause or "" for row in rows]
+
+
+def test_requests_within_the_interval_merge_into_one_evaluation_of_the_newest(
+    settings: Settings, scripted: ScriptedLLM
+) -> None:
+    with make_client(settings, scripted, emotion_min_interval_s=3.0) as client:
+        agent = _agent(client)
+        service: EmotionService = client.app.state.emotion  # type: ignore[attr-defined]
+
+        def schedule(cause: str) -> None:
+            service.schedule(agent, lines=[f"ヒカリ: {cause}"], cause=cause, day=1, time_of_day=10.0)
+
+        client.portal.call(lambda: _run(schedule, "first"))  # type: ignore[union-attr]
+        drain(client)
+        assert _causes(client, agent) == ["first"]  # an idle character is evaluated at once
+        for cause in ("second", "third", "fourth"):
+            client.portal.call(lambda c=cause: _run(schedule, c))  # type: ignore[union-attr, misc]
+        # Inside the interval nothing runs yet; the three requests wait as one, the newest.
+        assert _causes(client, agent) == ["first"]
+        drain(client)
+        assert _causes(client, agent) == ["first", "fourth"]
+        assert "fourth" in scripted.calls("emotion")[-1].messages[-1]["content"]
+        assert len(scripted.calls("emotion")) == 2
+
+
+def test_without_an_interval_every_request_after_an_evaluation_runs(
+    settings: Settings, scripted: ScriptedLLM
+) -> None:
+    with make_client(settings, scripted, emotion_min_interval_s=0.0) as client:
+        agent = _agent(client)
+        service: EmotionService = client.app.state.emotion  # type: ignore[attr-defined]
+        for cause in ("one", "two", "three"):
+            client.portal.call(  # type: ignore[union-attr]
+                lambda c=cause: _run(  # type: ignore[misc]
+                    lambda: service.schedule(agent, lines=[], cause=c, day=1, time_of_day=10.0)
+                )
+            )
+            drain(client)
+        assert _causes(client, agent) == ["one", "two", "three"]
+
+
+def test_history_is_pruned_to_the_limit_keeping_the_newest(settings: Settings, scripted: ScriptedLLM) -> None:
+    with make_client(settings, scripted, emotion_history_limit=10) as client:
+        agent = _agent(client)
+        service: EmotionService = client.app.state.emotion  # type: ignore[attr-defined]
+        for i in range(40):
+            client.portal.call(  # type: ignore[union-attr]
+                lambda i=i: service.evaluate(  # type: ignore[misc]
+                    agent, lines=[], cause=f"c{i}", day=1, time_of_day=10.0
+                )
+            )
+            kept = _causes(client, agent)
+            assert len(kept) <= 10 + PRUNE_EVERY - 1
+            assert kept == [f"c{j}" for j in range(i + 1 - len(kept), i + 1)]  # the newest, in order
+        assert len(_causes(client, agent)) < 40
+
+
+async def _run(fn: Any, *args: Any) -> None:
+    """Call `fn` on the app's event loop (schedule spawns tasks there)."""
+    fn(*args)
