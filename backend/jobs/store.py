@@ -37,29 +37,28 @@ def add(session: Session, jobs: Sequence[Job]) -> list[Job]:
 
 
 def claim(engine: Engine, job_id: int) -> Job | None:
-    """Mark a due pending job running; None when it is not pending or not due (someone else has it)."""
+    """Mark a due pending job running; None when it is not pending or not due (someone else has it).
+
+    One `UPDATE ... RETURNING` (SQLite >= 3.35, PostgreSQL): the claim and the row it claimed in one statement.
+    """
     now = utcnow()
-    with Session(engine, expire_on_commit=False) as session:
-        result = session.execute(
-            update(Job)
-            .where(col(Job.id) == job_id, col(Job.status) == "pending", col(Job.run_after) <= now)
-            .values(status="running", attempts=Job.attempts + 1, updated_at=now)
-        )
-        if result.rowcount != 1:  # type: ignore[attr-defined]
-            session.rollback()
-            return None
-        session.commit()
-        return session.get(Job, job_id)
+    statement = (
+        update(Job)
+        .where(col(Job.id) == job_id, col(Job.status) == "pending", col(Job.run_after) <= now)
+        .values(status="running", attempts=Job.attempts + 1, updated_at=now)
+        .returning(*Job.__table__.columns)  # type: ignore[attr-defined]
+    )
+    with engine.begin() as conn:
+        row = conn.execute(statement).mappings().first()
+    return Job.model_validate(dict(row)) if row is not None else None
 
 
 def finish(engine: Engine, job_id: int) -> None:
-    with Session(engine) as session:
-        session.execute(
-            update(Job)
-            .where(col(Job.id) == job_id)
-            .values(status="done", last_error=None, updated_at=utcnow())
-        )
-        session.commit()
+    statement = (
+        update(Job).where(col(Job.id) == job_id).values(status="done", last_error=None, updated_at=utcnow())
+    )
+    with engine.begin() as conn:
+        conn.execute(statement)
 
 
 def retry_later(

@@ -23,8 +23,13 @@ MAX_DAY = 1_000_000
 
 
 class Memory(SQLModel, table=True):
-    # Every query is per agent: without this SQLite picks the world_id index and scans the whole world.
-    __table_args__ = (Index("ix_memory_world_agent_type", "world_id", "agent_id", "type", "id"),)
+    # Every query is per agent: without these SQLite picks the world_id index and scans the whole world.
+    # The session index serves the per-conversation lookups (a retried observation job, the dedup pool, a
+    # conversation's evidence), which would otherwise scan every memory of the agent's type.
+    __table_args__ = (
+        Index("ix_memory_world_agent_type", "world_id", "agent_id", "type", "id"),
+        Index("ix_memory_world_agent_session", "world_id", "agent_id", "session_id", "type"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     world_id: str = Field(default=DEFAULT_WORLD, index=True, max_length=64)

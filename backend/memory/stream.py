@@ -35,9 +35,7 @@ def insert(
             from backend.jobs import store as job_store
 
             job_store.add(session, follow_up(list(rows)))
-        session.commit()
-        for row in rows:
-            session.refresh(row)
+        session.commit()  # every column has a Python-side default: the rows need no reload after it
     return list(rows)
 
 
@@ -143,7 +141,10 @@ def importance_since_last_insight(engine: Engine, world_id: str, agent_id: str) 
     with Session(engine) as session:
         last = session.exec(
             select(func.max(Memory.id)).where(
-                Memory.world_id == world_id, Memory.agent_id == agent_id, Memory.origin == "insight"
+                Memory.world_id == world_id,
+                Memory.agent_id == agent_id,
+                Memory.type == "reflection",  # insights are reflections: the per-agent type index answers
+                Memory.origin == "insight",
             )
         ).one()
         since = int(last or 0)
