@@ -45,6 +45,9 @@ class MemoryTraceSink:
         call.ok, call.error = False, error
 
 
+_INSERT = insert(LLMCall)
+
+
 class DatabaseTraceSink:
     """Writes traces to the `llmcall` table off the event loop. A failed write is logged, never raised."""
 
@@ -70,7 +73,7 @@ class DatabaseTraceSink:
         # A Core insert: several per turn, and the ORM's unit of work costs more than the row itself.
         values = call.model_dump(exclude={"id"})
         with self.engine.begin() as conn:
-            result = conn.execute(insert(LLMCall).values(**values))
+            result = conn.execute(_INSERT, values)  # one statement object: compiled once, cached
             key = result.inserted_primary_key
             call.id = int(key[0]) if key is not None else None
         return call.id

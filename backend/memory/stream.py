@@ -56,13 +56,13 @@ def existing_ids(engine: Engine, world_id: str, agent_id: str, ids: Sequence[int
 
 
 def set_importance(engine: Engine, memory_id: int, importance: int, source: str) -> None:
-    with Session(engine) as session:
-        session.exec(
-            update(Memory)
-            .where(col(Memory.id) == memory_id)
-            .values(importance=importance, importance_source=source)
-        )
-        session.commit()
+    statement = (
+        update(Memory)
+        .where(col(Memory.id) == memory_id)
+        .values(importance=importance, importance_source=source)
+    )
+    with engine.begin() as conn:
+        conn.execute(statement)
 
 
 def touch(engine: Engine, world_id: str, agent_id: str, ids: Sequence[int], minutes: float) -> None:
@@ -138,25 +138,19 @@ def page(
 
 def importance_since_last_insight(engine: Engine, world_id: str, agent_id: str) -> tuple[float, int]:
     """Summed importance of observations stored after the agent's latest insight, and that insight's id."""
-    with Session(engine) as session:
-        last = session.exec(
-            select(func.max(Memory.id)).where(
-                Memory.world_id == world_id,
-                Memory.agent_id == agent_id,
-                Memory.type == "reflection",  # insights are reflections: the per-agent type index answers
-                Memory.origin == "insight",
-            )
-        ).one()
-        since = int(last or 0)
-        total = session.exec(
-            select(func.coalesce(func.sum(Memory.importance), 0)).where(
-                Memory.world_id == world_id,
-                Memory.agent_id == agent_id,
-                Memory.type == "observation",
-                col(Memory.id) > since,
-            )
-        ).one()
-    return float(total), since
+    mine = (col(Memory.world_id) == world_id, col(Memory.agent_id) == agent_id)
+    last = func.coalesce(
+        select(func.max(Memory.id))
+        .where(*mine, col(Memory.type) == "reflection", col(Memory.origin) == "insight")  # the type index
+        .scalar_subquery(),
+        0,
+    )
+    statement = select(func.coalesce(func.sum(Memory.importance), 0), last).where(
+        *mine, col(Memory.type) == "observation", col(Memory.id) > last
+    )
+    with engine.connect() as conn:
+        total, since = conn.execute(statement).one()
+    return float(total), int(since)
 
 
 def observations_after(
