@@ -246,7 +246,7 @@ class MemoryService:
 
     def _touch_and_fetch(self, key: Key, ids: list[int], touched: list[int], now: float) -> dict[int, Memory]:
         stream.touch(self.engine, key[0], key[1], touched, now)
-        return stream.by_ids(self.engine, key[0], key[1], ids)
+        return stream.by_ids(self.engine, key[0], key[1], ids, embedding=False)
 
     # --- reflections ---
     async def reflect_on_conversation(

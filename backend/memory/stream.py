@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import and_, delete, func, or_, update
 from sqlalchemy.engine import Engine
+from sqlalchemy.orm import defer
 from sqlmodel import Session, col, select
 
 from backend.gametime import from_game_minutes, game_minutes, utcnow
@@ -39,20 +40,31 @@ def insert(
     return list(rows)
 
 
-def by_ids(engine: Engine, world_id: str, agent_id: str, ids: Sequence[int]) -> dict[int, Memory]:
+def by_ids(
+    engine: Engine, world_id: str, agent_id: str, ids: Sequence[int], *, embedding: bool = True
+) -> dict[int, Memory]:
+    """The agent's memories with these ids. `embedding=False` leaves the vector out (reading it then raises):
+    retrieval answers with records, not vectors, and the vectors are most of a row's bytes."""
     if not ids:
         return {}
+    query = select(Memory).where(
+        Memory.world_id == world_id, Memory.agent_id == agent_id, col(Memory.id).in_(list(ids))
+    )
+    if not embedding:
+        query = query.options(defer(Memory.embedding, raiseload=True))  # type: ignore[arg-type]
     with Session(engine, expire_on_commit=False) as session:
-        rows = session.exec(
-            select(Memory).where(
-                Memory.world_id == world_id, Memory.agent_id == agent_id, col(Memory.id).in_(list(ids))
-            )
-        ).all()
+        rows = session.exec(query).all()
     return {row.id: row for row in rows if row.id is not None}
 
 
 def existing_ids(engine: Engine, world_id: str, agent_id: str, ids: Sequence[int]) -> set[int]:
-    return set(by_ids(engine, world_id, agent_id, ids))
+    if not ids:
+        return set()
+    query = select(Memory.id).where(
+        Memory.world_id == world_id, Memory.agent_id == agent_id, col(Memory.id).in_(list(ids))
+    )
+    with Session(engine) as session:
+        return {int(i) for i in session.exec(query) if i is not None}
 
 
 def set_importance(engine: Engine, memory_id: int, importance: int, source: str) -> None:
