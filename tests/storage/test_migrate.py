@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
-from sqlalchemy import inspect
+from sqlalchemy import event, inspect
 from sqlmodel import Session, select
 
+from backend.conversation.jobs import has_observation
 from backend.storage.db import create_db_engine, init_db
 from backend.world.models import Agent
 
@@ -53,3 +55,28 @@ def test_sqlite_runs_in_wal_mode(tmp_path: Path) -> None:
     with engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
     assert (tmp_path / "sub").is_dir()
+
+
+def test_an_older_database_gets_the_session_index_and_conversation_lookups_use_it(tmp_path: Path) -> None:
+    engine = create_db_engine(f"sqlite:///{tmp_path / 'old-index.db'}")
+    init_db(engine)
+    with engine.begin() as conn:  # as a release before the index made it
+        conn.exec_driver_sql("DROP INDEX ix_memory_world_agent_session")
+
+    assert "CREATE INDEX ix_memory_world_agent_session ON memory" in init_db(engine)
+
+    # The lookup a retried observation job makes: it must seek by session, not scan the agent's memories.
+    statements: list[tuple[str, Any]] = []
+
+    def capture(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        statements.append((statement, parameters))
+
+    event.listen(engine, "before_cursor_execute", capture)
+    has_observation(engine, "default", "aoi", "s1", "葵: こんにちは")
+    event.remove(engine, "before_cursor_execute", capture)
+    statement, parameters = statements[-1]
+    with engine.connect() as conn:
+        plan = " ".join(
+            str(row[-1]) for row in conn.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters)
+        )
+    assert "ix_memory_world_agent_session" in plan
