@@ -1,6 +1,7 @@
 """Retrieval benchmark: one agent with N = 1k, 10k, 100k memories, k = 30, 384-d vectors.
 
-Run: `.venv/bin/python bench/retrieval.py` (optionally `--sizes 1000 10000 --queries 200`).
+Run: `.venv/bin/python bench/retrieval.py` (optionally `--sizes 1000 10000 --queries 200`; `--int8-rows 0`
+forces the int8 pre-selection at every size, a huge value keeps the float32 product: the crossover).
 
 The index is built directly (no database, no HTTP): the matrix holds synthetic random unit vectors, which
 cost exactly what real embeddings cost to multiply; memory texts are synthetic Japanese sentences made from a
@@ -9,6 +10,9 @@ fixed vocabulary so the keyword posting lists look like real ones. Each query is
 normalised scoring, top-k, moving the winners' access time, and the result rows (embedding the query
 text is excluded; the local embedder takes ~0.05 ms for a short query). As in the server, the winners'
 access times move forward, so later queries see a realistically mixed recency.
+
+Bytes per memory count everything the index allocates for it: the float32 row (4 * dim), its int8 copy
+(dim + 8: codes, scale, error), the per-row arrays, posting lists and spare capacity from doubling.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import tracemalloc
 import numpy as np
 
 from backend.memory.index import AgentIndex, IndexRow
-from backend.memory.ranking import rank
+from backend.memory.ranking import INT8_ROWS, rank
 from backend.memory.retrieval import Weights
 from backend.text import token_set
 
@@ -70,15 +74,19 @@ def build(n: int, seed: int = 0) -> tuple[AgentIndex, float, float]:
     return index, seconds, held / n
 
 
-def query_once(index: AgentIndex, mode: str, vector: np.ndarray, tokens: set[str]) -> list[int]:
-    ranked, _, _ = rank(index, mode, vector, tokens, K, Weights(), 0.99, (None, None), None)
+def query_once(
+    index: AgentIndex, mode: str, vector: np.ndarray, tokens: set[str], int8_rows: int
+) -> list[int]:
+    ranked, _, _ = rank(index, mode, vector, tokens, K, Weights(), 0.99, (None, None), None, int8_rows)
     return [row[0] for row in ranked]
 
 
 MODES = ("embedding", "keyword", "hybrid")
 
 
-def time_modes(index: AgentIndex, count: int, rounds: int) -> dict[str, tuple[float, float, float]]:
+def time_modes(
+    index: AgentIndex, count: int, rounds: int, int8_rows: int
+) -> dict[str, tuple[float, float, float]]:
     """Per mode: (p50, p99 over every query, the lowest of the rounds' p50s), in ms.
 
     The modes take turns round by round, so a burst of noise from the machine's neighbours lands on all
@@ -93,11 +101,11 @@ def time_modes(index: AgentIndex, count: int, rounds: int) -> dict[str, tuple[fl
     for _ in range(rounds):
         for mode in MODES:
             for i in range(5):
-                query_once(index, mode, queries[i], words[i])  # warm-up
+                query_once(index, mode, queries[i], words[i], int8_rows)  # warm-up
             spent = []
             for vector, tokens in zip(queries, words, strict=True):
                 started = time.perf_counter()
-                found = query_once(index, mode, vector, tokens)
+                found = query_once(index, mode, vector, tokens, int8_rows)
                 spent.append(time.perf_counter() - started)
                 assert len(found) == K
             timings[mode].append(np.array(spent) * 1000)
@@ -135,13 +143,16 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--int8-rows", type=int, default=INT8_ROWS, help="int8 pre-selection from this many rows"
+    )
     args = parser.parse_args()
     print(
         f"k={K}, dim={DIM}, {args.rounds} rounds x {args.queries} queries per cell; ms per query: "
-        "p50 / p99 over all queries [quietest round's p50]"
+        f"p50 / p99 over all queries [quietest round's p50]; int8 pre-selection from {args.int8_rows} rows"
     )
     header = (
-        f"{'N':>8} | {'embedding':>24} | {'keyword':>24} | {'hybrid':>24} | "
+        f"{'N':>8} | {'cosine':>7} | {'embedding':>24} | {'keyword':>24} | {'hybrid':>24} | "
         f"{'bytes/mem':>9} | {'build s':>7} | {'insert us':>9}"
     )
     print(header)
@@ -149,10 +160,11 @@ def main() -> None:
     steal0, total0 = stolen_share()
     for n in args.sizes:
         index, build_s, per_memory = build(n)
-        cells = time_modes(index, args.queries, args.rounds)
+        cells = time_modes(index, args.queries, args.rounds, args.int8_rows)
         insert_us = insert_cost(index)
         shown = " | ".join(f"{p50:6.3f} / {p99:6.3f} [{quiet:6.3f}]" for p50, p99, quiet in cells.values())
-        print(f"{n:>8} | {shown} | {per_memory:9.0f} | {build_s:7.2f} | {insert_us:9.1f}")
+        path = "int8" if n >= args.int8_rows else "float32"
+        print(f"{n:>8} | {path:>7} | {shown} | {per_memory:9.0f} | {build_s:7.2f} | {insert_us:9.1f}")
     steal1, total1 = stolen_share()
     if total1 > total0:
         print(

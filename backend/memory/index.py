@@ -2,6 +2,8 @@
 
 One query is a matrix-vector product (embedding relevance), a few posting-list lookups counted with
 `np.bincount` (keyword relevance), vectorised scoring and a partial sort: no Python loop over memories.
+Large indexes multiply an int8 copy of the matrix instead (a quarter of the bytes to stream), kept in step
+with the float32 rows on every append: per-row codes, scale and quantisation error (`similarity.quantise`).
 
 Rows are kept in id order (inserts for one agent are serialised by the index lock and ids only grow), so an
 id is found with `np.searchsorted`. Arrays grow by doubling (amortised O(1) append, never a vstack per
@@ -13,17 +15,31 @@ from __future__ import annotations
 
 import threading
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from backend.memory import similarity
 from backend.memory.models import TYPE_CODES
+from backend.memory.selection import Bounded
 from backend.text import token_set
 
 INITIAL_CAPACITY = 64
 #: The per-row arrays of `AgentIndex`, grown together.
-ARRAYS = ("vectors", "ids", "importance", "accessed", "types", "alive", "token_counts", "inverse_sqrt_tokens")
+ARRAYS = (
+    "vectors",
+    "codes",
+    "code_scales",
+    "code_errors",
+    "ids",
+    "importance",
+    "accessed",
+    "types",
+    "alive",
+    "token_counts",
+    "inverse_sqrt_tokens",
+)
 
 
 @dataclass
@@ -47,6 +63,13 @@ class AgentIndex:
         self.dead = 0
         self.lock = threading.RLock()
         self.vectors = np.zeros((capacity, dim), dtype=np.float32)
+        # The int8 copy: vectors[i] ~= code_scales[i] * codes[i], off by code_errors[i] at most (L2 norm).
+        self.codes = np.zeros((capacity, dim), dtype=np.int8)
+        self.code_scales = np.zeros(capacity, dtype=np.float32)
+        self.code_errors = np.zeros(capacity, dtype=np.float32)
+        self.norm_bound = (
+            0.0  # bounds every row's norm and its codes' (removals leave it high: still a bound)
+        )
         self.ids = np.zeros(capacity, dtype=np.int64)
         self.importance = np.zeros(capacity, dtype=np.float32)
         self.accessed = np.zeros(capacity, dtype=np.float64)  # game minutes of last access
@@ -82,9 +105,17 @@ class AgentIndex:
             self.inverse_sqrt_tokens[pos] = 1.0 / np.sqrt(len(tokens)) if tokens else 0.0
             for token in tokens:
                 self.postings.setdefault(token, array("i")).append(pos)
+        self._quantise(self.size, self.size + len(rows))
         self.size += len(rows)
         if self._latest is not None:
             self._latest = max(self._latest, max(row.accessed_minutes for row in rows))
+
+    def _quantise(self, start: int, stop: int) -> None:
+        for lo in range(start, stop, similarity.QUANTISE_CHUNK):
+            hi = min(stop, lo + similarity.QUANTISE_CHUNK)
+            codes, scales, errors, norms = similarity.quantise(self.vectors[lo:hi])
+            self.codes[lo:hi], self.code_scales[lo:hi], self.code_errors[lo:hi] = codes, scales, errors
+            self.norm_bound = max(self.norm_bound, norms)
 
     def _reserve(self, needed: int) -> None:
         capacity = self.ids.shape[0]
@@ -157,8 +188,20 @@ class AgentIndex:
         return np.flatnonzero(mask)
 
     def cosine_all(self, query: np.ndarray) -> np.ndarray:
-        """Cosine of the query with every held row (one BLAS matrix-vector product)."""
-        return self.vectors[: self.size] @ query.astype(np.float32, copy=False)
+        """The exact cosine of the query with every held row (`similarity.cosine_rows`): what ranking
+        reproduces, whichever approximation it pre-selects with."""
+        return similarity.cosine_rows(self.vectors[: self.size], query)
+
+    def cosine_start(self, query: np.ndarray, *, int8: bool) -> Callable[[], Bounded]:
+        """Start the approximate cosine of every held row, from the int8 copy or the float32 matrix; the
+        returned call gives it as a `Bounded` (module docstring of `similarity`)."""
+        vectors = self.vectors[: self.size]
+        if not int8:
+            return similarity.float32_start(vectors, query, self.norm_bound)
+        n = self.size
+        return similarity.int8_start(
+            vectors, self.codes[:n], self.code_scales[:n], self.code_errors[:n], self.norm_bound, query
+        )
 
     def shared_tokens(self, query_tokens: set[str]) -> np.ndarray:
         """How many of the query's tokens each held row contains (inverted index + bincount)."""

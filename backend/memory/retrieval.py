@@ -13,9 +13,6 @@ memories weeks old (0.99 ** 75_000 is below the smallest float64).
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,46 +77,6 @@ def recency_normalised(minutes_since: np.ndarray, decay: float) -> np.ndarray:
     ages -= floor
     ages /= 1.0 - floor
     return ages
-
-
-#: From this many rows the product is split across threads. BLAS itself runs one thread per process
-#: (backend/__init__.py): its spinning worker threads were 10-20x slower on a busy 2-core machine. Plain
-#: Python threads (numpy releases the GIL in BLAS) only queue under load, and on an idle machine halve the
-#: time of this memory-bound product: 10k x 384 went 0.94 -> 0.53 ms, 100k 14.3 -> 8.2 ms here.
-PARALLEL_ROWS = 4096
-PARALLEL_WORKERS = max(1, min(4, os.cpu_count() or 1))
-_POOL = ThreadPoolExecutor(max_workers=PARALLEL_WORKERS, thread_name_prefix="cosine")
-
-
-def cosine(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """Cosine similarity of L2-normalised rows with an L2-normalised query: one matrix-vector product."""
-    return cosine_start(matrix, query)()
-
-
-def cosine_start(matrix: np.ndarray, query: np.ndarray) -> Callable[[], np.ndarray]:
-    """`cosine`, in two steps: this thread multiplies its share now, and the returned call waits for the
-    helper threads' shares and gives the whole result, so a caller can do other work in between."""
-    query = np.asarray(query, dtype=matrix.dtype)
-    rows = matrix.shape[0]
-    parts = min(PARALLEL_WORKERS, rows // PARALLEL_ROWS)
-    if parts < 2:
-        result = matrix @ query
-        return lambda: result
-    out = np.empty(rows, dtype=matrix.dtype)
-    bounds = [rows * i // parts for i in range(parts + 1)]
-
-    def product(lo: int, hi: int) -> None:
-        np.matmul(matrix[lo:hi], query, out=out[lo:hi])
-
-    pending = [_POOL.submit(product, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:], strict=True)]
-    product(bounds[0], bounds[1])  # this thread takes the first part
-
-    def finish() -> np.ndarray:
-        for job in pending:
-            job.result()
-        return out
-
-    return finish
 
 
 def inverse_sqrt(counts: np.ndarray) -> np.ndarray:
@@ -230,19 +187,6 @@ class Scale:
             relevance_span=rel_high - rel_low if rel_high > rel_low else 0.0,
         )
 
-    def rounding_bound(self, importance: np.ndarray, relevance: np.ndarray, weights: Weights) -> float:
-        """How far a float32 `_rough_scores` value may be from the exact one (generously)."""
-        terms = 0.0
-        if self.relevance_span:
-            largest = max(abs(self.relevance_low), abs(self.relevance_low + self.relevance_span))
-            terms += abs(weights.relevance) * (1.0 + largest / self.relevance_span)
-        if self.importance_span:
-            largest = max(abs(self.importance_low), abs(self.importance_low + self.importance_span))
-            terms += abs(weights.importance) * (1.0 + largest / self.importance_span)
-        if not self.recency_tied:
-            terms += abs(weights.recency) / (1.0 - self.floor)
-        return ROUNDING_BOUND * terms + 1e-12
-
     def components(
         self, accessed_minutes: np.ndarray, importance: np.ndarray, relevance: np.ndarray, weights: Weights
     ) -> Components:
@@ -271,79 +215,6 @@ def _spread(values: np.ndarray, low: float, span: float) -> np.ndarray:
     out = np.subtract(values, low, dtype=np.float64)
     out /= span
     return out
-
-
-#: Bound on float32 rounding, in units of each term's largest magnitude (2**-24 is one rounding; a few
-#: operations stack up a handful, and this leaves ample room), so the exact float64 pass below sees every
-#: candidate that could belong in the top k.
-ROUNDING_BOUND = 1e-6
-
-
-def rank_top_k(
-    *,
-    accessed_minutes: np.ndarray,
-    importance: np.ndarray,
-    relevance: np.ndarray,
-    tiebreak: np.ndarray,
-    now_minutes: float,
-    decay: float,
-    weights: Weights,
-    k: int,
-) -> tuple[np.ndarray, Components]:
-    """The k best candidates, best first, and their exact components: the same result as
-    `score_candidates` + `top_k`, without building four float64 arrays over every candidate.
-
-    Min-max normalisation is affine per component, so the ranking only needs
-    `a * decay ** age + b * importance + c * relevance`, computed once in float32 (a few passes over
-    memory instead of a dozen). Everything within float32's rounding bound of the k-th best is then scored again
-    exactly in float64 with `Scale.components` and ordered by `top_k`, so ties and near-ties are decided
-    as the reference formula decides them.
-    """
-    n = accessed_minutes.shape[0]
-    if n == 0 or k <= 0:
-        empty = np.empty(0)
-        return np.empty(0, dtype=np.int64), Components(empty, empty, empty, empty)
-    scale = Scale.of(accessed_minutes, importance, relevance, now_minutes, decay)
-    if k >= n:
-        chosen = np.arange(n)
-    else:
-        rough = _rough_scores(accessed_minutes, importance, relevance, scale, weights)
-        kth = np.partition(rough, n - k)[n - k]
-        slack = scale.rounding_bound(importance, relevance, weights)
-        chosen = np.flatnonzero(rough >= kth - slack)
-    parts = scale.components(accessed_minutes[chosen], importance[chosen], relevance[chosen], weights)
-    best = top_k(parts.score, k, tiebreak=tiebreak[chosen])
-    picked = Components(
-        score=parts.score[best],
-        recency=parts.recency[best],
-        importance=parts.importance[best],
-        relevance=parts.relevance[best],
-    )
-    return chosen[best], picked
-
-
-def _rough_scores(
-    accessed: np.ndarray, importance: np.ndarray, relevance: np.ndarray, scale: Scale, weights: Weights
-) -> np.ndarray:
-    """The score up to a constant (each component's `-low / span` term is dropped), in float32."""
-    score = np.zeros(accessed.shape, dtype=np.float32)
-    work = np.empty(accessed.shape, dtype=np.float32)
-    if scale.relevance_span:
-        np.multiply(relevance, weights.relevance / scale.relevance_span, out=score, casting="same_kind")
-    if scale.importance_span:
-        np.multiply(importance, weights.importance / scale.importance_span, out=work, casting="same_kind")
-        score += work
-    if not scale.recency_tied:
-        # exponent = log_decay * (newest - min(accessed, now)): never above 0, clipped at LOG_FLOOR.
-        np.subtract(accessed, scale.newest, out=work, casting="same_kind")
-        if scale.after_now:
-            np.minimum(work, 0.0, out=work)
-        work *= np.float32(-scale.log_decay)
-        np.maximum(work, np.float32(LOG_FLOOR), out=work)
-        np.exp(work, out=work)
-        work *= np.float32(weights.recency / (1.0 - scale.floor))
-        score += work
-    return score
 
 
 def top_k(scores: np.ndarray, k: int, tiebreak: np.ndarray | None = None) -> np.ndarray:

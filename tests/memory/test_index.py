@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from backend.llm.embedding import LocalEmbedder
 from backend.memory.index import AgentIndex, IndexRow
@@ -138,3 +139,119 @@ def test_rank_over_a_filtered_index_matches_the_reference_formula() -> None:
         assert [r[0] for r in ranked] == expected
         assert now == 700.0 and set(touched) <= set(expected)
         assert {kinds[(i - 1) % 3] for i in expected} <= set(types or kinds)
+
+
+def test_the_int8_copy_follows_appends_growth_and_removals() -> None:
+    """After appends (growing the arrays, rows without a vector) and removals, the int8 copy equals a fresh
+    quantisation of the float32 rows, and a reload (a new index from the same rows) holds the same copy."""
+    from backend.memory.similarity import quantise
+
+    embedder = LocalEmbedder(dim=64)
+    texts = [
+        f"{place}で{who}と話した" for place in ("カフェ", "公園", "駅前") for who in ("ヒカリ", "ソラ", "")
+    ]
+    index = AgentIndex(64, capacity=2)
+    rows = []
+    for batch in range(4):
+        vectors = embedder.embed_sync(texts)
+        batch_rows = [
+            IndexRow(batch * 100 + i + 1, 5.0, 0.0, "observation", t, None if i % 4 == 3 else vectors[i])
+            for i, t in enumerate(texts)
+        ]
+        index.append(batch_rows)
+        rows += batch_rows
+        index.remove([batch * 100 + 2])
+    n = index.size
+    codes, scales, errors, norms = quantise(index.vectors[:n])
+    assert np.array_equal(index.codes[:n], codes)
+    assert np.array_equal(index.code_scales[:n], scales) and np.array_equal(index.code_errors[:n], errors)
+    assert index.norm_bound >= norms and not index.codes[3].any()  # a row without a vector codes to zeros
+    reloaded = AgentIndex(64)
+    reloaded.append(rows)
+    assert np.array_equal(reloaded.codes[:n], index.codes[:n]) and reloaded.norm_bound == index.norm_bound
+    assert index.nbytes() >= index.codes.nbytes + index.vectors.nbytes
+
+
+def tied_index(rng: np.random.Generator) -> tuple[AgentIndex, np.ndarray]:
+    """An index full of ties: repeated texts (identical vectors), coarse importance and access times,
+    near-duplicate vectors one float32 step apart, rows without a vector, three types, some removed."""
+    texts = [
+        f"{p}で{w}と{a}"
+        for p in ("カフェ", "公園", "図書館")
+        for w in ("ヒカリ", "ソラ")
+        for a in ("話した", "歩いた")
+    ]
+    texts = [texts[i] for i in rng.integers(0, len(texts), 900)]
+    vectors = LocalEmbedder(dim=64).embed_sync(texts)
+    vectors[1::10] = np.nextafter(vectors[1::10], np.float32(1.0))
+    kinds = ["observation", "reflection", "plan"]
+    index = AgentIndex(64)
+    index.append(
+        [
+            IndexRow(
+                i + 1,
+                float(rng.integers(1, 4) * 3),
+                float(rng.integers(0, 3) * 60),
+                kinds[i % 3],
+                t,
+                None if i % 17 == 5 else vectors[i],
+            )
+            for i, t in enumerate(texts)
+        ]
+    )
+    index.remove(rng.choice(np.arange(1, 901), 40, replace=False).tolist())
+    return index, LocalEmbedder(dim=64).embed_sync(["カフェでヒカリ", "公園", "図書館でソラと歩いた"])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_rank_with_the_int8_copy_equals_the_reference_formula(seed: int) -> None:
+    """ranking.rank pre-selecting with the int8 copy (forced at any size) and with the float32 product both
+    give exactly what score_candidates + top_k give over the exact cosine: picks, order, ties, components."""
+    from backend.memory.ranking import rank
+    from backend.memory.retrieval import Weights, hybrid, keyword_overlap, score_candidates, top_k
+
+    rng = np.random.default_rng(seed)
+    index, queries = tied_index(rng)
+    for query, text in zip(queries, ["カフェでヒカリ", "公園", "図書館でソラと歩いた"], strict=True):
+        tokens = token_set(text)
+        for mode, types, weights, k in (
+            ("embedding", None, Weights(), 10),
+            ("hybrid", None, Weights(1.0, 2.0, 0.5), 30),
+            ("embedding", ["observation", "plan"], Weights(0.0, 1.0, 1.0), 1),
+            ("hybrid", ["reflection"], Weights(), 400),
+            ("keyword", None, Weights(), 5),
+        ):
+            rows = index.candidates(types)
+            relevance = index.cosine_all(query)[rows]
+            keyword = keyword_overlap(
+                index.shared_tokens(tokens)[rows], index.inverse_sqrt_tokens[rows], len(tokens)
+            )
+            relevance = {"embedding": relevance, "hybrid": hybrid(relevance, keyword), "keyword": keyword}[
+                mode
+            ]
+            accessed = index.accessed.copy()
+            reference = score_candidates(
+                accessed_minutes=accessed[rows],
+                importance=index.importance[rows],
+                relevance=relevance,
+                now_minutes=200.0,
+                decay=0.99,
+                weights=weights,
+            )
+            best = top_k(reference.score, k, tiebreak=index.ids[rows])
+            expected = list(
+                zip(
+                    index.ids[rows][best].tolist(),
+                    reference.score[best].tolist(),
+                    reference.recency[best].tolist(),
+                    reference.importance[best].tolist(),
+                    reference.relevance[best].tolist(),
+                    strict=True,
+                )
+            )
+            for int8_rows in (0, 10**9):
+                index.accessed[:] = accessed  # each run moves its winners' access time
+                ranked, _, _ = rank(
+                    index, mode, query, tokens, k, weights, 0.99, (1, 200 / 60), types, int8_rows
+                )
+                assert ranked == expected

@@ -14,7 +14,6 @@ from backend.memory.retrieval import (
     inverse_sqrt,
     keyword_overlap,
     minmax,
-    rank_top_k,
     recency_normalised,
     score_candidates,
     top_k,
@@ -94,46 +93,3 @@ def test_top_k_orders_by_score_and_handles_small_sets() -> None:
     assert top_k(scores, 3).tolist() == [1, 3, 2]
     assert top_k(scores, 10).tolist() == [1, 3, 2, 4, 0]
     assert top_k(np.array([]), 3).tolist() == []
-
-
-@pytest.mark.parametrize("seed", range(6))
-def test_the_fast_ranking_picks_what_the_reference_formula_picks(seed: int) -> None:
-    """rank_top_k (float32 pre-selection, exact float64 final pass) == score_candidates + top_k, ties included."""
-    rng = np.random.default_rng(seed)
-    n = 5000
-    # Coarse values on purpose: many exact ties in every component, and ties between different mixes.
-    accessed = rng.integers(0, 4, n) * 30.0 + (game_minutes(3, 9.0) if seed % 2 else 0.0)
-    importance = rng.integers(1, 11, n).astype(np.float32)
-    relevance = (rng.integers(0, 5, n) / 4).astype(np.float32)
-    if seed == 4:
-        relevance = (0.9999 + rng.integers(0, 3, n) * 1e-5).astype(np.float32)  # a tiny spread
-    if seed == 5:
-        accessed[:] = 600.0  # recency tied for everyone
-    ids = np.arange(1, n + 1) * 3
-    now = float(accessed.max()) + 45.0
-    for weights in (Weights(), Weights(1.0, 2.0, 0.5), Weights(0.0, 1.0, 1.0)):
-        reference = score_candidates(
-            accessed_minutes=accessed,
-            importance=importance,
-            relevance=relevance,
-            now_minutes=now,
-            decay=0.99,
-            weights=weights,
-        )
-        for k in (1, 30, 100, n + 5):
-            expected = top_k(reference.score, k, tiebreak=ids)
-            got, parts = rank_top_k(
-                accessed_minutes=accessed,
-                importance=importance,
-                relevance=relevance,
-                tiebreak=ids,
-                now_minutes=now,
-                decay=0.99,
-                weights=weights,
-                k=k,
-            )
-            assert got.tolist() == expected.tolist()
-            assert parts.score == pytest.approx(reference.score[expected], abs=1e-12)
-            assert parts.recency == pytest.approx(reference.recency[expected], abs=1e-12)
-            assert parts.importance == pytest.approx(reference.importance[expected], abs=1e-12)
-            assert parts.relevance == pytest.approx(reference.relevance[expected], abs=1e-12)
