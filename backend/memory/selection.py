@@ -126,7 +126,9 @@ def _shortlist(
         rough = _rough_scores(accessed, importance, relevance, scale, weights)
         slack = 2.0 * rounding_bound(scale, weights)
     if isinstance(spread, np.ndarray):
-        kth = np.partition(rough - spread, n - k)[n - k]
+        lower = rough - spread
+        lower.partition(n - k)  # in place: the array is ours
+        kth = lower[n - k]
         rough += spread
     else:  # one spread: the k-th lower end is kth(rough) - spread, reached when rough + spread gets there
         kth = np.partition(rough, n - k)[n - k] - 2.0 * float(spread)
