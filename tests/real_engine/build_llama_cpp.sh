@@ -18,9 +18,8 @@ JOBS="${JOBS:-$(nproc)}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 echo "building llama.cpp $VERSION once: the python wheel, then llama-server from the same build tree" >&2
-"$PYTHON" -m pip download --quiet --no-deps --no-binary :all: "llama-cpp-python==$VERSION" -d "$work" >&2
-tar -xzf "$work"/llama_cpp_python-*.tar.gz -C "$work"
-src="$(echo "$work"/llama_cpp_python-*/)"
+source "$(dirname "$0")/llama_sdist.sh"
+src="$(unpack_llama_sdist "$PYTHON" "$VERSION" "$work")"
 build="$work/build"
 
 # 1. The wheel (shared libllama/libggml inside it), keeping the CMake build tree.

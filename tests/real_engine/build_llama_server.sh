@@ -19,9 +19,8 @@ fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 echo "building llama-server $VERSION (CPU only) in $work" >&2
-"$PYTHON" -m pip download --quiet --no-deps --no-binary :all: "llama-cpp-python==$VERSION" -d "$work" >&2
-tar -xzf "$work"/llama_cpp_python-*.tar.gz -C "$work"
-src="$(echo "$work"/llama_cpp_python-*/vendor/llama.cpp)"
+source "$(dirname "$0")/llama_sdist.sh"
+src="$(unpack_llama_sdist "$PYTHON" "$VERSION" "$work")vendor/llama.cpp"
 
 cmake -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release \
     -DBUILD_SHARED_LIBS=OFF -DGGML_NATIVE=OFF -DGGML_CUDA=OFF -DGGML_OPENMP=OFF \
