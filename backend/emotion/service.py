@@ -143,7 +143,8 @@ class EmotionService:
         """Ask the emotion model for the new state; on failure the previous state stays (the trace says why)."""
         lock = self._locks.setdefault((agent.world_id, agent.id), asyncio.Lock())
         async with lock:  # one evaluation per agent at a time, each reading the previous result
-            previous = self.current(agent, day=day, time_of_day=time_of_day)
+            # Off the event loop like every other read: a turn waiting to be served must not wait on it.
+            previous = await asyncio.to_thread(self.current, agent, day=day, time_of_day=time_of_day)
             options = GenerateOptions(
                 purpose="emotion",
                 priority=PRIORITY_BACKGROUND,
