@@ -22,6 +22,7 @@ import numpy as np
 
 from backend.memory import similarity
 from backend.memory.models import TYPE_CODES
+from backend.memory.retrieval import inverse_sqrt
 from backend.memory.selection import Bounded
 from backend.text import token_set
 
@@ -67,18 +68,15 @@ class AgentIndex:
         self.codes = np.zeros((capacity, dim), dtype=np.int8)
         self.code_scales = np.zeros(capacity, dtype=np.float32)
         self.code_errors = np.zeros(capacity, dtype=np.float32)
-        self.norm_bound = (
-            0.0  # bounds every row's norm and its codes' (removals leave it high: still a bound)
-        )
+        # Bounds every row's norm and its codes' (removals leave it high: still a bound).
+        self.norm_bound = 0.0
         self.ids = np.zeros(capacity, dtype=np.int64)
         self.importance = np.zeros(capacity, dtype=np.float32)
         self.accessed = np.zeros(capacity, dtype=np.float64)  # game minutes of last access
         self.types = np.zeros(capacity, dtype=np.int8)
         self.alive = np.zeros(capacity, dtype=bool)
         self.token_counts = np.zeros(capacity, dtype=np.int32)
-        self.inverse_sqrt_tokens = np.zeros(
-            capacity, dtype=np.float32
-        )  # 1/sqrt(token count), for keyword relevance
+        self.inverse_sqrt_tokens = np.zeros(capacity, dtype=np.float32)  # for keyword relevance
         #: token -> row positions holding it (array('i') appends in place, read zero-copy by numpy).
         self.postings: dict[str, array[int]] = {}
         self._latest: float | None = 0.0  # newest live access time; None when it must be recomputed
@@ -102,9 +100,10 @@ class AgentIndex:
             self.alive[pos] = True
             tokens = token_set(row.content)
             self.token_counts[pos] = len(tokens)
-            self.inverse_sqrt_tokens[pos] = 1.0 / np.sqrt(len(tokens)) if tokens else 0.0
             for token in tokens:
                 self.postings.setdefault(token, array("i")).append(pos)
+        added = slice(self.size, self.size + len(rows))
+        self.inverse_sqrt_tokens[added] = inverse_sqrt(self.token_counts[added])
         self._quantise(self.size, self.size + len(rows))
         self.size += len(rows)
         if self._latest is not None:
