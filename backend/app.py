@@ -102,7 +102,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         tasks=app.state.tasks,
         events=app.state.events,
         jobs=app.state.jobs,
-    )  # noqa: E501
+    )
     app.state.emotion = EmotionService(
         engine=engine, llm=app.state.llm, settings=settings, tasks=app.state.tasks, events=app.state.events
     )

@@ -47,9 +47,7 @@ def by_ids(
     retrieval answers with records, not vectors, and the vectors are most of a row's bytes."""
     if not ids:
         return {}
-    query = select(Memory).where(
-        Memory.world_id == world_id, Memory.agent_id == agent_id, col(Memory.id).in_(list(ids))
-    )
+    query = select(Memory).where(*_with_ids(world_id, agent_id, ids))
     if not embedding:
         query = query.options(defer(Memory.embedding, raiseload=True))  # type: ignore[arg-type]
     with Session(engine, expire_on_commit=False) as session:
@@ -60,11 +58,13 @@ def by_ids(
 def existing_ids(engine: Engine, world_id: str, agent_id: str, ids: Sequence[int]) -> set[int]:
     if not ids:
         return set()
-    query = select(Memory.id).where(
-        Memory.world_id == world_id, Memory.agent_id == agent_id, col(Memory.id).in_(list(ids))
-    )
     with Session(engine) as session:
-        return {int(i) for i in session.exec(query) if i is not None}
+        found = session.exec(select(Memory.id).where(*_with_ids(world_id, agent_id, ids)))
+        return {int(i) for i in found if i is not None}
+
+
+def _with_ids(world_id: str, agent_id: str, ids: Sequence[int]) -> tuple[Any, ...]:
+    return (Memory.world_id == world_id, Memory.agent_id == agent_id, col(Memory.id).in_(list(ids)))
 
 
 def set_importance(engine: Engine, memory_id: int, importance: int, source: str) -> None:
