@@ -109,21 +109,26 @@ def _causes(client: TestClient, agent: Agent) -> list[str]:
     return [row.cause or "" for row in rows]
 
 
+def _schedule(client: TestClient, agent: Agent, cause: str) -> None:
+    """Ask for an evaluation on the app's event loop (schedule spawns tasks there), the cause as the line."""
+    service: EmotionService = client.app.state.emotion  # type: ignore[attr-defined]
+    client.portal.call(  # type: ignore[union-attr]
+        lambda: _run(
+            lambda: service.schedule(agent, lines=[f"ヒカリ: {cause}"], cause=cause, day=1, time_of_day=10.0)
+        )
+    )
+
+
 def test_requests_within_the_interval_merge_into_one_evaluation_of_the_newest(
     settings: Settings, scripted: ScriptedLLM
 ) -> None:
     with make_client(settings, scripted, emotion_min_interval_s=3.0) as client:
         agent = _agent(client)
-        service: EmotionService = client.app.state.emotion  # type: ignore[attr-defined]
-
-        def schedule(cause: str) -> None:
-            service.schedule(agent, lines=[f"ヒカリ: {cause}"], cause=cause, day=1, time_of_day=10.0)
-
-        client.portal.call(lambda: _run(schedule, "first"))  # type: ignore[union-attr]
+        _schedule(client, agent, "first")
         drain(client)
         assert _causes(client, agent) == ["first"]  # an idle character is evaluated at once
         for cause in ("second", "third", "fourth"):
-            client.portal.call(lambda c=cause: _run(schedule, c))  # type: ignore[union-attr, misc]
+            _schedule(client, agent, cause)
         # Inside the interval nothing runs yet; the three requests wait as one, the newest.
         assert _causes(client, agent) == ["first"]
         drain(client)
@@ -137,13 +142,8 @@ def test_without_an_interval_every_request_after_an_evaluation_runs(
 ) -> None:
     with make_client(settings, scripted, emotion_min_interval_s=0.0) as client:
         agent = _agent(client)
-        service: EmotionService = client.app.state.emotion  # type: ignore[attr-defined]
         for cause in ("one", "two", "three"):
-            client.portal.call(  # type: ignore[union-attr]
-                lambda c=cause: _run(  # type: ignore[misc]
-                    lambda: service.schedule(agent, lines=[], cause=c, day=1, time_of_day=10.0)
-                )
-            )
+            _schedule(client, agent, cause)
             drain(client)
         assert _causes(client, agent) == ["one", "two", "three"]
 
@@ -164,6 +164,6 @@ def test_history_is_pruned_to_the_limit_keeping_the_newest(settings: Settings, s
         assert len(_causes(client, agent)) < 40
 
 
-async def _run(fn: Any, *args: Any) -> None:
-    """Call `fn` on the app's event loop (schedule spawns tasks there)."""
-    fn(*args)
+async def _run(fn: Any) -> None:
+    """Call `fn` on the app's event loop."""
+    fn()
