@@ -117,6 +117,9 @@ class Settings(BaseSettings):
     reflection_threshold: float = Field(150.0, gt=0)
     # Importance a memory holds until the model's rating lands (when the caller gives none).
     importance_provisional: int = Field(3, ge=1, le=10)
+    #: Seconds a new memory's rating waits so that the agent's memories stored meanwhile share its model call
+    #: (up to 16 per call): a fast conversation costs one rating call per agent per window, not one per line.
+    importance_batch_s: float = Field(5.0, ge=0, le=3600)
 
     # --- memory hygiene (caps, deduplication, person memory) ---
     # Memories kept per agent and type; past the cap the least important, least recently used go first.

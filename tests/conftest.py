@@ -27,6 +27,7 @@ def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
         llm_provider="scripted",
         llm_retry_backoff_s=0.0,
         load_demo_world=False,
+        importance_batch_s=0.0,  # rate at once; tests/memory/test_rating_batch.py covers the gathering
     )
 
 

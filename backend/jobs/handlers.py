@@ -17,7 +17,7 @@ def install(state: Any) -> None:
     async def rate(job: Job) -> None:
         await memory_jobs.run_rating(memory, job)
 
-    runner.register(memory_jobs.RATE, rate)
+    runner.register(memory_jobs.RATE, rate, merging=True)
     after = Aftermath(
         engine=state.engine,
         memory=memory,

@@ -28,6 +28,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from backend.config import Settings
+from backend.gametime import utcnow
 from backend.jobs import store
 from backend.jobs.models import Job
 from backend.tasks import TaskRunner
@@ -55,6 +56,9 @@ class JobRunner:
         self.settings = settings
         self.tasks = tasks
         self.handlers: dict[str, Handler] = {}
+        self._merging: list[
+            str
+        ] = []  # kinds added with `store.add(merge=...)`: they give their key up on claim
         self.outcomes: Counter[str] = Counter()  # done / retried / failed / deferred, since start
         self._active: dict[int, asyncio.Task[Any]] = {}
         self._wake = asyncio.Event()
@@ -63,8 +67,11 @@ class JobRunner:
         # (a busy minute, a restart) would flood the thread pool that live requests use too.
         self._slots = asyncio.Semaphore(settings.job_workers)
 
-    def register(self, kind: str, handler: Handler) -> None:
+    def register(self, kind: str, handler: Handler, *, merging: bool = False) -> None:
+        """Run `handler` for jobs of `kind`. `merging`: the kind's jobs are added with `store.add(merge=...)`."""
         self.handlers[kind] = handler
+        if merging and kind not in self._merging:
+            self._merging.append(kind)
 
     async def start(self) -> None:
         """Put jobs a dead process left `running` back to pending, then start polling for due jobs."""
@@ -80,9 +87,16 @@ class JobRunner:
             self._loop = None
 
     def submit(self, jobs: Sequence[Job]) -> None:
-        """Start committed jobs now (call after the transaction that added them has committed)."""
+        """Start committed jobs now, or when their `run_after` comes (call after the transaction that added
+        them has committed). A job due later waits in a tracked task, so `TaskRunner.drain` waits for it."""
+        now = utcnow()
         for job in jobs:
-            if job.id is not None:
+            if job.id is None:
+                continue
+            wait = (job.run_after - now).total_seconds() if job.run_after is not None else 0.0
+            if wait > 0:
+                self.tasks.spawn(self._later(job.id, wait), name=f"job-later:{job.id}")
+            else:
                 self._start(job.id)
 
     def _start(self, job_id: int) -> None:
@@ -110,7 +124,7 @@ class JobRunner:
     async def _run(self, job_id: int) -> None:
         try:
             async with self._slots:
-                job = await asyncio.to_thread(store.claim, self.engine, job_id)
+                job = await asyncio.to_thread(store.claim, self.engine, job_id, self._merging)
                 if job is None:
                     return
                 delay = await self._execute(job)

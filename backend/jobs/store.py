@@ -5,31 +5,48 @@ Synchronous functions taking an engine or a session; the runner calls them in a 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
+from typing import Any
 
-from sqlalchemy import delete, func, insert, update
+from sqlalchemy import case, delete, func, insert, null, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from backend.gametime import utcnow
 from backend.jobs.models import LIVE, Job
 
+#: Folds a new job's payload into the payload of a pending job with the same dedupe key.
+Merge = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
 
-def add(session: Session, jobs: Sequence[Job]) -> list[Job]:
+
+def add(session: Session, jobs: Sequence[Job], merge: Merge | None = None) -> list[Job]:
     """Add jobs to the caller's transaction (flushed, so they have ids). Returns the jobs added.
 
     A job whose dedupe key names a live job is skipped; a finished job holding the key gives it up (a
-    world reset can reuse a session id, and its new conversation must get its own reflection).
+    world reset can reuse a session id, and its new conversation must get its own reflection). With `merge`,
+    a job whose key names a *pending* job is folded into it instead (`merge(pending, new)` is its new
+    payload): one job then does the work of several. Such jobs give their key up when claimed (see `claim`),
+    so work that arrives while one runs starts a new job rather than joining one that has read its payload.
     """
     keys = [job.dedupe_key for job in jobs if job.dedupe_key]
     live: set[str] = set()
     if keys:
-        found = session.exec(select(Job.dedupe_key, Job.status).where(col(Job.dedupe_key).in_(keys))).all()
-        live = {key for key, status in found if key and status in LIVE}
-        finished = [key for key, status in found if key and status not in LIVE]
+        # FOR UPDATE (PostgreSQL; SQLite's write lock already serialises this): a claim cannot take the
+        # pending job between this read and the payload update below.
+        query = select(Job.id, Job.dedupe_key, Job.status, Job.payload).where(col(Job.dedupe_key).in_(keys))
+        found = session.exec(query.with_for_update() if merge is not None else query).all()
+        live = {key for _, key, status, _ in found if key and status in LIVE}
+        finished = [key for _, key, status, _ in found if key and status not in LIVE]
         if finished:
             session.execute(delete(Job).where(col(Job.dedupe_key).in_(finished)))
+        if merge is not None:
+            pending = {
+                str(key): (int(job_id or 0), dict(payload))
+                for job_id, key, status, payload in found
+                if key and status == "pending"
+            }
+            _merge_into_pending(session, jobs, pending, merge)
     added = [job for job in jobs if job.dedupe_key not in live]
     if added:
         # A Core insert in the caller's transaction (the ORM's unit of work costs more than these rows);
@@ -42,16 +59,35 @@ def add(session: Session, jobs: Sequence[Job]) -> list[Job]:
     return added
 
 
-def claim(engine: Engine, job_id: int) -> Job | None:
+def _merge_into_pending(
+    session: Session, jobs: Sequence[Job], pending: dict[str, tuple[int, dict[str, Any]]], merge: Merge
+) -> None:
+    for job in jobs:
+        target = pending.get(job.dedupe_key or "")
+        if target is None:
+            continue
+        job_id, payload = target
+        payload = merge(payload, job.payload)
+        pending[job.dedupe_key or ""] = (job_id, payload)
+        session.execute(update(Job).where(col(Job.id) == job_id).values(payload=payload, updated_at=utcnow()))
+
+
+def claim(engine: Engine, job_id: int, release_key_of: Sequence[str] = ()) -> Job | None:
     """Mark a due pending job running; None when it is not pending or not due (someone else has it).
 
     One `UPDATE ... RETURNING` (SQLite >= 3.35, PostgreSQL): the claim and the row it claimed in one statement.
+    A job of a kind in `release_key_of` (jobs added with `merge`) gives its dedupe key up as it is claimed.
     """
     now = utcnow()
+    values: dict[str, Any] = {"status": "running", "attempts": Job.attempts + 1, "updated_at": now}
+    if release_key_of:
+        values["dedupe_key"] = case(
+            (col(Job.kind).in_(list(release_key_of)), null()), else_=col(Job.dedupe_key)
+        )
     statement = (
         update(Job)
         .where(col(Job.id) == job_id, col(Job.status) == "pending", col(Job.run_after) <= now)
-        .values(status="running", attempts=Job.attempts + 1, updated_at=now)
+        .values(**values)
         .returning(*Job.__table__.columns)  # type: ignore[attr-defined]
     )
     with engine.begin() as conn:

@@ -1,16 +1,25 @@
 """Memory's persisted jobs: rating provisional importances, then the threshold reflection check.
 
-A batch of stored memories that holds an observation gets one `memory.rate` job, committed in the same
-transaction as the memories (writer.store's follow-up). The job rates the memories still provisional (a memory
-the model already rated is skipped, so a job run again after a crash does no work twice), then checks the
-reflection threshold. A failed rating raises, so the runner retries the job later with backoff.
+A batch of stored memories that holds an observation gets a `memory.rate` job, committed in the same
+transaction as the memories (writer.store's follow-up). Ratings are gathered per agent: the job is due
+`importance_batch_s` after it is added, and memories stored while it is pending join it (`job_store.add` with
+`merge`) instead of adding a job each, so one job rates them all, up to RATE_BATCH per model call. Once
+claimed, a job no longer takes new memories: those start the next one.
+
+The job rates the memories still provisional (a memory the model already rated is skipped, so a job run again
+after a crash does no work twice), then checks the reflection threshold. A failed rating raises, so the
+runner retries the job later with backoff.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
+from sqlmodel import Session
+
+from backend.jobs import store as job_store
 from backend.jobs.models import Job, new_job
 from backend.memory import stream
 from backend.memory.cache import Key
@@ -23,12 +32,24 @@ if TYPE_CHECKING:
 RATE = "memory.rate"
 
 
-def rating_follow_up(key: Key, created: list[Job]) -> FollowUp:
-    """A follow-up for writer.store: one rating job for a batch holding an observation (appended to `created`)."""
+def rate_key(key: Key) -> str:
+    """The dedupe key every pending rating job of one agent shares (so later memories merge into it)."""
+    return f"{RATE}:{key[0]}:{key[1]}"
 
-    def build(rows: list[Memory]) -> list[Job]:
+
+def merge_ratings(pending: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """A pending rating job's payload with a newer one's memories added (the newest game time kept)."""
+    ids = list(dict.fromkeys([*pending.get("memory_ids", []), *new.get("memory_ids", [])]))
+    return {**pending, "memory_ids": ids, "day": new.get("day"), "time_of_day": new.get("time_of_day")}
+
+
+def rating_follow_up(key: Key, created: list[Job], delay_s: float = 0.0) -> FollowUp:
+    """A follow-up for writer.store: a rating job for a batch holding an observation, due in `delay_s`, or
+    merged into the agent's pending one (a job actually added is appended to `created`)."""
+
+    def add(session: Session, rows: list[Memory]) -> None:
         if not any(row.type == "observation" for row in rows):
-            return []
+            return
         last = rows[-1]
         payload = {
             "agent_id": key[1],
@@ -36,28 +57,25 @@ def rating_follow_up(key: Key, created: list[Job]) -> FollowUp:
             "day": last.created_day,
             "time_of_day": last.created_time_of_day,
         }
-        job = new_job(key[0], RATE, payload, dedupe_key=f"{RATE}:{key[0]}:{key[1]}:{rows[0].id}")
-        created.append(job)
-        return [job]
+        job = new_job(key[0], RATE, payload, dedupe_key=rate_key(key))
+        if delay_s > 0:
+            job.run_after = job.run_after + timedelta(seconds=delay_s)
+        created.extend(job_store.add(session, [job], merge=merge_ratings))
 
-    return build
+    return add
 
 
 async def run_rating(service: MemoryService, job: Job) -> None:
     """The `memory.rate` handler. Raises RuntimeError when a rating failed (the runner retries the job)."""
     key = (job.world_id, str(job.payload["agent_id"]))
     ids = [int(i) for i in job.payload.get("memory_ids", [])]
-    rows = await asyncio.to_thread(stream.by_ids, service.engine, *key, ids)
+    rows = await asyncio.to_thread(stream.by_ids, service.engine, *key, ids, embedding=False)
     agent = await asyncio.to_thread(stream.agent_row, service.engine, *key)
     if agent is None:
         return  # the agent was deleted: nothing left to rate or reflect into
-    failed = []
-    for memory_id in ids:
-        row = rows.get(memory_id)
-        if row is None or row.importance_source != "provisional":
-            continue  # evicted, deleted, merged away, or already rated by an earlier run
-        if not await service._rate(key, row, agent.name, agent.language):
-            failed.append(memory_id)
+    # Evicted, deleted, merged away, or already rated by an earlier run: skipped.
+    todo = [row for i in ids if (row := rows.get(i)) is not None and row.importance_source == "provisional"]
+    failed = await service.rate(key, todo, agent.name, agent.language)
     day, time_of_day = int(job.payload.get("day", 1)), float(job.payload.get("time_of_day", 0.0))
     await service.maybe_reflect(*key, day=day, time_of_day=time_of_day, auto=True)
     if failed:

@@ -1,6 +1,6 @@
 """Reply schemas and prompts for the memory concept's model calls.
 
-Purposes: `importance` (rate one memory 1-10), `reflection` (summarise a finished conversation), `questions`
+Purposes: `importance` (rate one memory 1-10, or several in one call), `reflection` (summarise a finished conversation), `questions`
 (the 3 most salient questions about recent memories) and `insight` (up to 5 insights citing memory ids).
 Each prompt is built from a `facts` dict that is also passed to the model call, so the scripted engine
 (backend/llm/scripted/writers/memory.py) answers from the same facts a real model reads in the prompt.
@@ -21,6 +21,13 @@ class ImportanceRating(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
     importance: int = Field(ge=1, le=10)
+
+
+class ImportanceRatings(BaseModel):
+    """One 1-10 rating per numbered memory, in the order they were listed (a batch shares one model call)."""
+
+    model_config = ConfigDict(extra="ignore")
+    ratings: list[Annotated[int, Field(ge=1, le=10)]] = Field(min_length=1, max_length=64)
 
 
 class ConversationReflection(BaseModel):
@@ -68,6 +75,23 @@ def importance_messages(facts: dict[str, Any]) -> list[Message]:
     )
     user = f"{facts.get('agent_name', '')}: {facts['memory']}"
     return [system, {"role": "user", "content": user}]
+
+
+def importance_batch_messages(facts: dict[str, Any]) -> list[Message]:
+    """Rate several memories in one call: `facts["memories"]` is the list, numbered from 1 in the prompt."""
+    memories = [str(text) for text in facts["memories"]]
+    system = _system(
+        facts,
+        "On a scale of 1 to 10, where 1 is purely mundane (e.g. brushing teeth, making bed) and 10 is "
+        "extremely poignant (e.g. a break up, college acceptance), rate the likely poignancy of each numbered "
+        f"memory. Answer as JSON with exactly {len(memories)} ratings in the same order: "
+        '{"ratings": [<1-10>, ...]}.',
+        "1から10の尺度で、1はごく日常的なこと(歯磨き、ベッドを整える)、10は非常に心に残ること(別れ、合格)として、"
+        f"番号つきの記憶それぞれの重要度を評価してください。同じ順番で{len(memories)}個の評価をJSONで答えてください: "
+        '{"ratings": [<1-10>, ...]}',
+    )
+    listed = "\n".join(f"{n}. {text}" for n, text in enumerate(memories, start=1))
+    return [system, {"role": "user", "content": f"{facts.get('agent_name', '')}:\n{listed}"}]
 
 
 def conversation_messages(facts: dict[str, Any]) -> list[Message]:

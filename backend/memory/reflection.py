@@ -73,6 +73,34 @@ async def rate_importance(llm: LLM, key: Key, row: Memory, name: str, language: 
     return reply.importance
 
 
+async def rate_importances(
+    llm: LLM, key: Key, rows: list[Memory], name: str, language: str
+) -> list[int] | None:
+    """The model's 1-10 ratings of several memories in one call, in order; None when the call failed or the
+    reply does not hold exactly one rating per memory (the caller then rates them one at a time)."""
+    facts = {
+        "agent_name": name,
+        "language": language,
+        "memories": [row.content for row in rows],
+        "types": [row.type for row in rows],
+    }
+    try:
+        reply = await llm.generate_json(
+            prompts.importance_batch_messages(facts),
+            prompts.ImportanceRatings,
+            options=_options("importance", key, language, facts, session_id=rows[0].session_id),
+        )
+    except LLMError as exc:
+        log.warning("rating %d memories in one call failed: %s", len(rows), exc)
+        return None
+    if len(reply.ratings) != len(rows):
+        log.warning(
+            "asked for %d ratings, the model gave %d: rating one by one", len(rows), len(reply.ratings)
+        )
+        return None
+    return list(reply.ratings)
+
+
 async def conversation(
     service: MemoryService,
     key: Key,

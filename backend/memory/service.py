@@ -32,6 +32,9 @@ from backend.world.models import Agent
 __all__ = ["MemoryCreate", "MemoryService", "ScoredMemory"]
 log = logging.getLogger(__name__)
 
+#: Memories rated in one model call (a longer list makes small local models lose count).
+RATE_BATCH = 16
+
 
 class MemoryService:
     """Built once in create_app's lifespan and kept at `app.state.memory`."""
@@ -87,7 +90,8 @@ class MemoryService:
         key = (world_id, agent_id)
         if self.jobs is not None:
             created: list[Job] = []
-            plan = await writer.store(self, key, rows, memory_jobs.rating_follow_up(key, created))
+            follow_up = memory_jobs.rating_follow_up(key, created, self.settings.importance_batch_s)
+            plan = await writer.store(self, key, rows, follow_up)
             self.jobs.submit(created)
             return plan.rows
         plan = await writer.store(self, key, rows)
@@ -129,23 +133,40 @@ class MemoryService:
         agent = await asyncio.to_thread(stream.agent_row, self.engine, *key)
         language = agent.language if agent else "ja"
         name = agent.name if agent else key[1]
-        for row in pending:
-            await self._rate(key, row, name, language)
+        await self.rate(key, pending, name, language)
         await self.maybe_reflect(*key, day=last.created_day, time_of_day=last.created_time_of_day, auto=True)
 
-    async def _rate(self, key: Key, row: Memory, name: str, language: str) -> bool:
-        """Rate one memory; False when the model failed (traced; the provisional value stays)."""
-        value = await reflection.rate_importance(self.llm, key, row, name, language)
-        if value is None or row.id is None:
-            return False
-        await asyncio.to_thread(stream.set_importance, self.engine, row.id, value, "model")
+    async def rate(self, key: Key, rows: list[Memory], name: str, language: str) -> list[int]:
+        """Rate memories, up to `RATE_BATCH` per model call (one memory alone gets the single-memory prompt;
+        a batch whose reply does not fit is rated one by one). Returns the ids the model failed to rate
+        (traced; their provisional values stay)."""
+        failed: list[int] = []
+        for start in range(0, len(rows), RATE_BATCH):
+            chunk = rows[start : start + RATE_BATCH]
+            values: list[int | None] | None = None
+            if len(chunk) > 1:
+                batch = await reflection.rate_importances(self.llm, key, chunk, name, language)
+                values = list(batch) if batch is not None else None
+            if values is None:
+                values = [
+                    await reflection.rate_importance(self.llm, key, row, name, language) for row in chunk
+                ]
+            rated = {row.id or 0: v for row, v in zip(chunk, values, strict=True) if v is not None}
+            failed += [row.id or 0 for row, v in zip(chunk, values, strict=True) if v is None]
+            await self._set_importances(key, [row for row in chunk if (row.id or 0) in rated], rated)
+        return failed
+
+    async def _set_importances(self, key: Key, rows: list[Memory], values: dict[int, int]) -> None:
+        if not rows:
+            return
+        await asyncio.to_thread(stream.set_importances, self.engine, values, "model")
         index = self.cache.peek(key)
         if index is not None:
             with index.lock:
-                index.set_importance([row.id], [value])
-        row.importance, row.importance_source = value, "model"
-        self.events.updated([row])
-        return True
+                index.set_importance(list(values), [float(v) for v in values.values()])
+        for row in rows:
+            row.importance, row.importance_source = values[row.id or 0], "model"
+        self.events.updated(rows)
 
     def delete(self, world_id: str, agent_id: str, memory_id: int) -> None:
         """Delete one memory. Raises NotFound when the agent has no such memory in this world."""

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from sqlalchemy import and_, delete, func, or_, update
+from sqlalchemy import and_, bindparam, delete, func, or_, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import defer
 from sqlmodel import Session, col, select
@@ -26,16 +26,14 @@ def agent_row(engine: Engine, world_id: str, agent_id: str) -> Agent | None:
 
 
 def insert(
-    engine: Engine, rows: Sequence[Memory], follow_up: Callable[[list[Memory]], Sequence[Any]] | None = None
+    engine: Engine, rows: Sequence[Memory], follow_up: Callable[[Session, list[Memory]], Any] | None = None
 ) -> list[Memory]:
-    """Store rows in one transaction; returns them with ids. `follow_up(rows)` adds jobs to that transaction."""
+    """Store rows in one transaction; returns them with ids. `follow_up(session, rows)` adds jobs to it."""
     with Session(engine, expire_on_commit=False) as session:
         session.add_all(rows)
         if follow_up is not None:
             session.flush()  # the rows get their ids, which the jobs name
-            from backend.jobs import store as job_store
-
-            job_store.add(session, follow_up(list(rows)))
+            follow_up(session, list(rows))
         session.commit()  # every column has a Python-side default: the rows need no reload after it
     return list(rows)
 
@@ -67,14 +65,17 @@ def _with_ids(world_id: str, agent_id: str, ids: Sequence[int]) -> tuple[Any, ..
     return (Memory.world_id == world_id, Memory.agent_id == agent_id, col(Memory.id).in_(list(ids)))
 
 
-def set_importance(engine: Engine, memory_id: int, importance: int, source: str) -> None:
+def set_importances(engine: Engine, values: dict[int, int], source: str) -> None:
+    """Several ratings in one transaction (one executemany)."""
+    if not values:
+        return
     statement = (
         update(Memory)
-        .where(col(Memory.id) == memory_id)
-        .values(importance=importance, importance_source=source)
+        .where(col(Memory.id) == bindparam("memory_id"))
+        .values(importance=bindparam("value"), importance_source=source)
     )
     with engine.begin() as conn:
-        conn.execute(statement)
+        conn.execute(statement, [{"memory_id": i, "value": v} for i, v in values.items()])
 
 
 def touch(engine: Engine, world_id: str, agent_id: str, ids: Sequence[int], minutes: float) -> None:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
-from sqlmodel import SQLModel
+from sqlmodel import Session
 
 from backend.errors import LLMError
 from backend.gametime import game_minutes
@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from backend.memory.service import MemoryService
 
 log = logging.getLogger(__name__)
-#: Builds rows (jobs) to commit with freshly inserted memories, given them with their ids.
-FollowUp = Callable[[list[Memory]], Sequence[SQLModel]]
+#: Adds rows (jobs) to the transaction of freshly inserted memories, given the session and them with their ids.
+FollowUp = Callable[[Session, list[Memory]], object]
 
 
 async def store(
@@ -34,7 +34,7 @@ async def store(
 ) -> hygiene.DedupPlan:
     """The write path. Events go out on the loop thread once the lock is released.
 
-    `follow_up(stored_rows)` may return job rows: they are committed in the same transaction as the memories
+    `follow_up(session, stored_rows)` may add job rows: they are committed in the same transaction as the memories
     (so a crash cannot keep the memories and lose the jobs about them).
     """
     async with service.cache.writer_lock(key):

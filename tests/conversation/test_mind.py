@@ -12,6 +12,7 @@ from backend.events import Event
 from backend.llm.scripted import ScriptedLLM
 from tests.conftest import drain, make_client
 from tests.conversation.helpers import add_agents, turn
+from tests.reliability.helpers import wait_until
 
 HAPPY = {"joy": 90, "trust": 40, "fear": 0, "surprise": 10, "sadness": 0, "disgust": 0, "anger": 0,
          "anticipation": 40, "label": "恍惚"}  # fmt: skip
@@ -41,7 +42,8 @@ def test_turn_completes_while_emotion_evaluation_is_blocked(settings: Settings) 
         add_agents(client)
         first = client.post("/v1/conversation/turn", json=turn("aoi", "hikari", "s-e", [])).json()
         assert first["fallback"] is False and first["dialogue"]
-        assert llm.waiting >= 1  # the evaluation started and is still held at the gate
+        # The evaluation starts after the reply (a background task): wait for it to reach the gate.
+        wait_until(lambda: llm.waiting >= 1, what="the emotion evaluation to start")
         assert client.get("/v1/agents/aoi/emotion").json()["evaluated"] is False
 
         # Release the gate with a strong reading: the NEXT turn's prompt and reply read the new state.

@@ -56,17 +56,26 @@ _MUNDANE = (
 )
 
 
-def rate_importance(ctx: WriterContext) -> dict[str, Any]:
-    text = normalise(str(ctx.facts.get("memory", "")))
+def _rating(ctx: WriterContext, memory: str, kind: str | None) -> int:
+    text = normalise(memory)
     if any(word in text for word in _POIGNANT):
         value = ctx.rng.randint(7, 9)
     elif any(word in text for word in _MUNDANE):
         value = ctx.rng.randint(1, 3)
     else:
         value = ctx.rng.randint(3, 6)
-    if ctx.facts.get("type") == "reflection":
-        value = min(10, value + 1)
-    return {"importance": value}
+    return min(10, value + 1) if kind == "reflection" else value
+
+
+def rate_importance(ctx: WriterContext) -> dict[str, Any]:
+    return {"importance": _rating(ctx, str(ctx.facts.get("memory", "")), ctx.facts.get("type"))}
+
+
+def rate_importances(ctx: WriterContext) -> dict[str, Any]:
+    """One rating per listed memory, in order (the batch prompt's `memories` and `types`)."""
+    memories = [str(text) for text in ctx.facts.get("memories", [])] or [""]  # the schema wants one at least
+    kinds = list(ctx.facts.get("types", [None] * len(memories)))
+    return {"ratings": [_rating(ctx, text, kind) for text, kind in zip(memories, kinds, strict=False)]}
 
 
 def _topic(lines: list[str], ja: bool) -> str:
@@ -150,6 +159,7 @@ def insights(ctx: WriterContext) -> dict[str, Any]:
 
 WRITERS = {
     "ImportanceRating": rate_importance,
+    "ImportanceRatings": rate_importances,
     "ConversationReflection": conversation_reflection,
     "SalientQuestions": salient_questions,
     "InsightList": insights,
