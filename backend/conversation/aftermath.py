@@ -132,10 +132,11 @@ class Aftermath:
             )
             await self.memory.add(world_id, agent.id, item, session_id=session_id)
 
-    async def observe_job(self, world_id: str, payload: dict[str, Any]) -> None:
+    async def observe_job(self, world_id: str, payload: dict[str, Any], *, rerun: bool = True) -> None:
         """The `conversation.observe` job: both observations of one line, each stored once.
 
-        A line already in an agent's memories for this session (the job ran before a crash) is skipped.
+        On a `rerun` (the job ran before, and a crash or an error may have cut it short), a line already in
+        an agent's memories for this session is skipped; a first run has nothing to skip, so it does not ask.
         """
         from backend.memory.models import MemoryCreate
 
@@ -147,7 +148,7 @@ class Aftermath:
         if speaker is None or partner is None:
             return  # an agent deleted since: nothing to remember into
         for agent, content in observation_texts(speaker, partner, str(payload["dialogue"])):
-            if await asyncio.to_thread(
+            if rerun and await asyncio.to_thread(
                 turn_jobs.has_observation, self.engine, world_id, agent.id, session_id, content
             ):
                 continue

@@ -99,7 +99,8 @@ def register(runner: JobRunner, after: Aftermath) -> None:
     """Install the conversation job handlers on the app's runner."""
 
     async def observe(job: Job) -> None:
-        await after.observe_job(job.world_id, job.payload)
+        # `attempts` counts this run: 1 means no earlier run can have stored anything.
+        await after.observe_job(job.world_id, job.payload, rerun=job.attempts > 1)
 
     async def reflect(job: Job) -> None:
         session_id = str(job.payload["session_id"])

@@ -163,6 +163,11 @@ class AgentIndex:
         return int(pos.size)
 
     # --- reads ---
+    def count(self, kind: str) -> int:
+        """Live rows of one memory type."""
+        n = self.size
+        return int(np.count_nonzero((self.types[:n] == TYPE_CODES.get(kind, 0)) & self.alive[:n]))
+
     @property
     def live(self) -> int:
         return self.size - self.dead

@@ -18,7 +18,7 @@ from backend.errors import LLMError
 from backend.gametime import game_minutes
 from backend.memory import hygiene, stream
 from backend.memory.cache import Key
-from backend.memory.index import IndexRow
+from backend.memory.index import AgentIndex, IndexRow
 from backend.memory.models import Memory
 
 if TYPE_CHECKING:
@@ -65,6 +65,18 @@ async def _embed(service: MemoryService, rows: list[Memory]) -> np.ndarray | Non
     return vectors
 
 
+def _under_cap(service: MemoryService, index: AgentIndex | None, kind: str, added: int) -> bool:
+    """Whether the loaded index (which holds every memory of the agent) shows the type under its cap even
+    with the rows just added, so the eviction's count query can be skipped."""
+    cap = hygiene.cap_for(service.settings, kind)
+    if cap is None:
+        return True
+    if index is None:
+        return False
+    with index.lock:
+        return index.count(kind) + added <= cap
+
+
 def _commit(
     service: MemoryService,
     key: Key,
@@ -78,11 +90,12 @@ def _commit(
     if targets:
         hygiene.save_merged(service.engine, targets)
     new_ids = [row.id or 0 for row in stored]
+    index = service.cache.peek(key)
     evicted = {
         kind: hygiene.evict_over_cap(service.engine, key, kind, service.settings, keep=new_ids)
         for kind in sorted({row.type for row in stored})
+        if not _under_cap(service, index, kind, sum(row.type == kind for row in stored))
     }
-    index = service.cache.peek(key)
     if index is None:
         return evicted
     entries = [

@@ -1,0 +1,52 @@
+"""The `conversation.observe` job stores each participant's observation of a line once, also when it runs again."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+from sqlmodel import Session, select
+
+from backend.config import Settings
+from backend.conversation.jobs import OBSERVE
+from backend.jobs.models import Job, new_job
+from backend.llm.scripted import ScriptedLLM
+from backend.memory.models import Memory
+from tests.conftest import drain, make_client
+from tests.conversation.helpers import add_agents
+
+PAYLOAD = {"session_id": "s-obs", "turn_index": 0, "speaker_id": "aoi", "partner_id": "hikari",
+           "dialogue": "こんにちは", "location_name": "カフェ", "day": 1, "time_of_day": 9.0}  # fmt: skip
+
+
+def observations(client: TestClient) -> list[tuple[str, str]]:
+    with Session(client.app.state.engine) as session:  # type: ignore[attr-defined]
+        rows = session.exec(select(Memory).where(Memory.session_id == "s-obs").order_by(Memory.id))
+        return [(row.agent_id, row.content) for row in rows]
+
+
+def run_job(client: TestClient, attempts: int) -> Job:
+    """Commit an observe job as if it had run `attempts` times before, then let the runner take it."""
+    with Session(client.app.state.engine, expire_on_commit=False) as session:  # type: ignore[attr-defined]
+        job = new_job("default", OBSERVE, dict(PAYLOAD))
+        job.attempts = attempts
+        session.add(job)
+        session.commit()
+    runner = client.app.state.jobs  # type: ignore[attr-defined]
+
+    async def submit() -> None:  # on the app's event loop, as the turn does
+        runner.submit([job])
+
+    client.portal.call(submit)  # type: ignore[union-attr]
+    drain(client)
+    return job
+
+
+def test_a_job_run_again_stores_no_line_twice(settings: Settings, scripted: ScriptedLLM) -> None:
+    # Deduplication off: it would merge the repeated line anyway; here the job itself must skip it.
+    with make_client(settings, scripted, memory_dedup=False) as client:
+        add_agents(client)
+        run_job(client, attempts=0)
+        first = observations(client)
+        assert first == [("aoi", "ひかりに「こんにちは」と話した"), ("hikari", "葵が「こんにちは」と言った")]
+        # The same line's job again, as after a crash between storing and `done`: both lines are there.
+        run_job(client, attempts=1)
+        assert observations(client) == first
