@@ -9,12 +9,13 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import case, delete, func, insert, null, update
+from sqlalchemy import case, delete, func, null, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from backend.gametime import utcnow
 from backend.jobs.models import LIVE, Job
+from backend.storage.rows import insert_all
 
 #: Folds a new job's payload into the payload of a pending job with the same dedupe key.
 Merge = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
@@ -48,14 +49,7 @@ def add(session: Session, jobs: Sequence[Job], merge: Merge | None = None) -> li
             }
             _merge_into_pending(session, jobs, pending, merge)
     added = [job for job in jobs if job.dedupe_key not in live]
-    if added:
-        # A Core insert in the caller's transaction (the ORM's unit of work costs more than these rows);
-        # RETURNING in parameter order gives each job its id.
-        columns = [column.name for column in Job.__table__.columns if column.name != "id"]  # type: ignore[attr-defined]
-        statement = insert(Job).returning(col(Job.id), sort_by_parameter_order=True)
-        rows = [{name: getattr(job, name) for name in columns} for job in added]
-        for job, job_id in zip(added, session.execute(statement, rows).scalars(), strict=True):
-            job.id = int(job_id)
+    insert_all(session, added)
     return added
 
 

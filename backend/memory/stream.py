@@ -17,6 +17,7 @@ from sqlmodel import Session, col, select
 from backend.gametime import from_game_minutes, game_minutes, utcnow
 from backend.memory.index import IndexRow
 from backend.memory.models import Memory
+from backend.storage.rows import insert_all
 from backend.world.models import Agent
 
 
@@ -30,11 +31,10 @@ def insert(
 ) -> list[Memory]:
     """Store rows in one transaction; returns them with ids. `follow_up(session, rows)` adds jobs to it."""
     with Session(engine, expire_on_commit=False) as session:
-        session.add_all(rows)
+        insert_all(session, rows)  # every column has a Python-side default: the rows need no reload
         if follow_up is not None:
-            session.flush()  # the rows get their ids, which the jobs name
-            follow_up(session, list(rows))
-        session.commit()  # every column has a Python-side default: the rows need no reload after it
+            follow_up(session, list(rows))  # the rows have their ids, which the jobs name
+        session.commit()
     return list(rows)
 
 

@@ -15,6 +15,7 @@ from sqlalchemy import inspect, text
 from sqlalchemy.engine import make_url
 from sqlmodel import Session, SQLModel, create_engine, select
 
+from backend.config import Settings
 from backend.storage.db import create_db_engine, init_db
 from backend.world.models import Agent
 
@@ -74,3 +75,45 @@ def test_additive_migration_on_postgres(pg_url: str) -> None:
     assert (agent.name, agent.sleep_hour) == ("ひかり", 23.0)
     assert init_db(engine) == []
     engine.dispose()
+
+
+def test_memories_ratings_and_a_conversation_on_postgres(pg_url: str, settings: Settings) -> None:
+    """The hot write paths (Core inserts with RETURNING, the rating merge under FOR UPDATE, the job claim)
+    through the real app on PostgreSQL."""
+    from fastapi.testclient import TestClient
+
+    from backend.app import create_app
+    from backend.jobs.models import Job
+    from backend.llm.scripted import ScriptedLLM
+    from tests.conftest import drain
+    from tests.conversation.helpers import add_agents, turn
+
+    llm = ScriptedLLM(seed=0)
+    llm.enqueue({"ratings": [9, 2]}, purpose="importance")
+    app = create_app(settings.model_copy(update={"database_url": pg_url, "importance_batch_s": 0.5}), llm=llm)
+    with TestClient(app) as client:
+        add_agents(client)
+        for line in ("ヒカリに告白された", "カフェでコーヒーを飲んだ"):
+            created = client.post("/v1/agents/aoi/memories", json={"type": "observation", "content": line})
+            assert created.status_code == 201 and created.json()["id"] > 0
+        drain(client)  # the second memory merged into the first one's pending job: one call rates both
+        history: list[str] = []
+        while True:
+            reply = client.post("/v1/conversation/turn", json=turn("aoi", "hikari", "pg-1", history)).json()
+            history.append(f"x: {reply['dialogue']}")
+            if reply["is_conversation_end"]:
+                break
+        drain(client)
+        memories = client.get("/v1/agents/aoi/memories", params={"limit": 100}).json()["memories"]
+        with Session(client.app.state.engine) as session:  # type: ignore[attr-defined]
+            job_rows = list(session.exec(select(Job)))
+    rated = {m["content"]: (m["importance"], m["importance_source"]) for m in memories}
+    assert rated["ヒカリに告白された"] == (9, "model") and rated["カフェでコーヒーを飲んだ"] == (2, "model")
+    assert {m["importance_source"] for m in memories} == {"model"}  # the conversation's lines too
+    assert sum(m["type"] == "observation" for m in memories) > 2  # the lines (near-duplicates merge)
+    assert any(m["type"] == "reflection" for m in memories)
+    assert {job.status for job in job_rows} == {"done"}
+    assert llm.calls("importance")[0].options.facts["memories"] == [
+        "ヒカリに告白された",
+        "カフェでコーヒーを飲んだ",
+    ]
