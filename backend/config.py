@@ -14,6 +14,7 @@ RelevanceMode = Literal["embedding", "keyword", "hybrid"]
 #: The model roles: each purpose of a model call maps to one of these (see `Settings.model_for`).
 ROLES = ("dialogue", "emotion", "importance", "reflection", "plan", "council", "judge")
 
+# Not お疲れさま: colleagues greet each other with it as often as they part with it.
 DEFAULT_FAREWELLS = [
     "またね",
     "じゃあね",
@@ -23,7 +24,6 @@ DEFAULT_FAREWELLS = [
     "ばいばい",
     "また明日",
     "またあとで",
-    "お疲れさま",
     "おやすみ",
     "bye",
     "goodbye",

@@ -74,10 +74,18 @@ def _norm(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
 
 
+#: What may follow a Japanese farewell within it (おやすみ*なさい*, また明日*ね*, じゃあね*ー*, バイバイ*っ*).
+_JA_SOFTENERS = r"(?:なさい|なさーい|でした|です|ね|よ|な|っ|ー|~|〜|～|w)*"
+#: Where a Japanese farewell must then stop: the end of the line, or punctuation, a space, a closing bracket,
+#: a symbol or an emoji, but not a question mark ("明日はおやすみ?" asks about a day off).
+_JA_STOP = r"(?=$|[\s、。,.!…‥・♪☆★♡♥」』)\]]|[^\w?？])"
+
+
 @lru_cache(maxsize=16)
 def _farewell_pattern(phrases: tuple[str, ...]) -> re.Pattern[str] | None:
-    # Latin phrases must stand as words ("bye" not inside "byers"); Japanese ones match as substrings
-    # because Japanese has no spaces between words.
+    # Latin phrases must stand as words ("bye" not inside "byers"). Japanese has no spaces between words, so
+    # a Japanese phrase is found inside a line but must end an utterance: "また明日ね!" is a farewell,
+    # "また明日も雨かな" (rain again tomorrow) is not.
     parts = []
     for phrase in phrases:
         norm = _norm(phrase).strip()
@@ -86,6 +94,8 @@ def _farewell_pattern(phrases: tuple[str, ...]) -> re.Pattern[str] | None:
         escaped = re.escape(norm)
         if norm.isascii():
             escaped = rf"(?<![a-z0-9]){escaped}(?![a-z0-9])"
+        else:
+            escaped = rf"{escaped}{_JA_SOFTENERS}{_JA_STOP}"
         parts.append(escaped)
     return re.compile("|".join(parts)) if parts else None
 

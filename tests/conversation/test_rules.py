@@ -21,6 +21,30 @@ def test_farewells_in_japanese_and_english() -> None:
         assert not rules.has_farewell(text, DEFAULT_FAREWELLS), text
 
 
+def test_a_japanese_farewell_must_end_an_utterance() -> None:
+    # No spaces between Japanese words: the phrase is found inside the line, but only counts where the
+    # utterance stops after it (softeners such as ね, なさい, ー and punctuation or an emoji may follow).
+    for text in [
+        "また明日!",
+        "おやすみなさーい",
+        "じゃあねー",
+        "またね〜😊",
+        "またね、楽しかった",
+        "バイバイっ",
+        "またねw",
+    ]:
+        assert rules.has_farewell(text, DEFAULT_FAREWELLS), text
+    for text in [
+        "また明日も雨かな",  # "rain again tomorrow"
+        "明日はおやすみ？",  # "is tomorrow your day off?"
+        "おやすみの日は何してる？",
+        "またねむいな",  # "sleepy again"
+        "また明日はどうする？",
+        "お疲れさま！今日も忙しかった？",  # a greeting between colleagues, not in the default list
+    ]:
+        assert not rules.has_farewell(text, DEFAULT_FAREWELLS), text
+
+
 def test_full_width_latin_is_normalised() -> None:
     assert rules.has_farewell("ＢＹＥ！", DEFAULT_FAREWELLS)
 
