@@ -113,3 +113,26 @@ def clean_text(text: str, max_chars: int | None = None) -> str:
     if max_chars is not None and len(text) > max_chars:
         text = text[:max_chars].rstrip()
     return text
+
+
+# An escape sequence the next piece of a stream may still complete (cleaning it now would leave "[31" visible).
+_OPEN_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*)?$")
+
+
+class StreamCleaner:
+    """`clean_text` for text that arrives in pieces: `feed` returns what to show now, so that the pieces
+    concatenate to `clean_text` of the whole. What is shown never changes: an escape sequence the next piece
+    may complete is held back, and so is whitespace until something visible follows it."""
+
+    def __init__(self) -> None:
+        self.raw = ""
+        self.shown = ""
+
+    def feed(self, piece: str) -> str:
+        self.raw += piece
+        held = _OPEN_ESCAPE.search(self.raw)
+        cleaned = clean_text(self.raw[: held.start()] if held else self.raw)
+        if not cleaned.startswith(self.shown):  # cannot happen (cleaning only appends); show nothing more
+            return ""
+        new, self.shown = cleaned[len(self.shown) :], cleaned
+        return new

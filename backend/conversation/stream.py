@@ -1,7 +1,8 @@
 """The streamed turn: `delta` events as the model writes the dialogue, then one `reply` event.
 
 Invariant for Unity: the `delta` texts (since the last `reset`, if any) concatenate to the final reply's
-`dialogue`. A server-side change that only appends (a goodbye added because the partner said goodbye) is
+`dialogue`. Deltas are cleaned as they stream (text.StreamCleaner: control characters and terminal escapes
+never reach a speech bubble, not even for a moment), exactly as the final dialogue is. A server-side change that only appends (a goodbye added because the partner said goodbye) is
 sent as one more delta. A change that rewrites what was already shown (the model failed mid-stream and a
 fallback line replaces it, or the reply was cut) is sent as `reset` followed by the whole final line.
 """
@@ -22,6 +23,7 @@ from backend.errors import LLMError, LLMReplyError, MachiError
 from backend.llm.base import Completion, json_schema_for, parse_reply
 from backend.llm.retry import REASK
 from backend.llm.trace import mark_invalid_reply
+from backend.text import StreamCleaner
 
 log = logging.getLogger(__name__)
 #: Built once: turning the pydantic model into a JSON Schema costs more than a scripted reply.
@@ -30,26 +32,6 @@ TURN_SCHEMA = json_schema_for(TurnReply)
 
 def sse(event: str, data: dict[str, Any]) -> str:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
-
-
-class _Trim:
-    """Streams text as `str.strip()` would leave it: leading whitespace dropped, trailing held back."""
-
-    def __init__(self) -> None:
-        self.started = False
-        self.held = ""
-
-    def feed(self, text: str) -> str:
-        out = []
-        for ch in text:
-            if ch.isspace():
-                if self.started:
-                    self.held += ch
-                continue
-            self.started = True
-            out.append(self.held + ch)
-            self.held = ""
-        return "".join(out)
 
 
 async def turn_events(service: ConversationService, prepared: PreparedTurn) -> AsyncIterator[str]:
@@ -88,7 +70,7 @@ async def turn_events(service: ConversationService, prepared: PreparedTurn) -> A
 async def _dialogue_pieces(service: ConversationService, prepared: PreparedTurn) -> AsyncIterator[Any]:
     """Dialogue text pieces while the model streams, then the parsed TurnReply (nothing on failure)."""
     messages, options = service.messages(prepared), service.options(prepared)
-    extractor, trim, raw = FieldExtractor("dialogue"), _Trim(), []
+    extractor, cleaner, raw = FieldExtractor("dialogue"), StreamCleaner(), []
     usage = Completion("")
     loop = asyncio.get_running_loop()
     stop_at = loop.time() + service.remaining(prepared)
@@ -98,7 +80,7 @@ async def _dialogue_pieces(service: ConversationService, prepared: PreparedTurn)
         while True:
             piece = await asyncio.wait_for(iterator.__anext__(), timeout=max(0.0, stop_at - loop.time()))
             raw.append(piece)
-            text = trim.feed(extractor.feed(piece))
+            text = cleaner.feed(extractor.feed(piece))
             if text:
                 yield text
     except StopAsyncIteration:
