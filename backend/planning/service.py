@@ -105,6 +105,9 @@ async def make_plan(
         reason=request.reason,
         kept=kept,
     )
+    # The model may take many seconds on a busy GPU: give the connection back to the pool meanwhile (what
+    # was read stays usable, detached; storing the plan opens a new transaction).
+    session.close()
     items, source, repairs = await _ask(llm, agent, pois, home, facts, (start, agent.sleep_hour))
     full = [PlanItem.model_validate(it) for it in kept] + items
     known = {p.id for p in pois}

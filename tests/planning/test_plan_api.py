@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -228,3 +231,38 @@ def test_plans_are_isolated_per_world(client: TestClient) -> None:
     assert client.post("/v1/agents/aoi/plan", json={"day": 1}).status_code == 200
     assert client.get("/v1/agents/aoi/plan", params={"day": 1}, headers=other).status_code == 404
     assert client.get("/v1/agents/aoi/plan", params={"day": 1}).status_code == 200
+
+
+class GatedPlans(ScriptedLLM):
+    """Plan calls wait at a gate the test opens (a slow local model); everything else answers at once."""
+
+    def __init__(self) -> None:
+        super().__init__(seed=0)
+        self.gate = threading.Event()
+        self.waiting = threading.Event()
+
+    async def complete(self, messages, *, options, schema=None):  # type: ignore[no-untyped-def]
+        if options.purpose == "plan":
+            self.waiting.set()
+            await asyncio.to_thread(self.gate.wait, 30)
+        return await super().complete(messages, options=options, schema=schema)
+
+
+def test_no_database_connection_is_held_while_the_model_plans(settings: Settings) -> None:
+    llm = GatedPlans()
+    with make_client(settings, llm) as client:
+        build_world(client)
+        engine = client.app.state.engine  # type: ignore[attr-defined]
+        with ThreadPoolExecutor(1) as pool:
+            pending = pool.submit(
+                client.get, "/v1/agents/aoi/plan/now", params={"day": 1, "time_of_day": 9.0}
+            )
+            try:
+                assert llm.waiting.wait(30)
+                # A slow plan must not pin a pooled connection (a few would starve every other request).
+                assert engine.pool.checkedout() == 0
+            finally:
+                llm.gate.set()
+            response = pending.result(30)
+        assert response.status_code == 200 and response.json()["current"]["poi_id"] in POIS
+        assert client.get("/v1/agents/aoi/plan", params={"day": 1}).status_code == 200
