@@ -9,13 +9,25 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import case, delete, func, null, update
+from sqlalchemy import bindparam, case, delete, func, null, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from backend.gametime import utcnow
 from backend.jobs.models import LIVE, Job
 from backend.storage.rows import insert_all
+
+_JOB = Job.__table__  # type: ignore[attr-defined]
+_FIND = select(_JOB.c.id, _JOB.c.dedupe_key, _JOB.c.status, _JOB.c.payload).where(
+    _JOB.c.dedupe_key.in_(bindparam("keys", expanding=True))
+)
+_FIND_LOCKED = _FIND.with_for_update()
+_DROP = delete(_JOB).where(_JOB.c.dedupe_key.in_(bindparam("keys", expanding=True)))
+_SET_PAYLOAD = (
+    update(_JOB)
+    .where(_JOB.c.id == bindparam("job_id"))
+    .values(payload=bindparam("new_payload"), updated_at=bindparam("now"))
+)
 
 #: Folds a new job's payload into the payload of a pending job with the same dedupe key.
 Merge = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
@@ -33,17 +45,18 @@ def add(session: Session, jobs: Sequence[Job], merge: Merge | None = None) -> li
     keys = [job.dedupe_key for job in jobs if job.dedupe_key]
     live: set[str] = set()
     if keys:
-        # FOR UPDATE (PostgreSQL; SQLite's write lock already serialises this): a claim cannot take the
-        # pending job between this read and the payload update below.
-        query = select(Job.id, Job.dedupe_key, Job.status, Job.payload).where(col(Job.dedupe_key).in_(keys))
-        found = session.exec(query.with_for_update() if merge is not None else query).all()
+        # Core on the session's connection (these run with every turn and every stored memory). FOR UPDATE
+        # (PostgreSQL; SQLite's write lock already serialises this): a claim cannot take the pending job
+        # between this read and the payload update below.
+        conn = session.connection()
+        found = conn.execute(_FIND_LOCKED if merge is not None else _FIND, {"keys": keys}).all()
         live = {key for _, key, status, _ in found if key and status in LIVE}
         finished = [key for _, key, status, _ in found if key and status not in LIVE]
         if finished:
-            session.execute(delete(Job).where(col(Job.dedupe_key).in_(finished)))
+            conn.execute(_DROP, {"keys": finished})
         if merge is not None:
             pending = {
-                str(key): (int(job_id or 0), dict(payload))
+                str(key): (int(job_id), dict(payload))
                 for job_id, key, status, payload in found
                 if key and status == "pending"
             }
@@ -63,7 +76,9 @@ def _merge_into_pending(
         job_id, payload = target
         payload = merge(payload, job.payload)
         pending[job.dedupe_key or ""] = (job_id, payload)
-        session.execute(update(Job).where(col(Job.id) == job_id).values(payload=payload, updated_at=utcnow()))
+        session.connection().execute(
+            _SET_PAYLOAD, {"job_id": job_id, "new_payload": payload, "now": utcnow()}
+        )
 
 
 def claim(engine: Engine, job_id: int, release_key_of: Sequence[str] = ()) -> Job | None:

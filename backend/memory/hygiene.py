@@ -6,8 +6,9 @@ Deduplication (before a row is stored):
   (0.5), and which belongs to the same conversation (same `session_id`; both None for perceptions). Lines of
   two different conversations are two events even when they read alike ("two chats at the café"), and every
   line of a conversation stays available to its end-of-conversation reflection unless it repeats another.
-- A reflection merges into an earlier reflection whose tags have Jaccard >= `memory_dedup_reflection_jaccard`
-  (0.6), whatever their ages and sessions.
+- A reflection merges into one of the agent's DEDUP_REFLECTION_POOL (200) newest reflections whose tags have
+  Jaccard >= `memory_dedup_reflection_jaccard` (0.6), whatever their ages and sessions (only the newest, so
+  storing a reflection costs the same after a month of play as on the first day).
 - The two must also share at least `memory_dedup_min_shared` (3) tags. Short tag sets make Jaccard coarse:
   "カフェでヒカリと話した" {カフェ, ヒカリ, 話し} and "ヒカリがカフェで笑っていた" {カフェ, ヒカリ, 笑っ} reach 0.5 on
   one place and one person. A wrong merge loses a memory for good, a missed one only costs space (the cap
@@ -49,6 +50,8 @@ from backend.text import jaccard, normalise
 log = logging.getLogger(__name__)
 Key = tuple[str, str]
 DEDUP_TYPES = ("observation", "reflection")
+#: How many of an agent's newest reflections a new reflection is compared with.
+DEDUP_REFLECTION_POOL = 200
 
 
 @dataclass
@@ -140,7 +143,14 @@ def _candidates(engine: Engine, key: Key, rows: Sequence[Memory], settings: Sett
     statements = []
     base = (Memory.world_id == key[0], Memory.agent_id == key[1])
     if "reflection" in kinds:
-        statements.append(select(*columns).where(*base, Memory.type == "reflection"))  # type: ignore[call-overload]
+        # The newest reflections only: a repeated insight repeats a recent one, and the whole history would
+        # make every new reflection cost more the longer the world runs.
+        statements.append(
+            select(*columns)  # type: ignore[call-overload]
+            .where(*base, Memory.type == "reflection")
+            .order_by(col(Memory.id).desc())
+            .limit(DEDUP_REFLECTION_POOL)
+        )
     if days:
         # An observation only merges with one of the same conversation (or, without one, with another
         # session-less one): asking for just those keeps this query small however long the stream grows.
@@ -158,8 +168,8 @@ def _candidates(engine: Engine, key: Key, rows: Sequence[Memory], settings: Sett
                 col(Memory.created_day) <= max(days) + window_days,
             )
         )
-    with Session(engine) as session:
-        found = [found_row for statement in statements for found_row in session.exec(statement).all()]
+    with engine.connect() as conn:  # Core rows: this runs for every stored memory
+        found = [found_row for statement in statements for found_row in conn.execute(statement).all()]
     return [
         Candidate(memory_id, kind, frozenset(tags or []), game_minutes(day, tod), session_id, normalise(text))
         for memory_id, kind, tags, day, tod, session_id, text in found

@@ -29,5 +29,5 @@ def insert_all(session: Session, objects: Sequence[SQLModel]) -> None:
         return
     columns, statement = _plan(type(objects[0]))
     rows = [{name: getattr(obj, name) for name in columns} for obj in objects]
-    for obj, new_id in zip(objects, session.execute(statement, rows).scalars(), strict=True):
+    for obj, new_id in zip(objects, session.connection().execute(statement, rows).scalars(), strict=True):
         obj.id = int(new_id)

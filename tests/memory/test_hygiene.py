@@ -9,6 +9,7 @@ from fastapi.testclient import TestClient
 
 from backend.config import Settings
 from backend.llm.scripted import ScriptedLLM
+from backend.memory import hygiene
 from backend.memory.tags import memory_tags
 from backend.text import jaccard
 from tests.conftest import drain, make_client
@@ -141,6 +142,20 @@ def test_reflections_merge_at_0_6_whatever_their_age(aoi: TestClient) -> None:
         aoi, "ヒカリは図書館で静かに過ごすのが好きだと思う", type="reflection", importance=5, day=40
     )
     assert unrelated.id != first.id and total(aoi, "reflection") == 2
+
+
+def test_a_reflection_is_compared_with_the_newest_reflections_only(
+    aoi: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(hygiene, "DEDUP_REFLECTION_POOL", 2)
+    cake = add(aoi, "ヒカリはカフェのケーキ作りが本当に上手だと思う", type="reflection", importance=6)
+    for text in ("ソラは図書館で静かに本を読むのが好きだと思う", "ミナトは公園で毎朝走っているらしい"):
+        add(aoi, text, type="reflection", importance=5)
+    # The cake reflection is third newest now: outside the pool of 2, so its near-duplicate is stored.
+    again = add(aoi, "ヒカリはカフェのケーキ作りが上手だと思う", type="reflection", importance=5)
+    assert again.id != cake.id and total(aoi, "reflection") == 4
+    # The newest one is inside the pool: a near-duplicate of it merges.
+    assert add(aoi, "ヒカリはカフェのケーキ作りがとても上手だと思う", type="reflection").id == again.id
 
 
 def test_dedup_can_be_switched_off(settings: Settings, scripted: ScriptedLLM) -> None:
