@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -12,6 +11,7 @@ from backend.events import Event
 from backend.llm.scripted import ScriptedLLM
 from tests.conftest import drain, make_client
 from tests.conversation.helpers import add_agents, turn
+from tests.gated import GatedLLM
 from tests.reliability.helpers import wait_until
 
 HAPPY = {"joy": 90, "trust": 40, "fear": 0, "surprise": 10, "sadness": 0, "disgust": 0, "anger": 0,
@@ -20,24 +20,8 @@ GRUMPY = {"joy": 0, "trust": 5, "fear": 0, "surprise": 0, "sadness": 10, "disgus
           "anticipation": 0, "label": "激怒"}  # fmt: skip
 
 
-class BlockedEmotion(ScriptedLLM):
-    """Emotion calls wait until the test opens the gate; everything else answers at once."""
-
-    def __init__(self) -> None:
-        super().__init__(seed=0)
-        self.gate: asyncio.Event | None = None
-        self.waiting = 0
-
-    async def complete(self, messages, *, options, schema=None):  # type: ignore[no-untyped-def]
-        if options.purpose == "emotion":
-            self.gate = self.gate or asyncio.Event()
-            self.waiting += 1
-            await self.gate.wait()
-        return await super().complete(messages, options=options, schema=schema)
-
-
 def test_turn_completes_while_emotion_evaluation_is_blocked(settings: Settings) -> None:
-    llm = BlockedEmotion()
+    llm = GatedLLM("emotion")
     with make_client(settings, llm) as client:
         add_agents(client)
         first = client.post("/v1/conversation/turn", json=turn("aoi", "hikari", "s-e", [])).json()
@@ -49,7 +33,7 @@ def test_turn_completes_while_emotion_evaluation_is_blocked(settings: Settings) 
         # Release the gate with a strong reading: the NEXT turn's prompt and reply read the new state.
         llm.enqueue(HAPPY, purpose="emotion")
         llm.enqueue(HAPPY, purpose="emotion")
-        client.portal.call(_open, llm)  # type: ignore[union-attr]
+        llm.open_gate(client)
         drain(client)
         second = client.post(
             "/v1/conversation/turn",
@@ -58,11 +42,6 @@ def test_turn_completes_while_emotion_evaluation_is_blocked(settings: Settings) 
     assert second["emotion_state"]["label"] == "恍惚"
     prompt = llm.calls("dialogue")[-1].messages[-1]["content"]
     assert "恍惚" in prompt
-
-
-async def _open(llm: BlockedEmotion) -> None:
-    assert llm.gate is not None
-    llm.gate.set()
 
 
 def test_invalid_model_emotion_takes_the_state_preset(client: TestClient, scripted: ScriptedLLM) -> None:

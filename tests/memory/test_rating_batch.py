@@ -3,7 +3,6 @@ call rates up to RATE_BATCH of them (IMPORTANCE_BATCH_S is the gathering window)
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -16,6 +15,7 @@ from backend.llm.scripted import ScriptedLLM
 from backend.memory.jobs import RATE, merge_ratings
 from backend.memory.service import RATE_BATCH
 from tests.conftest import drain, make_client
+from tests.gated import GatedLLM
 from tests.reliability.helpers import jobs, wait_until
 
 URL = "/v1/agents/aoi/memories"
@@ -82,29 +82,8 @@ def test_a_long_batch_is_rated_in_calls_of_at_most_rate_batch(
     assert sizes == [RATE_BATCH, 4]
 
 
-class GatedRatings(ScriptedLLM):
-    """Importance calls wait at a gate the test opens; everything else answers at once."""
-
-    def __init__(self) -> None:
-        super().__init__(seed=0)
-        self.gate: asyncio.Event | None = None
-        self.waiting = 0
-
-    async def complete(self, messages, *, options, schema=None):  # type: ignore[no-untyped-def]
-        if options.purpose == "importance":
-            self.gate = self.gate or asyncio.Event()
-            self.waiting += 1
-            await self.gate.wait()
-        return await super().complete(messages, options=options, schema=schema)
-
-
-async def _open(llm: GatedRatings) -> None:
-    assert llm.gate is not None
-    llm.gate.set()
-
-
 def test_a_memory_stored_while_the_rating_job_runs_gets_a_job_of_its_own(settings: Settings) -> None:
-    llm = GatedRatings()
+    llm = GatedLLM("importance")
     with make_client(settings, llm) as client:
         add_aoi(client)
         client.post(URL, json={"type": "observation", "content": LINES[0]})
@@ -113,7 +92,7 @@ def test_a_memory_stored_while_the_rating_job_runs_gets_a_job_of_its_own(setting
         first, second = jobs(client, kind=RATE)
         assert first.status == "running" and first.dedupe_key is None  # claimed: gave its key up
         assert second.status in ("pending", "running") and len(second.payload["memory_ids"]) == 1
-        client.portal.call(_open, llm)  # type: ignore[union-attr]
+        llm.open_gate(client)
         drain(client)
         assert {source for _, source in stored(client).values()} == {"model"}
         assert {job.status for job in jobs(client, kind=RATE)} == {"done"}
