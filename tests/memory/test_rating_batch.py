@@ -3,17 +3,18 @@ call rates up to RATE_BATCH of them (IMPORTANCE_BATCH_S is the gathering window)
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
 
 from fastapi.testclient import TestClient
-from sqlmodel import Session
+from sqlmodel import Session, col, select
 
 from backend.config import Settings
 from backend.jobs import store as job_store
-from backend.jobs.models import new_job
+from backend.jobs.models import Job, new_job
 from backend.llm.scripted import ScriptedLLM
 from backend.memory.jobs import RATE, merge_ratings
 from backend.memory.service import RATE_BATCH
+from backend.storage.db import create_db_engine, init_db
 from tests.conftest import drain, make_client
 from tests.gated import GatedLLM
 from tests.reliability.helpers import jobs, wait_until
@@ -36,7 +37,7 @@ def test_memories_stored_within_the_window_share_one_rating_call(
     settings: Settings, scripted: ScriptedLLM
 ) -> None:
     scripted.enqueue({"ratings": [9, 2, 6]}, purpose="importance")
-    with make_client(settings, scripted, importance_batch_s=0.5) as client:
+    with make_client(settings, scripted, importance_batch_s=3.0) as client:
         add_aoi(client)
         for line in LINES:  # three separate requests, each committing its own memory
             assert client.post(URL, json={"type": "observation", "content": line}).status_code == 201
@@ -98,8 +99,10 @@ def test_a_memory_stored_while_the_rating_job_runs_gets_a_job_of_its_own(setting
         assert {job.status for job in jobs(client, kind=RATE)} == {"done"}
 
 
-def test_store_merges_only_into_a_pending_job_with_the_key(client: TestClient) -> None:
-    engine: Any = client.app.state.engine  # type: ignore[attr-defined]
+def test_store_merges_only_into_a_pending_job_with_the_key(tmp_path: Path) -> None:
+    # A database without an app: no runner may claim the job before the test does.
+    engine = create_db_engine(f"sqlite:///{tmp_path / 'jobs.db'}")
+    init_db(engine)
 
     def add(ids: list[int]) -> list[int]:
         payload = {"agent_id": "aoi", "memory_ids": ids, "day": 1, "time_of_day": 9.0}
@@ -110,12 +113,16 @@ def test_store_merges_only_into_a_pending_job_with_the_key(client: TestClient) -
             session.commit()
         return [job.id or 0 for job in added]
 
+    def payloads() -> list[list[int]]:
+        with Session(engine) as session:
+            return [job.payload["memory_ids"] for job in session.exec(select(Job).order_by(col(Job.id)))]
+
     [first] = add([1])
     assert add([2, 1]) == []  # merged into the pending job: no new row
-    [row] = jobs(client, kind=RATE)
-    assert row.payload["memory_ids"] == [1, 2]
+    assert payloads() == [[1, 2]]
     claimed = job_store.claim(engine, first, release_key_of=[RATE])
     assert claimed is not None and claimed.payload["memory_ids"] == [1, 2] and claimed.dedupe_key is None
     [third] = add([3])  # the key is free again: a job of its own, the claimed payload untouched
     assert third != first
-    assert [job.payload["memory_ids"] for job in jobs(client, kind=RATE)] == [[1, 2], [3]]
+    assert payloads() == [[1, 2], [3]]
+    engine.dispose()

@@ -90,7 +90,7 @@ def test_memories_ratings_and_a_conversation_on_postgres(pg_url: str, settings: 
 
     llm = ScriptedLLM(seed=0)
     llm.enqueue({"ratings": [9, 2]}, purpose="importance")
-    app = create_app(settings.model_copy(update={"database_url": pg_url, "importance_batch_s": 0.5}), llm=llm)
+    app = create_app(settings.model_copy(update={"database_url": pg_url, "importance_batch_s": 3.0}), llm=llm)
     with TestClient(app) as client:
         add_agents(client)
         for line in ("ヒカリに告白された", "カフェでコーヒーを飲んだ"):
