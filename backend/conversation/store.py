@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import bindparam, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, or_, select
 
@@ -48,14 +48,7 @@ def load_turn_state(engine: Any, world_id: str, req: TurnRequest) -> TurnState:
         Conflict: the conversation has ended, or this turn index belongs to another speaker.
     """
     with Session(engine, expire_on_commit=False) as session:
-        found = {
-            agent.id: agent
-            for agent in session.exec(
-                select(Agent).where(
-                    Agent.world_id == world_id, col(Agent.id).in_([req.agent_id, req.target_id])
-                )
-            )
-        }
+        found = _agents(session, world_id, [req.agent_id, req.target_id])
         speaker = _agent(found, world_id, req.agent_id, "agent_id")
         partner = _agent(found, world_id, req.target_id, "target_id")
         turn_index = len(req.history)
@@ -86,18 +79,35 @@ def _check_open(conv: Conversation, req: TurnRequest) -> None:
         )
 
 
+# Built once (every turn runs them): the statements, not only their compiled SQL, are reused.
+_AGENTS = select(Agent).where(
+    col(Agent.world_id) == bindparam("world_id"), col(Agent.id).in_(bindparam("ids", expanding=True))
+)
+_TURN = select(Turn).where(
+    col(Turn.world_id) == bindparam("world_id"),
+    col(Turn.session_id) == bindparam("session_id"),
+    col(Turn.turn_index) == bindparam("turn_index"),
+)
+_PLAN = select(Plan).where(
+    col(Plan.world_id) == bindparam("world_id"),
+    col(Plan.agent_id) == bindparam("agent_id"),
+    col(Plan.day) == bindparam("day"),
+)
+
+
+def _agents(session: Session, world_id: str, ids: list[str]) -> dict[str, Agent]:
+    return {agent.id: agent for agent in session.exec(_AGENTS, params={"world_id": world_id, "ids": ids})}
+
+
 def _turn_row(session: Session, world_id: str, session_id: str, turn_index: int) -> Turn | None:
-    query = select(Turn).where(
-        Turn.world_id == world_id, Turn.session_id == session_id, Turn.turn_index == turn_index
-    )
-    return session.exec(query).first()
+    params = {"world_id": world_id, "session_id": session_id, "turn_index": turn_index}
+    return session.exec(_TURN, params=params).first()
 
 
 def _plan_activity(session: Session, world_id: str, req: TurnRequest) -> str | None:
     """The speaker's planned activity at this time of day, when a plan exists."""
-    plan = session.exec(
-        select(Plan).where(Plan.world_id == world_id, Plan.agent_id == req.agent_id, Plan.day == req.day)
-    ).first()
+    params = {"world_id": world_id, "agent_id": req.agent_id, "day": req.day}
+    plan = session.exec(_PLAN, params=params).first()
     for item in (plan.items if plan else None) or []:
         try:
             start, end = float(item["start"]), float(item["end"])
@@ -300,8 +310,7 @@ def load_participants(engine: Any, world_id: str, session_id: str) -> tuple[Conv
 
 def agents_by_id(engine: Any, world_id: str, agent_ids: list[str]) -> dict[str, Agent]:
     with Session(engine, expire_on_commit=False) as session:
-        rows = session.exec(select(Agent).where(Agent.world_id == world_id, col(Agent.id).in_(agent_ids)))
-        return {agent.id: agent for agent in rows}
+        return _agents(session, world_id, agent_ids)
 
 
 def observation_ids(engine: Any, world_id: str, agent_id: str, session_id: str) -> list[int]:

@@ -7,7 +7,7 @@ import logging
 import math
 from collections.abc import Sequence
 
-from sqlalchemy import delete
+from sqlalchemy import bindparam, delete
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -27,6 +27,18 @@ log = logging.getLogger(__name__)
 #: The history is pruned back to `emotion_history_limit` on every this-many-th insert per agent (so it may
 #: briefly hold up to this many records more), not on each one.
 PRUNE_EVERY = 8
+
+
+#: The newest evaluation of an agent (read on every turn): built once.
+_NEWEST = (
+    select(EmotionRecord)
+    .where(
+        col(EmotionRecord.world_id) == bindparam("world_id"),
+        col(EmotionRecord.agent_id) == bindparam("agent_id"),
+    )
+    .order_by(col(EmotionRecord.id).desc())
+    .limit(1)
+)
 
 
 class EmotionService:
@@ -58,12 +70,8 @@ class EmotionService:
     ) -> EmotionState:
         """The newest evaluation drifted toward the baseline up to (day, time_of_day); the baseline if none."""
         with Session(self.engine) as session:
-            record = session.exec(
-                select(EmotionRecord)
-                .where(EmotionRecord.world_id == agent.world_id, EmotionRecord.agent_id == agent.id)
-                .order_by(col(EmotionRecord.id).desc())
-                .limit(1)
-            ).first()
+            params = {"world_id": agent.world_id, "agent_id": agent.id}
+            record = session.exec(_NEWEST, params=params).first()
         return self._state(agent, record, day=day, time_of_day=time_of_day)
 
     def history(self, agent: Agent, limit: int = 50) -> list[EmotionState]:

@@ -35,8 +35,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from sqlalchemy import delete, func, or_, update
+from sqlalchemy import Integer, bindparam, delete, func, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -131,45 +132,53 @@ def _candidate(row: Memory, loaded: Memory | None = None) -> Candidate:
     )
 
 
+_MEMORY = Memory.__table__  # type: ignore[attr-defined]
+_COLUMNS = [_MEMORY.c[name] for name in ("id", "type", "tags", "created_day", "created_time_of_day",
+                                         "session_id", "content")]  # fmt: skip
+_OF_AGENT = (_MEMORY.c.world_id == bindparam("world_id"), _MEMORY.c.agent_id == bindparam("agent_id"))
+# Built once (they run for every stored memory). The newest reflections only: a repeated insight repeats a
+# recent one, and the whole history would make every new reflection cost more the longer the world runs.
+_REFLECTIONS = (
+    select(*_COLUMNS)
+    .where(*_OF_AGENT, _MEMORY.c.type == "reflection")
+    .order_by(_MEMORY.c.id.desc())
+    .limit(bindparam("pool", type_=Integer))
+)
+# An observation only merges with one of the same conversation (or, without one, with another session-less
+# one): asking for just those keeps the query small however long the stream grows.
+_IN_DAYS = (_MEMORY.c.created_day >= bindparam("first_day"), _MEMORY.c.created_day <= bindparam("last_day"))
+_OBSERVATIONS_OF = select(*_COLUMNS).where(
+    *_OF_AGENT,
+    _MEMORY.c.type == "observation",
+    _MEMORY.c.session_id.in_(bindparam("sessions", expanding=True)),
+    *_IN_DAYS,
+)
+_OBSERVATIONS_WITHOUT_SESSION = select(*_COLUMNS).where(
+    *_OF_AGENT, _MEMORY.c.type == "observation", _MEMORY.c.session_id.is_(None), *_IN_DAYS
+)
+
+
 def _candidates(engine: Engine, key: Key, rows: Sequence[Memory], settings: Settings) -> list[Candidate]:
     """Stored memories that could absorb one of the rows (only the columns matching needs)."""
     kinds = {row.type for row in rows} & set(DEDUP_TYPES)
     if not kinds:
         return []
-    columns = (Memory.id, Memory.type, Memory.tags, Memory.created_day, Memory.created_time_of_day,
-               Memory.session_id, Memory.content)  # fmt: skip
-    window_days = int(settings.memory_dedup_window_hours // 24) + 1
-    days = [row.created_day for row in rows if row.type == "observation"]
-    statements = []
-    base = (Memory.world_id == key[0], Memory.agent_id == key[1])
+    agent = {"world_id": key[0], "agent_id": key[1]}
+    queries: list[tuple[Any, dict[str, Any]]] = []
     if "reflection" in kinds:
-        # The newest reflections only: a repeated insight repeats a recent one, and the whole history would
-        # make every new reflection cost more the longer the world runs.
-        statements.append(
-            select(*columns)  # type: ignore[call-overload]
-            .where(*base, Memory.type == "reflection")
-            .order_by(col(Memory.id).desc())
-            .limit(DEDUP_REFLECTION_POOL)
-        )
+        queries.append((_REFLECTIONS, {**agent, "pool": DEDUP_REFLECTION_POOL}))
+    days = [row.created_day for row in rows if row.type == "observation"]
     if days:
-        # An observation only merges with one of the same conversation (or, without one, with another
-        # session-less one): asking for just those keeps this query small however long the stream grows.
+        window_days = int(settings.memory_dedup_window_hours // 24) + 1
+        span = {**agent, "first_day": min(days) - window_days, "last_day": max(days) + window_days}
         sessions = {row.session_id for row in rows if row.type == "observation"}
         named = sorted(s for s in sessions if s is not None)
-        same_session = [col(Memory.session_id).in_(named)] if named else []
+        if named:
+            queries.append((_OBSERVATIONS_OF, {**span, "sessions": named}))
         if None in sessions:
-            same_session.append(col(Memory.session_id).is_(None))
-        statements.append(
-            select(*columns).where(  # type: ignore[call-overload]
-                *base,
-                Memory.type == "observation",
-                or_(*same_session),
-                col(Memory.created_day) >= min(days) - window_days,
-                col(Memory.created_day) <= max(days) + window_days,
-            )
-        )
-    with engine.connect() as conn:  # Core rows: this runs for every stored memory
-        found = [found_row for statement in statements for found_row in conn.execute(statement).all()]
+            queries.append((_OBSERVATIONS_WITHOUT_SESSION, span))
+    with engine.connect() as conn:  # Core rows
+        found = [found_row for query, params in queries for found_row in conn.execute(query, params).all()]
     return [
         Candidate(memory_id, kind, frozenset(tags or []), game_minutes(day, tod), session_id, normalise(text))
         for memory_id, kind, tags, day, tod, session_id, text in found

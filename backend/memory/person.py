@@ -18,7 +18,7 @@ import asyncio
 import logging
 from typing import Any
 
-from sqlalchemy import delete
+from sqlalchemy import bindparam, delete
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -39,14 +39,17 @@ CONTEXT_ITEMS = 5
 
 
 def get(engine: Engine, world_id: str, agent_id: str, other_id: str) -> PersonMemory | None:
+    params = {"world_id": world_id, "agent_id": agent_id, "other_id": other_id}
     with Session(engine, expire_on_commit=False) as session:
-        return session.exec(
-            select(PersonMemory).where(
-                PersonMemory.world_id == world_id,
-                PersonMemory.agent_id == agent_id,
-                PersonMemory.other_id == other_id,
-            )
-        ).first()
+        return session.exec(_ONE, params=params).first()
+
+
+#: One person memory (read on every turn): built once.
+_ONE = select(PersonMemory).where(
+    col(PersonMemory.world_id) == bindparam("world_id"),
+    col(PersonMemory.agent_id) == bindparam("agent_id"),
+    col(PersonMemory.other_id) == bindparam("other_id"),
+)
 
 
 def people(engine: Engine, world_id: str, agent_id: str) -> list[PersonMemory]:

@@ -45,24 +45,33 @@ def by_ids(
     retrieval answers with records, not vectors, and the vectors are most of a row's bytes."""
     if not ids:
         return {}
-    query = select(Memory).where(*_with_ids(world_id, agent_id, ids))
-    if not embedding:
-        query = query.options(defer(Memory.embedding, raiseload=True))  # type: ignore[arg-type]
+    query = _BY_IDS if embedding else _BY_IDS_WITHOUT_VECTOR
     with Session(engine, expire_on_commit=False) as session:
-        rows = session.exec(query).all()
+        rows = session.exec(query, params=_ids_params(world_id, agent_id, ids)).all()
     return {row.id: row for row in rows if row.id is not None}
 
 
 def existing_ids(engine: Engine, world_id: str, agent_id: str, ids: Sequence[int]) -> set[int]:
     if not ids:
         return set()
-    with Session(engine) as session:
-        found = session.exec(select(Memory.id).where(*_with_ids(world_id, agent_id, ids)))
-        return {int(i) for i in found if i is not None}
+    with engine.connect() as conn:
+        found = conn.execute(_EXISTING_IDS, _ids_params(world_id, agent_id, ids)).scalars()
+        return {int(i) for i in found}
 
 
-def _with_ids(world_id: str, agent_id: str, ids: Sequence[int]) -> tuple[Any, ...]:
-    return (Memory.world_id == world_id, Memory.agent_id == agent_id, col(Memory.id).in_(list(ids)))
+# Built once (retrieval and ratings run these all the time): the agent's memories with given ids.
+_WITH_IDS = (
+    col(Memory.world_id) == bindparam("world_id"),
+    col(Memory.agent_id) == bindparam("agent_id"),
+    col(Memory.id).in_(bindparam("ids", expanding=True)),
+)
+_BY_IDS = select(Memory).where(*_WITH_IDS)
+_BY_IDS_WITHOUT_VECTOR = _BY_IDS.options(defer(Memory.embedding, raiseload=True))  # type: ignore[arg-type]
+_EXISTING_IDS = select(Memory.id).where(*_WITH_IDS)
+
+
+def _ids_params(world_id: str, agent_id: str, ids: Sequence[int]) -> dict[str, Any]:
+    return {"world_id": world_id, "agent_id": agent_id, "ids": list(ids)}
 
 
 def set_importances(engine: Engine, values: dict[int, int], source: str) -> None:
