@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from backend.config import Settings
+from backend.conversation import jobs as turn_jobs
 from backend.conversation import rules, store
 from backend.conversation.aftermath import Aftermath
 from backend.conversation.prompts import TurnContext, build_facts, build_messages
@@ -254,7 +255,9 @@ class ConversationService:
             if result["fallback"]:
                 self._count_fallback()
             if self.jobs is not None and jobs is not None:
-                self.jobs.submit(jobs)
+                # A last turn also commits the reflections: they start once its line is remembered.
+                lines = [job for job in jobs if job.kind == turn_jobs.OBSERVE]
+                self.jobs.submit_after(lines, [job for job in jobs if job.kind != turn_jobs.OBSERVE])
             self.after.after_turn(prepared.world_id, ctx, result, req.location_name, observe=jobs is None)
             if result["is_conversation_end"]:
                 participants = [req.agent_id, req.target_id]

@@ -61,6 +61,7 @@ class JobRunner:
         ] = []  # kinds added with `store.add(merge=...)`: they give their key up on claim
         self.outcomes: Counter[str] = Counter()  # done / retried / failed / deferred, since start
         self._active: dict[int, asyncio.Task[Any]] = {}
+        self._held: set[int] = set()  # jobs chained after others (submit_after): not started by the poll
         self._wake = asyncio.Event()
         self._loop: asyncio.Task[None] | None = None
         # Jobs executing at once. Each does several database steps in worker threads: unbounded, a backlog
@@ -99,6 +100,26 @@ class JobRunner:
             else:
                 self._start(job.id)
 
+    def submit_after(self, first: Sequence[Job], then: Sequence[Job]) -> None:
+        """Start `first` now and `then` once those have run (e.g. a conversation's reflections after its last
+        line is remembered), so `then` does not start only to find its inputs pending and defer itself."""
+        self.submit(first)
+        waiting = [self._active[job.id] for job in first if job.id in self._active]
+        if not waiting:
+            self.submit(then)
+            return
+        held = {job.id for job in then if job.id is not None}
+        self._held |= held  # the poll loop leaves them alone meanwhile
+
+        async def chain() -> None:
+            try:
+                await asyncio.gather(*waiting, return_exceptions=True)
+            finally:
+                self._held -= held
+            self.submit(then)
+
+        self.tasks.spawn(chain(), name="job-chain")
+
     def _start(self, job_id: int) -> None:
         if job_id in self._active:
             return
@@ -112,7 +133,8 @@ class JobRunner:
         while True:
             try:
                 for job_id in await asyncio.to_thread(store.due, self.engine, POLL_BATCH):
-                    self._start(job_id)
+                    if job_id not in self._held:
+                        self._start(job_id)
             except Exception:  # noqa: BLE001 - a database hiccup must not stop the runner for good
                 log.exception("job poll failed")
             try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
@@ -50,3 +52,33 @@ def test_a_job_run_again_stores_no_line_twice(settings: Settings, scripted: Scri
         # The same line's job again, as after a crash between storing and `done`: both lines are there.
         run_job(client, attempts=1)
         assert observations(client) == first
+
+
+def test_reflections_of_a_last_turn_start_after_its_line_is_remembered(client: TestClient) -> None:
+    """submit_after: the chained jobs start once the first ones ran (no start-defer-retry round)."""
+    runner = client.app.state.jobs  # type: ignore[attr-defined]
+    order: list[str] = []
+
+    async def slow(job: Job) -> None:
+        order.append("observe starts")
+        await asyncio.sleep(0.2)
+        order.append("observe done")
+
+    async def after(job: Job) -> None:
+        order.append("reflect starts")
+
+    runner.register("test.observe", slow)
+    runner.register("test.reflect", after)
+    with Session(client.app.state.engine, expire_on_commit=False) as session:  # type: ignore[attr-defined]
+        first, then = new_job("default", "test.observe", {}), new_job("default", "test.reflect", {})
+        session.add(first)
+        session.add(then)
+        session.commit()
+
+    async def submit() -> None:
+        runner.submit_after([first], [then])
+
+    client.portal.call(submit)  # type: ignore[union-attr]
+    drain(client)
+    assert order == ["observe starts", "observe done", "reflect starts"]
+    assert runner.outcomes.get("deferred", 0) == 0
