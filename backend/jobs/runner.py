@@ -56,9 +56,8 @@ class JobRunner:
         self.settings = settings
         self.tasks = tasks
         self.handlers: dict[str, Handler] = {}
-        self._merging: list[
-            str
-        ] = []  # kinds added with `store.add(merge=...)`: they give their key up on claim
+        # Kinds whose jobs are added with `store.add(merge=...)`: they give their dedupe key up when claimed.
+        self._merging: list[str] = []
         self.outcomes: Counter[str] = Counter()  # done / retried / failed / deferred, since start
         self._active: dict[int, asyncio.Task[Any]] = {}
         self._held: set[int] = set()  # jobs chained after others (submit_after): not started by the poll
