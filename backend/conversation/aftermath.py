@@ -133,7 +133,8 @@ class Aftermath:
             await self.memory.add(world_id, agent.id, item, session_id=session_id)
 
     async def observe_job(self, world_id: str, payload: dict[str, Any], *, rerun: bool = True) -> None:
-        """The `conversation.observe` job: both observations of one line, each stored once.
+        """The `conversation.observe` job: both observations of each of its lines, each stored once, with one
+        memory write per participant for all the lines.
 
         On a `rerun` (the job ran before, and a crash or an error may have cut it short), a line already in
         an agent's memories for this session is skipped; a first run has nothing to skip, so it does not ask.
@@ -141,25 +142,29 @@ class Aftermath:
         from backend.memory.models import MemoryCreate
 
         session_id = str(payload["session_id"])
-        agents = await asyncio.to_thread(
-            store.agents_by_id, self.engine, world_id, [payload["speaker_id"], payload["partner_id"]]
-        )
-        speaker, partner = agents.get(payload["speaker_id"]), agents.get(payload["partner_id"])
-        if speaker is None or partner is None:
-            return  # an agent deleted since: nothing to remember into
-        for agent, content in observation_texts(speaker, partner, str(payload["dialogue"])):
-            if rerun and await asyncio.to_thread(
-                turn_jobs.has_observation, self.engine, world_id, agent.id, session_id, content
-            ):
-                continue
-            item = MemoryCreate(
-                type="observation",
-                content=content,
-                location_name=payload.get("location_name"),
-                day=int(payload["day"]),
-                time_of_day=float(payload["time_of_day"]),
-            )
-            await self.memory.add(world_id, agent.id, item, session_id=session_id)
+        lines = turn_jobs.lines_of(payload)
+        ids = sorted({str(line[role]) for line in lines for role in ("speaker_id", "partner_id")})
+        agents = await asyncio.to_thread(store.agents_by_id, self.engine, world_id, ids)
+        items: dict[str, list[MemoryCreate]] = {}
+        for line in lines:
+            speaker, partner = agents.get(line["speaker_id"]), agents.get(line["partner_id"])
+            if speaker is None or partner is None:
+                continue  # an agent deleted since: nothing to remember into
+            for agent, content in observation_texts(speaker, partner, str(line["dialogue"])):
+                if rerun and await asyncio.to_thread(
+                    turn_jobs.has_observation, self.engine, world_id, agent.id, session_id, content
+                ):
+                    continue
+                item = MemoryCreate(
+                    type="observation",
+                    content=content,
+                    location_name=line.get("location_name"),
+                    day=int(line["day"]),
+                    time_of_day=float(line["time_of_day"]),
+                )
+                items.setdefault(agent.id, []).append(item)
+        for agent_id, created in items.items():
+            await self.memory.add_many(world_id, agent_id, created, session_id=session_id)
 
     def ended(self, world_id: str, session_id: str, participants: list[str], reason: str, turns: int) -> None:
         if self.events is not None:

@@ -1,4 +1,7 @@
-"""Conversation's persisted jobs: each turn's two observation memories, and each participant's reflection.
+"""Conversation's persisted jobs: each line's two observation memories, and each participant's reflection.
+
+A line's observation job merges into the conversation's pending one, if any (`job_store.add` with `merge`):
+a busy runner then stores several lines in one run, one memory write per participant instead of one per line.
 
 Both are committed in the transaction that makes them necessary (store.commit_turn, store.claim_reflection):
 a turn that got a reply always gets its observations, and a conversation marked `reflected` always has its two
@@ -34,9 +37,12 @@ def observe_prefix(world_id: str, session_id: str) -> str:
 def for_turn(
     session: Session, world_id: str, req: TurnRequest, reply: dict[str, Any], conv: Conversation
 ) -> list[Job]:
-    """The turn's jobs, added to its transaction; a turn that ends the conversation also claims the reflection."""
-    payload = {
-        "session_id": req.session_id,
+    """The turn's jobs, added to its transaction; a turn that ends the conversation also claims the reflection.
+
+    The line's observation job merges into the session's pending one when there is one (a busy runner then
+    stores several lines of a conversation in one run), so it may add no row of its own.
+    """
+    line = {
         "turn_index": reply["turn_index"],
         "speaker_id": req.agent_id,
         "partner_id": req.target_id,
@@ -45,13 +51,32 @@ def for_turn(
         "day": req.day,
         "time_of_day": req.time_of_day,
     }
-    key = f"{observe_prefix(world_id, req.session_id)}{reply['turn_index']}"
-    jobs = [new_job(world_id, OBSERVE, payload, dedupe_key=key)]
+    observe = new_job(
+        world_id,
+        OBSERVE,
+        {"session_id": req.session_id, "lines": [line]},
+        dedupe_key=f"{observe_prefix(world_id, req.session_id)}lines",
+    )
+    jobs = job_store.add(session, [observe], merge=merge_lines)
     if conv.ended and not conv.reflected:
         conv.reflected = True
         session.add(conv)
-        jobs += _reflection_rows(world_id, conv)
-    return job_store.add(session, jobs)
+        jobs += job_store.add(session, _reflection_rows(world_id, conv))
+    return jobs
+
+
+def merge_lines(pending: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """A pending observation job's payload with a newer line of the conversation added."""
+    known = {line["turn_index"] for line in lines_of(pending)}
+    return {
+        **pending,
+        "lines": [*lines_of(pending), *(x for x in lines_of(new) if x["turn_index"] not in known)],
+    }
+
+
+def lines_of(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """The lines an observation job stores (a job written before lines were merged holds one, flat)."""
+    return list(payload["lines"]) if "lines" in payload else [payload]
 
 
 def reflection_jobs(session: Session, world_id: str, conv: Conversation) -> list[Job]:
@@ -113,5 +138,5 @@ def register(runner: JobRunner, after: Aftermath) -> None:
         if not made:
             raise RuntimeError(f"the conversation reflection for {job.payload['agent_id']} failed")
 
-    runner.register(OBSERVE, observe)
+    runner.register(OBSERVE, observe, merging=True)
     runner.register(REFLECT, reflect)

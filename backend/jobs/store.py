@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import bindparam, case, delete, func, null, update
+from sqlalchemy import String, bindparam, case, cast, delete, func, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -29,7 +29,8 @@ _SET_PAYLOAD = (
     .values(payload=bindparam("new_payload"), updated_at=bindparam("now"))
 )
 
-# Claim and finish run twice per job: built once. A claimed job of a kind in `releasing` gives its key up.
+# Claim and finish run twice per job: built once. A claimed job of a kind in `releasing` gives its key up:
+# it becomes `key#id`, so a prefix still finds the job (see live_with_prefix) but new work takes the key.
 _CLAIM = (
     update(_JOB)
     .where(_JOB.c.id == bindparam("job_id"), _JOB.c.status == "pending", _JOB.c.run_after <= bindparam("now"))
@@ -38,7 +39,11 @@ _CLAIM = (
         attempts=_JOB.c.attempts + 1,
         updated_at=bindparam("now"),
         dedupe_key=case(
-            (_JOB.c.kind.in_(bindparam("releasing", expanding=True)), null()), else_=_JOB.c.dedupe_key
+            (
+                _JOB.c.kind.in_(bindparam("releasing", expanding=True)),
+                _JOB.c.dedupe_key + "#" + cast(_JOB.c.id, String),
+            ),
+            else_=_JOB.c.dedupe_key,
         ),
     )
     .returning(*_JOB.c)
@@ -105,7 +110,8 @@ def claim(engine: Engine, job_id: int, release_key_of: Sequence[str] = ()) -> Jo
     """Mark a due pending job running; None when it is not pending or not due (someone else has it).
 
     One `UPDATE ... RETURNING` (SQLite >= 3.35, PostgreSQL): the claim and the row it claimed in one statement.
-    A job of a kind in `release_key_of` (jobs added with `merge`) gives its dedupe key up as it is claimed.
+    A job of a kind in `release_key_of` (jobs added with `merge`) gives its dedupe key up as it is claimed: the
+    key becomes `key#id` (still under the key's prefix, so `live_with_prefix` keeps counting the job).
     """
     params = {"job_id": job_id, "now": utcnow(), "releasing": list(release_key_of)}
     with engine.begin() as conn:

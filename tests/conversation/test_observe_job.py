@@ -8,12 +8,14 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
 from backend.config import Settings
-from backend.conversation.jobs import OBSERVE
+from backend.conversation.jobs import OBSERVE, merge_lines, observe_prefix
+from backend.jobs import store as job_store
 from backend.jobs.models import Job, new_job
 from backend.llm.scripted import ScriptedLLM
 from backend.memory.models import Memory
 from tests.conftest import drain, make_client
 from tests.conversation.helpers import add_agents
+from tests.reliability.helpers import jobs
 
 PAYLOAD = {"session_id": "s-obs", "turn_index": 0, "speaker_id": "aoi", "partner_id": "hikari",
            "dialogue": "こんにちは", "location_name": "カフェ", "day": 1, "time_of_day": 9.0}  # fmt: skip
@@ -82,3 +84,44 @@ def test_reflections_of_a_last_turn_start_after_its_line_is_remembered(client: T
     drain(client)
     assert order == ["observe starts", "observe done", "reflect starts"]
     assert runner.outcomes.get("deferred", 0) == 0
+
+
+def test_lines_of_a_conversation_merge_into_the_pending_job(client: TestClient) -> None:
+    """A line committed while the conversation's observation job is still pending joins it: one job, one
+    memory write per participant, every line remembered once and in order."""
+    add_agents(client)
+    engine = client.app.state.engine  # type: ignore[attr-defined]
+    lines = [("aoi", "hikari", "こんにちは"), ("hikari", "aoi", "やあ、元気?"), ("aoi", "hikari", "元気だよ")]
+    with Session(engine, expire_on_commit=False) as session:
+        added = []
+        for index, (speaker, partner, text) in enumerate(lines):
+            line = {
+                **PAYLOAD,
+                "turn_index": index,
+                "speaker_id": speaker,
+                "partner_id": partner,
+                "dialogue": text,
+            }
+            job = new_job("default", OBSERVE, {"session_id": "s-obs", "lines": [line]},
+                          dedupe_key=f"{observe_prefix('default', 's-obs')}lines")  # fmt: skip
+            added += job_store.add(session, [job], merge=merge_lines)
+        session.commit()
+    assert len(added) == 1 and [x["dialogue"] for x in added[0].payload["lines"]] == ["こんにちは"]
+    [stored] = jobs(client, kind=OBSERVE)
+    assert [x["turn_index"] for x in stored.payload["lines"]] == [0, 1, 2]
+    runner = client.app.state.jobs  # type: ignore[attr-defined]
+
+    async def submit() -> None:
+        runner.submit(added)
+
+    client.portal.call(submit)  # type: ignore[union-attr]
+    drain(client)
+    assert observations(client) == [
+        ("aoi", "ひかりに「こんにちは」と話した"),
+        ("aoi", "ひかりが「やあ、元気?」と言った"),
+        ("aoi", "ひかりに「元気だよ」と話した"),
+        ("hikari", "葵が「こんにちは」と言った"),
+        ("hikari", "葵に「やあ、元気?」と話した"),
+        ("hikari", "葵が「元気だよ」と言った"),
+    ]
+    assert [job.status for job in jobs(client, kind=OBSERVE)] == ["done"]

@@ -91,7 +91,9 @@ def test_a_memory_stored_while_the_rating_job_runs_gets_a_job_of_its_own(setting
         wait_until(lambda: llm.waiting >= 1, what="the first rating call")  # its job is running now
         client.post(URL, json={"type": "observation", "content": LINES[1]})
         first, second = jobs(client, kind=RATE)
-        assert first.status == "running" and first.dedupe_key is None  # claimed: gave its key up
+        # Claimed: it gave its key up (kept under it as key#id) and the second memory took the key.
+        assert first.status == "running" and first.dedupe_key == f"{RATE}:default:aoi#{first.id}"
+        assert second.dedupe_key in (f"{RATE}:default:aoi", f"{RATE}:default:aoi#{second.id}")
         assert second.status in ("pending", "running") and len(second.payload["memory_ids"]) == 1
         llm.open_gate(client)
         drain(client)
@@ -121,7 +123,9 @@ def test_store_merges_only_into_a_pending_job_with_the_key(tmp_path: Path) -> No
     assert add([2, 1]) == []  # merged into the pending job: no new row
     assert payloads() == [[1, 2]]
     claimed = job_store.claim(engine, first, release_key_of=[RATE])
-    assert claimed is not None and claimed.payload["memory_ids"] == [1, 2] and claimed.dedupe_key is None
+    assert (
+        claimed is not None and claimed.payload["memory_ids"] == [1, 2] and claimed.dedupe_key == f"k#{first}"
+    )
     [third] = add([3])  # the key is free again: a job of its own, the claimed payload untouched
     assert third != first
     assert payloads() == [[1, 2], [3]]
