@@ -25,6 +25,7 @@ from backend.world.models import Agent
 
 if TYPE_CHECKING:
     from backend.emotion.service import EmotionService
+    from backend.memory.models import MemoryCreate
     from backend.memory.service import MemoryService
 
 log = logging.getLogger(__name__)
@@ -120,16 +121,8 @@ class Aftermath:
         self, world_id: str, ctx: TurnContext, dialogue: str, location: str | None, session_id: str
     ) -> None:
         """One observation memory for each participant (importance is rated in the background)."""
-        from backend.memory.models import MemoryCreate
-
         for agent, content in observation_texts(ctx.speaker, ctx.partner, dialogue):
-            item = MemoryCreate(
-                type="observation",
-                content=content,
-                location_name=location,
-                day=ctx.day,
-                time_of_day=ctx.time_of_day,
-            )
+            item = _observation(content, location, ctx.day, ctx.time_of_day)
             await self.memory.add(world_id, agent.id, item, session_id=session_id)
 
     async def observe_job(self, world_id: str, payload: dict[str, Any], *, rerun: bool = True) -> None:
@@ -139,8 +132,6 @@ class Aftermath:
         On a `rerun` (the job ran before, and a crash or an error may have cut it short), a line already in
         an agent's memories for this session is skipped; a first run has nothing to skip, so it does not ask.
         """
-        from backend.memory.models import MemoryCreate
-
         session_id = str(payload["session_id"])
         lines = turn_jobs.lines_of(payload)
         ids = sorted({str(line[role]) for line in lines for role in ("speaker_id", "partner_id")})
@@ -155,12 +146,8 @@ class Aftermath:
                     turn_jobs.has_observation, self.engine, world_id, agent.id, session_id, content
                 ):
                     continue
-                item = MemoryCreate(
-                    type="observation",
-                    content=content,
-                    location_name=line.get("location_name"),
-                    day=int(line["day"]),
-                    time_of_day=float(line["time_of_day"]),
+                item = _observation(
+                    content, line.get("location_name"), int(line["day"]), float(line["time_of_day"])
                 )
                 items.setdefault(agent.id, []).append(item)
         for agent_id, created in items.items():
@@ -245,3 +232,12 @@ class Aftermath:
             )
         await self.memory.maybe_reflect(world_id, me.id, day=day, time_of_day=time_of_day)
         return made
+
+
+def _observation(content: str, location: str | None, day: int, time_of_day: float) -> MemoryCreate:
+    """A participant's observation of a line (importance left to the background rating)."""
+    from backend.memory.models import MemoryCreate
+
+    return MemoryCreate(
+        type="observation", content=content, location_name=location, day=day, time_of_day=time_of_day
+    )
