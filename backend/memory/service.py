@@ -151,22 +151,23 @@ class MemoryService:
                 values = [
                     await reflection.rate_importance(self.llm, key, row, name, language) for row in chunk
                 ]
-            rated = {row.id or 0: v for row, v in zip(chunk, values, strict=True) if v is not None}
+            rated = [(row, v) for row, v in zip(chunk, values, strict=True) if v is not None]
             failed += [row.id or 0 for row, v in zip(chunk, values, strict=True) if v is None]
-            await self._set_importances(key, [row for row in chunk if (row.id or 0) in rated], rated)
+            await self._set_importances(key, rated)
         return failed
 
-    async def _set_importances(self, key: Key, rows: list[Memory], values: dict[int, int]) -> None:
-        if not rows:
+    async def _set_importances(self, key: Key, rated: list[tuple[Memory, int]]) -> None:
+        if not rated:
             return
+        values = {row.id or 0: value for row, value in rated}
         await asyncio.to_thread(stream.set_importances, self.engine, values, "model")
         index = self.cache.peek(key)
         if index is not None:
             with index.lock:
-                index.set_importance(list(values), [float(v) for v in values.values()])
-        for row in rows:
-            row.importance, row.importance_source = values[row.id or 0], "model"
-        self.events.updated(rows)
+                index.set_importance(values.keys(), [float(v) for v in values.values()])
+        for row, value in rated:
+            row.importance, row.importance_source = value, "model"
+        self.events.updated([row for row, _ in rated])
 
     def delete(self, world_id: str, agent_id: str, memory_id: int) -> None:
         """Delete one memory. Raises NotFound when the agent has no such memory in this world."""
