@@ -76,9 +76,10 @@ def _norm(text: str) -> str:
 
 #: What may follow a Japanese farewell within it (おやすみ*なさい*, また明日*ね*, じゃあね*ー*, バイバイ*っ*).
 _JA_SOFTENERS = r"(?:なさい|なさーい|でした|です|ね|よ|な|っ|ー|~|〜|～|w)*"
-#: Where a Japanese farewell must then stop: the end of the line, or punctuation, a space, a closing bracket,
-#: a symbol or an emoji, but not a question mark ("明日はおやすみ?" asks about a day off).
-_JA_STOP = r"(?=$|[\s、。,.!…‥・♪☆★♡♥」』)\]]|[^\w?？])"
+#: Where a Japanese farewell must then stop: the end of the line or any character that is not part of a word
+#: (punctuation, a space, a closing bracket, a symbol, an emoji), but not a question mark ("明日はおやすみ?"
+#: asks about a day off).
+_JA_STOP = r"(?=$|[^\w?？])"
 
 
 @lru_cache(maxsize=16)
