@@ -25,6 +25,7 @@ from backend.memory.service import MemoryService
 from backend.security import install as install_security
 from backend.storage.db import create_db_engine, init_db
 from backend.tasks import TaskRunner
+from backend.world.cache import AgentCache
 
 log = logging.getLogger("machi")
 
@@ -94,6 +95,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.events = EventBus()
     _publish_llm_calls(app.state.llm, app.state.events)
     app.state.jobs = JobRunner(engine=engine, settings=settings, tasks=app.state.tasks)
+    app.state.agents = AgentCache()  # agent rows read by every turn and memory write (see world/cache.py)
     app.state.memory = MemoryService(
         engine=engine,
         embedder=app.state.embedder,
@@ -102,6 +104,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         tasks=app.state.tasks,
         events=app.state.events,
         jobs=app.state.jobs,
+        agents=app.state.agents,
     )
     app.state.emotion = EmotionService(
         engine=engine, llm=app.state.llm, settings=settings, tasks=app.state.tasks, events=app.state.events

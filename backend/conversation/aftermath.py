@@ -135,7 +135,7 @@ class Aftermath:
         session_id = str(payload["session_id"])
         lines = turn_jobs.lines_of(payload)
         ids = sorted({str(line[role]) for line in lines for role in ("speaker_id", "partner_id")})
-        agents = await asyncio.to_thread(store.agents_by_id, self.engine, world_id, ids)
+        agents = await asyncio.to_thread(self.memory.agents.read, self.engine, world_id, ids)
         items: dict[str, list[MemoryCreate]] = {}
         for line in lines:
             speaker, partner = agents.get(line["speaker_id"]), agents.get(line["partner_id"])
@@ -171,7 +171,9 @@ class Aftermath:
         """Per participant: a conversation reflection, person memory, emotion, then a threshold check."""
         if waiting:
             await asyncio.gather(*waiting, return_exceptions=True)
-        conv, _ = await asyncio.to_thread(store.load_participants, self.engine, world_id, session_id)
+        conv, _ = await asyncio.to_thread(
+            store.load_participants, self.engine, world_id, session_id, self.memory.agents
+        )
         for agent_id in (conv.agent_a, conv.agent_b):
             try:
                 await self.reflect_participant(world_id, session_id, agent_id)
@@ -185,7 +187,9 @@ class Aftermath:
         for this session is not asked for again, and person memory skips a session it has folded in.
         Returns False when the model failed to reflect (the caller may retry), True otherwise.
         """
-        conv, agents = await asyncio.to_thread(store.load_participants, self.engine, world_id, session_id)
+        conv, agents = await asyncio.to_thread(
+            store.load_participants, self.engine, world_id, session_id, self.memory.agents
+        )
         me = agents.get(agent_id)
         partner = agents.get(conv.agent_b if agent_id == conv.agent_a else conv.agent_a)
         if me is None or partner is None:

@@ -12,8 +12,9 @@ does no work twice.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from sqlalchemy import update
 from sqlmodel import Session, col, select
 
 from backend.conversation.models import Conversation
@@ -26,6 +27,8 @@ from backend.memory.models import Memory
 if TYPE_CHECKING:
     from backend.conversation.aftermath import Aftermath
 
+_CONVERSATIONS = Conversation.__table__  # type: ignore[attr-defined]
+
 OBSERVE = "conversation.observe"
 REFLECT = "conversation.reflect"
 
@@ -34,8 +37,21 @@ def observe_prefix(world_id: str, session_id: str) -> str:
     return f"{OBSERVE}:{world_id}:{session_id}:"
 
 
+class Participants(Protocol):
+    """A conversation as the reflection jobs need it (a `Conversation` row, or a turn's commit state)."""
+
+    session_id: str
+    agent_a: str
+    agent_b: str
+
+
+class TurnConversation(Participants, Protocol):
+    ended: bool
+    reflected: bool
+
+
 def for_turn(
-    session: Session, world_id: str, req: TurnRequest, reply: dict[str, Any], conv: Conversation
+    session: Session, world_id: str, req: TurnRequest, reply: dict[str, Any], conv: TurnConversation
 ) -> list[Job]:
     """The turn's jobs, added to its transaction; a turn that ends the conversation also claims the reflection.
 
@@ -59,8 +75,12 @@ def for_turn(
     )
     jobs = job_store.add(session, [observe], merge=merge_lines)
     if conv.ended and not conv.reflected:
+        session.connection().execute(
+            update(_CONVERSATIONS)
+            .where(_CONVERSATIONS.c.world_id == world_id, _CONVERSATIONS.c.session_id == conv.session_id)
+            .values(reflected=True)
+        )
         conv.reflected = True
-        session.add(conv)
         jobs += job_store.add(session, _reflection_rows(world_id, conv))
     return jobs
 
@@ -79,12 +99,12 @@ def lines_of(payload: dict[str, Any]) -> list[dict[str, Any]]:
     return list(payload["lines"]) if "lines" in payload else [payload]
 
 
-def reflection_jobs(session: Session, world_id: str, conv: Conversation) -> list[Job]:
+def reflection_jobs(session: Session, world_id: str, conv: Participants) -> list[Job]:
     """One reflection job per participant, added to the caller's transaction."""
     return job_store.add(session, _reflection_rows(world_id, conv))
 
 
-def _reflection_rows(world_id: str, conv: Conversation) -> list[Job]:
+def _reflection_rows(world_id: str, conv: Participants) -> list[Job]:
     return [
         new_job(
             world_id,

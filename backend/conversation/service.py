@@ -13,6 +13,8 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sqlmodel import Session
+
 from backend.config import Settings
 from backend.conversation import jobs as turn_jobs
 from backend.conversation import rules, store
@@ -29,6 +31,7 @@ from backend.tasks import TaskRunner
 from backend.world.models import Agent
 
 if TYPE_CHECKING:
+    from backend.emotion.schemas import EmotionState
     from backend.emotion.service import EmotionService
     from backend.memory.service import MemoryService
 
@@ -103,7 +106,7 @@ class ConversationService:
         """Validate against storage and build the turn's context (no model call, nothing stored)."""
         loop = asyncio.get_running_loop()
         prepared = PreparedTurn(world_id, req, loop.time() + self.settings.turn_deadline_s)
-        state = await asyncio.to_thread(store.load_turn_state, self.engine, world_id, req)
+        state, person_summary, feeling = await asyncio.to_thread(self._read_state, world_id, req)
         if state.stored_reply is not None:
             prepared.stored = state.stored_reply
             return prepared
@@ -124,17 +127,30 @@ class ConversationService:
             partner_said_farewell=bool(
                 partner_last and rules.has_farewell(partner_last, self.settings.farewell_phrases)
             ),
-            person_summary=await asyncio.to_thread(
-                self.memory.person_context, world_id, state.speaker.id, state.partner.id
-            ),
+            person_summary=person_summary,
         )
-        if self.emotion is not None:
-            # The newest evaluated state (fire-and-forget evaluations land between turns), decayed to now.
-            feeling = await asyncio.to_thread(
-                self.emotion.current, state.speaker, day=req.day, time_of_day=req.time_of_day
-            )
+        if feeling is not None:
             prepared.ctx.emotion = feeling.model_dump(mode="json")
         return prepared
+
+    def _read_state(
+        self, world_id: str, req: TurnRequest
+    ) -> tuple[store.TurnState, str | None, EmotionState | None]:
+        """Everything the turn reads from storage, in one session (one worker-thread hop): the agents, a
+        stored reply (retry), the plan item, what the speaker knows of the partner, and the speaker's
+        newest emotional state decayed to now (fire-and-forget evaluations land between turns)."""
+        with Session(self.engine, expire_on_commit=False) as session:
+            state = store.load_turn_state(session, world_id, req, self.memory.agents)
+            if state.stored_reply is not None:
+                return state, None, None
+            speaker, partner = state.speaker, state.partner
+            summary = self.memory.person_context(world_id, speaker.id, partner.id, session=session)
+            feeling = (
+                self.emotion.current(speaker, day=req.day, time_of_day=req.time_of_day, session=session)
+                if self.emotion is not None
+                else None
+            )
+        return state, summary, feeling
 
     async def _memories(
         self, world_id: str, speaker: Agent, partner: Agent, req: TurnRequest, partner_last: str | None
@@ -144,8 +160,8 @@ class ConversationService:
         query = " ".join([partner.name, *(rules.line_text(line) for line in req.history[-QUERY_LINES:])])
         budget = self.settings.turn_deadline_s * RETRIEVAL_SHARE
         try:
-            found = await asyncio.wait_for(
-                self.memory.retrieve_for_turn(
+            return await asyncio.wait_for(
+                self.memory.recall_for_turn(
                     world_id,
                     speaker.id,
                     query,
@@ -159,7 +175,6 @@ class ConversationService:
         except (LLMError, TimeoutError) as exc:
             log.warning("turn for %s goes on without memories: %s", speaker.id, exc)
             return []
-        return [scored.memory.content for scored in found]
 
     def options(self, prepared: PreparedTurn) -> GenerateOptions:
         ctx = prepared.ctx

@@ -6,9 +6,11 @@ All functions are synchronous (SQLModel sessions) and take the engine; the servi
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, update
+from sqlalchemy import Connection, bindparam, insert, update
+from sqlalchemy import select as core_select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, or_, select
 
@@ -20,6 +22,7 @@ from backend.gametime import utcnow
 from backend.jobs.models import Job
 from backend.memory.models import Memory
 from backend.planning.models import Plan
+from backend.world.cache import AgentCache
 from backend.world.models import Agent
 
 
@@ -40,63 +43,64 @@ def _agent(found: dict[str, Agent], world_id: str, agent_id: str, field: str) ->
     return agent
 
 
-def load_turn_state(engine: Any, world_id: str, req: TurnRequest) -> TurnState:
-    """Agents, the stored reply for this turn (a retry), and the speaker's plan item.
+def load_turn_state(session: Session, world_id: str, req: TurnRequest, agents: AgentCache) -> TurnState:
+    """Agents, the stored reply for this turn (a retry), and the speaker's plan item, read in `session`.
+
+    The agents come from `agents` (kept rows, checked against `updated_at`); the rest are Core reads of
+    the columns needed: every turn runs this.
 
     Raises:
         NotFound: the agent or the target does not exist.
         Conflict: the conversation has ended, or this turn index belongs to another speaker.
     """
-    with Session(engine, expire_on_commit=False) as session:
-        found = _agents(session, world_id, [req.agent_id, req.target_id])
-        speaker = _agent(found, world_id, req.agent_id, "agent_id")
-        partner = _agent(found, world_id, req.target_id, "target_id")
-        turn_index = len(req.history)
-        stored = _turn_row(session, world_id, req.session_id, turn_index)
-        if stored is not None:
-            if stored.speaker_id != req.agent_id:
-                raise Conflict(
-                    f"turn {turn_index} of session {req.session_id!r} was spoken by {stored.speaker_id!r}",
-                    details={"field": "agent_id", "turn_index": turn_index},
-                )
-            return TurnState(speaker, partner, stored.reply, None)
-        conv = session.get(Conversation, (world_id, req.session_id))
-        if conv is not None:
-            _check_open(conv, req)
-        return TurnState(speaker, partner, None, _plan_activity(session, world_id, req))
+    found = agents.get_many(session, world_id, [req.agent_id, req.target_id])
+    speaker = _agent(found, world_id, req.agent_id, "agent_id")
+    partner = _agent(found, world_id, req.target_id, "target_id")
+    conn = session.connection()
+    turn_index = len(req.history)
+    stored = conn.execute(
+        _STORED_TURN, {"world_id": world_id, "session_id": req.session_id, "turn_index": turn_index}
+    ).first()
+    if stored is not None:
+        reply, spoken_by = stored
+        if spoken_by != req.agent_id:
+            raise Conflict(
+                f"turn {turn_index} of session {req.session_id!r} was spoken by {spoken_by!r}",
+                details={"field": "agent_id", "turn_index": turn_index},
+            )
+        return TurnState(speaker, partner, reply, None)
+    conv = conn.execute(_CONVERSATION_OPEN, {"w": world_id, "s": req.session_id}).first()
+    if conv is not None:
+        _check_open(req, *conv)
+    return TurnState(speaker, partner, None, _plan_activity(conn, world_id, req))
 
 
-def _check_open(conv: Conversation, req: TurnRequest) -> None:
-    if conv.ended:
+def _check_open(req: TurnRequest, ended: bool, end_reason: str | None, agent_a: str, agent_b: str) -> None:
+    if ended:
         raise Conflict(
-            f"conversation {req.session_id!r} has ended ({conv.end_reason}); start a new session_id",
-            details={"field": "session_id", "end_reason": conv.end_reason},
+            f"conversation {req.session_id!r} has ended ({end_reason}); start a new session_id",
+            details={"field": "session_id", "end_reason": end_reason},
         )
-    if {conv.agent_a, conv.agent_b} != {req.agent_id, req.target_id}:
+    if {agent_a, agent_b} != {req.agent_id, req.target_id}:
         raise Conflict(
-            f"session {req.session_id!r} is a conversation between {conv.agent_a!r} and {conv.agent_b!r}",
+            f"session {req.session_id!r} is a conversation between {agent_a!r} and {agent_b!r}",
             details={"field": "session_id"},
         )
 
 
 # Built once (every turn runs them): the statements, not only their compiled SQL, are reused.
-_AGENTS = select(Agent).where(
-    col(Agent.world_id) == bindparam("world_id"), col(Agent.id).in_(bindparam("ids", expanding=True))
-)
-_TURN = select(Turn).where(
+_TURN_KEY = (
     col(Turn.world_id) == bindparam("world_id"),
     col(Turn.session_id) == bindparam("session_id"),
     col(Turn.turn_index) == bindparam("turn_index"),
 )
-_PLAN = select(Plan).where(
+_TURN = select(Turn).where(*_TURN_KEY)
+_STORED_TURN = select(col(Turn.reply), col(Turn.speaker_id)).where(*_TURN_KEY)
+_PLAN_ITEMS = select(col(Plan.items)).where(
     col(Plan.world_id) == bindparam("world_id"),
     col(Plan.agent_id) == bindparam("agent_id"),
     col(Plan.day) == bindparam("day"),
 )
-
-
-def _agents(session: Session, world_id: str, ids: list[str]) -> dict[str, Agent]:
-    return {agent.id: agent for agent in session.exec(_AGENTS, params={"world_id": world_id, "ids": ids})}
 
 
 def _turn_row(session: Session, world_id: str, session_id: str, turn_index: int) -> Turn | None:
@@ -104,11 +108,11 @@ def _turn_row(session: Session, world_id: str, session_id: str, turn_index: int)
     return session.exec(_TURN, params=params).first()
 
 
-def _plan_activity(session: Session, world_id: str, req: TurnRequest) -> str | None:
+def _plan_activity(conn: Connection, world_id: str, req: TurnRequest) -> str | None:
     """The speaker's planned activity at this time of day, when a plan exists."""
     params = {"world_id": world_id, "agent_id": req.agent_id, "day": req.day}
-    plan = session.exec(_PLAN, params=params).first()
-    for item in (plan.items if plan else None) or []:
+    items = conn.execute(_PLAN_ITEMS, params).scalar()
+    for item in items or []:
         try:
             start, end = float(item["start"]), float(item["end"])
         except (KeyError, TypeError, ValueError):
@@ -150,15 +154,20 @@ def commit_turn(
     turn: the observation job, and the two reflection jobs when this turn ends the conversation (which then
     counts as `reflected`). A turn that got a reply therefore always gets its memories, even after a crash.
 
+    Core statements on the session's connection: every turn runs this, and the ORM's unit of work and
+    object construction cost more than the two rows.
+
     Returns:
         (the reply as stored, True) or, when an identical request stored this turn first, (its reply, False).
     """
     for _attempt in range(2):
         try:
-            with Session(engine, expire_on_commit=False) as session:
-                session.add(_turn_row_for(world_id, req, reply))
-                session.flush()  # the unique (world, session, turn_index) constraint fires here
-                conv = _upsert_conversation(session, world_id, req, reply, transcript_line, language)
+            with Session(engine) as session:
+                conn = session.connection()
+                now = utcnow()
+                # The unique (world, session, turn_index) constraint fires here for a retry.
+                conn.execute(_INSERT_TURN, _turn_values(world_id, req, reply, now))
+                conv = _upsert_conversation(conn, world_id, req, reply, transcript_line, language, now)
                 added = [] if jobs is None else turn_jobs.for_turn(session, world_id, req, reply, conv)
                 session.commit()
                 if jobs is not None:
@@ -172,50 +181,111 @@ def commit_turn(
     raise Conflict(f"could not store turn {reply['turn_index']} of {req.session_id!r}; retry")
 
 
-def _turn_row_for(world_id: str, req: TurnRequest, reply: dict[str, Any]) -> Turn:
-    return Turn(
-        world_id=world_id,
-        session_id=req.session_id,
-        turn_index=reply["turn_index"],
-        speaker_id=req.agent_id,
-        target_id=req.target_id,
-        dialogue=reply["dialogue"],
-        emotion=reply["emotion"],
-        is_conversation_end=reply["is_conversation_end"],
-        end_reason=reply["end_reason"],
-        fallback=reply["fallback"],
-        reply=reply,
-        day=req.day,
-        time_of_day=req.time_of_day,
-    )
+_TURNS = Turn.__table__  # type: ignore[attr-defined]
+_CONVERSATIONS = Conversation.__table__  # type: ignore[attr-defined]
+_INSERT_TURN = insert(_TURNS)
+_INSERT_CONVERSATION = insert(_CONVERSATIONS)
+_CONVERSATION_KEY = (
+    _CONVERSATIONS.c.world_id == bindparam("w"),
+    _CONVERSATIONS.c.session_id == bindparam("s"),
+)
+_CONVERSATION_STATE = core_select(
+    _CONVERSATIONS.c.agent_a,
+    _CONVERSATIONS.c.agent_b,
+    _CONVERSATIONS.c.transcript,
+    _CONVERSATIONS.c.turn_count,
+    _CONVERSATIONS.c.ended,
+    _CONVERSATIONS.c.reflected,
+).where(*_CONVERSATION_KEY)
+_UPDATE_CONVERSATION = update(_CONVERSATIONS).where(*_CONVERSATION_KEY)
+_CONVERSATION_OPEN = core_select(
+    _CONVERSATIONS.c.ended, _CONVERSATIONS.c.end_reason, _CONVERSATIONS.c.agent_a, _CONVERSATIONS.c.agent_b
+).where(*_CONVERSATION_KEY)
+
+
+@dataclass
+class ConversationState:
+    """What a turn's commit knows of its conversation (the reflection jobs read it)."""
+
+    session_id: str
+    agent_a: str
+    agent_b: str
+    ended: bool
+    reflected: bool
+
+
+def _turn_values(world_id: str, req: TurnRequest, reply: dict[str, Any], now: datetime) -> dict[str, Any]:
+    return {
+        "world_id": world_id,
+        "session_id": req.session_id,
+        "turn_index": reply["turn_index"],
+        "speaker_id": req.agent_id,
+        "target_id": req.target_id,
+        "dialogue": reply["dialogue"],
+        "emotion": reply["emotion"],
+        "is_conversation_end": reply["is_conversation_end"],
+        "end_reason": reply["end_reason"],
+        "fallback": reply["fallback"],
+        "reply": reply,
+        "day": req.day,
+        "time_of_day": req.time_of_day,
+        "created_at": now,
+    }
 
 
 def _upsert_conversation(
-    session: Session, world_id: str, req: TurnRequest, reply: dict[str, Any], line: str, language: str
-) -> Conversation:
-    conv = session.get(Conversation, (world_id, req.session_id))
-    if conv is None:
-        conv = Conversation(
-            world_id=world_id,
-            session_id=req.session_id,
-            agent_a=req.agent_id,
-            agent_b=req.target_id,
-            location_name=req.location_name,
-            start_day=req.day,
-            start_time_of_day=req.time_of_day,
-            language=language,
-        )
+    conn: Connection,
+    world_id: str,
+    req: TurnRequest,
+    reply: dict[str, Any],
+    line: str,
+    language: str,
+    now: datetime,
+) -> ConversationState:
+    """Create the conversation on its first turn, or bring it up to this turn (transcript, count, end)."""
+    key = {"w": world_id, "s": req.session_id}
+    found = conn.execute(_CONVERSATION_STATE, key).first()
     transcript = [*req.history, line]
-    if len(transcript) >= len(conv.transcript or []):
-        conv.transcript = transcript
-    conv.turn_count = max(conv.turn_count, reply["turn_index"] + 1)
-    conv.location_name = req.location_name or conv.location_name
-    if reply["is_conversation_end"] and not conv.ended:
-        conv.ended, conv.end_reason = True, reply["end_reason"]
-        conv.end_day, conv.end_time_of_day = req.day, req.time_of_day
-    conv.updated_at = utcnow()
-    session.add(conv)
-    return conv
+    ends = bool(reply["is_conversation_end"])
+    if found is None:
+        # A concurrent first turn inserting the same key raises IntegrityError: the caller tries again.
+        conn.execute(
+            _INSERT_CONVERSATION,
+            {
+                "world_id": world_id,
+                "session_id": req.session_id,
+                "agent_a": req.agent_id,
+                "agent_b": req.target_id,
+                "location_name": req.location_name,
+                "start_day": req.day,
+                "start_time_of_day": req.time_of_day,
+                "end_day": req.day if ends else None,
+                "end_time_of_day": req.time_of_day if ends else None,
+                "ended": ends,
+                "end_reason": reply["end_reason"] if ends else None,
+                "turn_count": reply["turn_index"] + 1,
+                "reflected": False,
+                "language": language,
+                "transcript": transcript,
+                "judge": None,
+                "created_at": now,
+                "updated_at": now,
+            },
+        )
+        return ConversationState(req.session_id, req.agent_id, req.target_id, ends, False)
+    agent_a, agent_b, stored_transcript, turn_count, ended, reflected = found
+    values: dict[str, Any] = {"turn_count": max(turn_count, reply["turn_index"] + 1), "updated_at": now}
+    if len(transcript) >= len(stored_transcript or []):
+        values["transcript"] = transcript
+    if req.location_name:
+        values["location_name"] = req.location_name
+    if ends and not ended:
+        values.update(
+            ended=True, end_reason=reply["end_reason"], end_day=req.day, end_time_of_day=req.time_of_day
+        )
+        ended = True
+    conn.execute(_UPDATE_CONVERSATION.values(**values), key)
+    return ConversationState(req.session_id, agent_a, agent_b, bool(ended), bool(reflected))
 
 
 def end_conversation(
@@ -299,18 +369,12 @@ def names(session: Session, world_id: str, agent_ids: set[str]) -> dict[str, str
     return {agent.id: agent.name for agent in rows}
 
 
-def load_participants(engine: Any, world_id: str, session_id: str) -> tuple[Conversation, dict[str, Agent]]:
+def load_participants(
+    engine: Any, world_id: str, session_id: str, agents: AgentCache
+) -> tuple[Conversation, dict[str, Agent]]:
     with Session(engine, expire_on_commit=False) as session:
         conv = get_conversation_row(session, world_id, session_id)
-        rows = session.exec(
-            select(Agent).where(Agent.world_id == world_id, col(Agent.id).in_([conv.agent_a, conv.agent_b]))
-        )
-        return conv, {agent.id: agent for agent in rows}
-
-
-def agents_by_id(engine: Any, world_id: str, agent_ids: list[str]) -> dict[str, Agent]:
-    with Session(engine, expire_on_commit=False) as session:
-        return _agents(session, world_id, agent_ids)
+        return conv, agents.get_many(session, world_id, [conv.agent_a, conv.agent_b])
 
 
 def observation_ids(engine: Any, world_id: str, agent_id: str, session_id: str) -> list[int]:

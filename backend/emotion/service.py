@@ -66,12 +66,21 @@ class EmotionService:
 
     # --- reading ---
     def current(
-        self, agent: Agent, *, day: int | None = None, time_of_day: float | None = None
+        self,
+        agent: Agent,
+        *,
+        day: int | None = None,
+        time_of_day: float | None = None,
+        session: Session | None = None,
     ) -> EmotionState:
-        """The newest evaluation drifted toward the baseline up to (day, time_of_day); the baseline if none."""
-        with Session(self.engine) as session:
-            params = {"world_id": agent.world_id, "agent_id": agent.id}
+        """The newest evaluation drifted toward the baseline up to (day, time_of_day); the baseline if none.
+        `session`: read in the caller's session (a turn reads everything it needs in one)."""
+        params = {"world_id": agent.world_id, "agent_id": agent.id}
+        if session is not None:
             record = session.exec(_NEWEST, params=params).first()
+        else:
+            with Session(self.engine) as own:
+                record = own.exec(_NEWEST, params=params).first()
         return self._state(agent, record, day=day, time_of_day=time_of_day)
 
     def history(self, agent: Agent, limit: int = 50) -> list[EmotionState]:

@@ -77,6 +77,9 @@ class AgentIndex:
         self.alive = np.zeros(capacity, dtype=bool)
         self.token_counts = np.zeros(capacity, dtype=np.int32)
         self.inverse_sqrt_tokens = np.zeros(capacity, dtype=np.float32)  # for keyword relevance
+        #: Each row's text, by position (memories are never edited, and positions never move): a turn's
+        #: prompt takes the retrieved texts from here instead of fetching the rows.
+        self.contents: list[str] = []
         #: token -> row positions holding it (array('i') appends in place, read zero-copy by numpy).
         self.postings: dict[str, array[int]] = {}
         self._latest: float | None = 0.0  # newest live access time; None when it must be recomputed
@@ -98,6 +101,7 @@ class AgentIndex:
             self.accessed[pos] = row.accessed_minutes
             self.types[pos] = TYPE_CODES.get(row.type, 0)
             self.alive[pos] = True
+            self.contents.append(row.content)
             tokens = token_set(row.content)
             self.token_counts[pos] = len(tokens)
             for token in tokens:

@@ -70,7 +70,7 @@ async def run_rating(service: MemoryService, job: Job) -> None:
     key = (job.world_id, str(job.payload["agent_id"]))
     ids = [int(i) for i in job.payload.get("memory_ids", [])]
     rows = await asyncio.to_thread(stream.by_ids, service.engine, *key, ids, embedding=False)
-    agent = await asyncio.to_thread(stream.agent_row, service.engine, *key)
+    agent = await asyncio.to_thread(service.agents.read_one, service.engine, *key)
     if agent is None:
         return  # the agent was deleted: nothing left to rate or reflect into
     # Evicted, deleted, merged away, or already rated by an earlier run: skipped.

@@ -26,8 +26,9 @@ from backend.config import Settings
 from backend.errors import LLMError
 from backend.gametime import format_clock, utcnow
 from backend.llm.base import LLM, PRIORITY_BACKGROUND, GenerateOptions
-from backend.memory import prompts, stream
+from backend.memory import prompts
 from backend.memory.models import PersonMemory
+from backend.world.cache import AgentCache
 
 log = logging.getLogger(__name__)
 Key = tuple[str, str]
@@ -38,10 +39,15 @@ MAX_ITEMS = 12
 CONTEXT_ITEMS = 5
 
 
-def get(engine: Engine, world_id: str, agent_id: str, other_id: str) -> PersonMemory | None:
+def get(
+    engine: Engine, world_id: str, agent_id: str, other_id: str, *, session: Session | None = None
+) -> PersonMemory | None:
+    """The agent's record of `other_id`, read in `session` when given (a turn reads all it needs in one)."""
     params = {"world_id": world_id, "agent_id": agent_id, "other_id": other_id}
-    with Session(engine, expire_on_commit=False) as session:
+    if session is not None:
         return session.exec(_ONE, params=params).first()
+    with Session(engine, expire_on_commit=False) as own:
+        return own.exec(_ONE, params=params).first()
 
 
 #: One person memory (read on every turn): built once.
@@ -102,8 +108,11 @@ def _merge_items(old: list[str], new: list[str]) -> list[str]:
 class PersonBook:
     """Reads and updates person memories; one update at a time per (world, agent, other)."""
 
-    def __init__(self, *, engine: Engine, llm: LLM, settings: Settings) -> None:
+    def __init__(
+        self, *, engine: Engine, llm: LLM, settings: Settings, agents: AgentCache | None = None
+    ) -> None:
         self.engine = engine
+        self.agents = agents if agents is not None else AgentCache()
         self.llm = llm
         self.settings = settings
         self._locks: dict[tuple[str, str, str], asyncio.Lock] = {}
@@ -131,7 +140,7 @@ class PersonBook:
             row.interaction_count += 1
             row.last_met_day, row.last_met_time_of_day, row.last_met_at = day, time_of_day, utcnow()
             lines = [line for line in transcript if line.strip()]
-            agent = await asyncio.to_thread(stream.agent_row, self.engine, *key)
+            agent = await asyncio.to_thread(self.agents.read_one, self.engine, *key)
             base = {
                 "agent_name": agent.name if agent else key[1],
                 "other_name": other_name,
@@ -226,9 +235,11 @@ def _options(
     )
 
 
-def context(engine: Engine, world_id: str, agent_id: str, other_id: str) -> str | None:
+def context(
+    engine: Engine, world_id: str, agent_id: str, other_id: str, *, session: Session | None = None
+) -> str | None:
     """A few lines on what the agent knows of `other_id`, in the agent's language; None if never met."""
-    row = get(engine, world_id, agent_id, other_id)
+    row = get(engine, world_id, agent_id, other_id, session=session)
     if row is None:
         return None
     traits = row.traits_noticed[-CONTEXT_ITEMS:]

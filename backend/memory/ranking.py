@@ -51,7 +51,7 @@ def rank(
     """Score every candidate under the index lock.
 
     Returns (id, score, recency, importance, relevance) best first, the ids whose access time moves
-    forward to the query's time, and that time in game minutes. The result does not depend on
+    forward to the query's time, and that time in game minutes. `contents(index, ranked)` gives the texts. The result does not depend on
     `int8_rows` (from how many candidates the int8 copy pre-selects): only the time it takes does.
     """
     with index.lock:
@@ -87,6 +87,12 @@ def rank(
             )
         )
         return ranked, touched, now
+
+
+def contents(index: AgentIndex, ranked: list[tuple[int, float, float, float, float]]) -> list[str]:
+    """The texts of ranked rows, from the index (call under `index.lock`, as `rank` does)."""
+    positions = index.positions([row[0] for row in ranked])
+    return [index.contents[int(pos)] for pos in positions]
 
 
 def relevance_raw(

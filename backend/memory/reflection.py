@@ -114,7 +114,7 @@ async def conversation(
     language: str,
 ) -> Memory | None:
     """Store the end-of-conversation reflection for one participant (see MemoryService)."""
-    agent = await asyncio.to_thread(stream.agent_row, service.engine, *key)
+    agent = await asyncio.to_thread(service.agents.read_one, service.engine, *key)
     facts = {
         "agent_name": agent.name if agent else key[1],
         "partner_name": partner_name,
@@ -213,7 +213,7 @@ async def threshold_reflection(
 async def _reflect(
     service: MemoryService, key: Key, day: int | None, time_of_day: float | None
 ) -> list[Memory]:
-    agent = await asyncio.to_thread(stream.agent_row, service.engine, *key)
+    agent = await asyncio.to_thread(service.agents.read_one, service.engine, *key)
     language, name = (agent.language, agent.name) if agent else ("ja", key[1])
     _, since = await asyncio.to_thread(stream.importance_since_last_insight, service.engine, *key)
     recent = await asyncio.to_thread(

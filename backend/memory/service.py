@@ -9,9 +9,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from backend.config import Settings
 from backend.errors import LLMError, NotFound
@@ -27,6 +29,7 @@ from backend.memory.notify import MemoryEvents
 from backend.memory.tags import memory_tags
 from backend.tasks import TaskRunner
 from backend.text import token_set
+from backend.world.cache import AgentCache
 from backend.world.models import Agent
 
 __all__ = ["MemoryCreate", "MemoryService", "ScoredMemory"]
@@ -34,6 +37,19 @@ log = logging.getLogger(__name__)
 
 #: Memories rated in one model call (a longer list makes small local models lose count).
 RATE_BATCH = 16
+
+
+@dataclass(frozen=True)
+class Search:
+    """How `retrieve` and `recall` rank: each None means the setting's value (weights: per name)."""
+
+    k: int | None = None
+    weights: dict[str, float | None] | None = None
+    day: int | None = None
+    time_of_day: float | None = None
+    types: list[str] | None = None
+    decay: float | None = None
+    relevance: str | None = None
 
 
 class MemoryService:
@@ -49,8 +65,11 @@ class MemoryService:
         tasks: TaskRunner,
         events: EventBus | None = None,
         jobs: JobRunner | None = None,
+        agents: AgentCache | None = None,
     ) -> None:
         self.engine = engine
+        #: Agent rows shared with the conversation service (checked against `updated_at` on each read).
+        self.agents = agents if agents is not None else AgentCache()
         # With a job runner, importance ratings are persisted jobs (see memory/jobs.py); without one (a
         # service built alone in a test), they run as plain background tasks.
         self.jobs = jobs
@@ -61,12 +80,12 @@ class MemoryService:
         self.cache = IndexCache(engine, embedder)
         self.reflections = reflection.ThresholdState()
         self.events = MemoryEvents(events)
-        self.people = person.PersonBook(engine=engine, llm=llm, settings=settings)
+        self.people = person.PersonBook(engine=engine, llm=llm, settings=settings, agents=self.agents)
 
     # --- agents ---
     def require_agent(self, world_id: str, agent_id: str) -> Agent:
         """The agent row. Raises NotFound when the world has no such agent."""
-        agent = stream.agent_row(self.engine, world_id, agent_id)
+        agent = self.agents.read_one(self.engine, world_id, agent_id)
         if agent is None:
             raise NotFound(f"no agent {agent_id!r} in world {world_id!r}", details={"agent_id": agent_id})
         return agent
@@ -130,7 +149,7 @@ class MemoryService:
         return (await writer.store(self, key, rows)).rows
 
     async def _after_insert(self, key: Key, pending: list[Memory], last: Memory) -> None:
-        agent = await asyncio.to_thread(stream.agent_row, self.engine, *key)
+        agent = await asyncio.to_thread(self.agents.read_one, self.engine, *key)
         language = agent.language if agent else "ja"
         name = agent.name if agent else key[1]
         await self.rate(key, pending, name, language)
@@ -233,31 +252,67 @@ class MemoryService:
         `day`/`time_of_day` give the game time of the query (default: the agent's latest memory time).
         `weights` may name recency, importance and relevance; missing ones come from settings.
         """
-        key = (world_id, agent_id)
-        index = await self.cache.get(key)
-        mode = relevance or self.settings.relevance
-        query_vector = await self._query_vector(query) if mode != "keyword" else None
-        if query_vector is None and mode != "keyword":
-            mode = "keyword"  # the embedder failed: keyword overlap still works
-        query_tokens = token_set(query) if mode != "embedding" else set()
-        ranked, touched, now = await asyncio.to_thread(
-            ranking.rank,
-            index,
-            mode,
-            query_vector,
-            query_tokens,
-            k or self.settings.retrieval_k,
-            ranking.weights_from(self.settings, weights),
-            decay or self.settings.retrieval_decay,
-            (day, time_of_day),
-            types,
-        )
-        rows = await asyncio.to_thread(self._touch_and_fetch, key, [r[0] for r in ranked], touched, now)
+        search = Search(k, weights, day, time_of_day, types, decay, relevance)
+        ranked, _ = await self._search((world_id, agent_id), query, search, texts=False)
+        ids = [r[0] for r in ranked]
+        rows = await asyncio.to_thread(stream.by_ids, self.engine, world_id, agent_id, ids, embedding=False)
         return [
             ScoredMemory(rows[memory_id], score, rec, imp, rel)
             for memory_id, score, rec, imp, rel in ranked
             if memory_id in rows
         ]
+
+    async def recall(
+        self,
+        world_id: str,
+        agent_id: str,
+        query: str,
+        *,
+        k: int | None = None,
+        weights: dict[str, float | None] | None = None,
+        day: int | None = None,
+        time_of_day: float | None = None,
+        types: list[str] | None = None,
+        decay: float | None = None,
+        relevance: str | None = None,
+    ) -> list[str]:
+        """The texts of what `retrieve` finds, best first, taken from the index: no row is fetched (a turn's
+        prompt needs only the text). The retrieved memories count as accessed now, as with `retrieve`."""
+        search = Search(k, weights, day, time_of_day, types, decay, relevance)
+        _, texts = await self._search((world_id, agent_id), query, search, texts=True)
+        return texts
+
+    async def _search(
+        self, key: Key, query: str, search: Search, *, texts: bool
+    ) -> tuple[list[tuple[int, float, float, float, float]], list[str]]:
+        """Rank the agent's index for `query`, mark the chosen rows accessed (index and database), and with
+        `texts` read their texts from the index: one worker-thread hop."""
+        index = await self.cache.get(key)
+        mode = search.relevance or self.settings.relevance
+        query_vector = await self._query_vector(query) if mode != "keyword" else None
+        if query_vector is None and mode != "keyword":
+            mode = "keyword"  # the embedder failed: keyword overlap still works
+        query_tokens = token_set(query) if mode != "embedding" else set()
+        weights = ranking.weights_from(self.settings, search.weights)
+
+        def rank() -> tuple[list[tuple[int, float, float, float, float]], list[str]]:
+            with index.lock:  # re-entrant: `rank` takes it too; the texts are read under the same hold
+                ranked, touched, now = ranking.rank(
+                    index,
+                    mode,
+                    query_vector,
+                    query_tokens,
+                    search.k or self.settings.retrieval_k,
+                    weights,
+                    search.decay or self.settings.retrieval_decay,
+                    (search.day, search.time_of_day),
+                    search.types,
+                )
+                found = ranking.contents(index, ranked) if texts else []
+            stream.touch(self.engine, key[0], key[1], touched, now)
+            return ranked, found
+
+        return await asyncio.to_thread(rank)
 
     async def _query_vector(self, query: str) -> np.ndarray | None:
         try:
@@ -265,10 +320,6 @@ class MemoryService:
         except LLMError as exc:
             log.warning("query embedding failed, using keyword relevance: %s", exc)
             return None
-
-    def _touch_and_fetch(self, key: Key, ids: list[int], touched: list[int], now: float) -> dict[int, Memory]:
-        stream.touch(self.engine, key[0], key[1], touched, now)
-        return stream.by_ids(self.engine, key[0], key[1], ids, embedding=False)
 
     # --- reflections ---
     async def reflect_on_conversation(
@@ -332,6 +383,22 @@ class MemoryService:
             self, world_id, agent_id, query, partner_line=partner_line, day=day, time_of_day=time_of_day, k=k
         )
 
+    async def recall_for_turn(
+        self,
+        world_id: str,
+        agent_id: str,
+        query: str,
+        *,
+        partner_line: str | None,
+        day: int | None = None,
+        time_of_day: float | None = None,
+        k: int | None = None,
+    ) -> list[str]:
+        """`retrieve_for_turn` as the memories' texts, read from the index (no row fetch): a turn's prompt."""
+        return await triggers.recall_for_turn(
+            self, world_id, agent_id, query, partner_line=partner_line, day=day, time_of_day=time_of_day, k=k
+        )
+
     async def update_person_memory(
         self,
         world_id: str,
@@ -360,6 +427,9 @@ class MemoryService:
             language=language,
         )
 
-    def person_context(self, world_id: str, agent_id: str, other_id: str) -> str | None:
-        """A short text on what the agent knows of `other_id` for the next turn's prompt, or None."""
-        return person.context(self.engine, world_id, agent_id, other_id)
+    def person_context(
+        self, world_id: str, agent_id: str, other_id: str, *, session: Session | None = None
+    ) -> str | None:
+        """A short text on what the agent knows of `other_id` for the next turn's prompt, or None.
+        `session`: read in the caller's session (a turn reads everything it needs in one)."""
+        return person.context(self.engine, world_id, agent_id, other_id, session=session)

@@ -18,12 +18,6 @@ from backend.gametime import from_game_minutes, game_minutes, utcnow
 from backend.memory.index import IndexRow
 from backend.memory.models import Memory
 from backend.storage.rows import insert_all
-from backend.world.models import Agent
-
-
-def agent_row(engine: Engine, world_id: str, agent_id: str) -> Agent | None:
-    with Session(engine, expire_on_commit=False) as session:
-        return session.get(Agent, (world_id, agent_id))
 
 
 def insert(

@@ -23,9 +23,11 @@ import asyncio
 import functools
 import json
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING, Literal, TypeVar, cast
 
 import numpy as np
 
@@ -37,6 +39,8 @@ from backend.text import normalise
 
 if TYPE_CHECKING:
     from backend.memory.service import MemoryService
+
+T = TypeVar("T")
 
 Kind = Literal["past", "recent", "knowledge"]
 KINDS: tuple[Kind, ...] = ("past", "recent", "knowledge")
@@ -97,24 +101,59 @@ async def retrieve_for_turn(
     kind = classify(partner_line)
     k = k or service.settings.retrieval_k
     boosted: dict[str, float | None] = {"relevance": service.settings.weight_relevance * RELEVANCE_BOOST}
-    key = (world_id, agent_id)
     if kind == "recent":
         return await latest(service, world_id, agent_id, k=k, day=day, time_of_day=time_of_day)
+    return await _by_kind(
+        partial(service.retrieve, world_id, agent_id), kind, query, k, boosted, day, time_of_day
+    )
+
+
+async def recall_for_turn(
+    service: MemoryService,
+    world_id: str,
+    agent_id: str,
+    query: str,
+    *,
+    partner_line: str | None,
+    day: int | None,
+    time_of_day: float | None,
+    k: int | None,
+) -> list[str]:
+    """`retrieve_for_turn`, as the memories' texts only (read from the index, no row fetch): a turn's prompt."""
+    kind = classify(partner_line)
+    k = k or service.settings.retrieval_k
+    if kind == "recent":
+        found = await latest(service, world_id, agent_id, k=k, day=day, time_of_day=time_of_day)
+        return [scored.memory.content for scored in found]
+    boosted: dict[str, float | None] = {"relevance": service.settings.weight_relevance * RELEVANCE_BOOST}
+    return await _by_kind(
+        partial(service.recall, world_id, agent_id), kind, query, k, boosted, day, time_of_day
+    )
+
+
+async def _by_kind(
+    search: Callable[..., Awaitable[list[T]]],
+    kind: Kind | None,
+    query: str,
+    k: int,
+    boosted: dict[str, float | None],
+    day: int | None,
+    time_of_day: float | None,
+) -> list[T]:
+    """The index search each kind asks for (`search` is the service's retrieve or recall for the agent)."""
     if kind == "past":
         types = ["observation", "reflection"]
-        return await service.retrieve(
-            *key, query, k=k, weights=boosted, types=types, day=day, time_of_day=time_of_day
-        )
+        return await search(query, k=k, weights=boosted, types=types, day=day, time_of_day=time_of_day)
     if kind == "knowledge":
-        found = await service.retrieve(
-            *key, query, k=k, weights=boosted, types=["reflection"], day=day, time_of_day=time_of_day
+        found = await search(
+            query, k=k, weights=boosted, types=["reflection"], day=day, time_of_day=time_of_day
         )
         if len(found) < k:
-            found += await service.retrieve(
-                *key, query, k=k - len(found), types=["observation", "plan"], day=day, time_of_day=time_of_day
+            found += await search(
+                query, k=k - len(found), types=["observation", "plan"], day=day, time_of_day=time_of_day
             )
         return found
-    return await service.retrieve(*key, query, k=k, day=day, time_of_day=time_of_day)
+    return await search(query, k=k, day=day, time_of_day=time_of_day)
 
 
 async def latest(

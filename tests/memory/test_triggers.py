@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlmodel import Session, select
 
+from backend.config import Settings
+from backend.llm.scripted import ScriptedLLM
 from backend.memory import triggers
+from backend.memory.models import Memory
 from backend.text import normalise
+from tests.conftest import make_client
 from tests.memory.agents import add_agent
 from tests.memory.helpers import add, call, service
 
@@ -125,6 +131,10 @@ def test_a_bad_pattern_file_is_refused_with_its_name(tmp_path: object) -> None:
 # --- retrieval per kind ---
 @pytest.fixture
 def town(client: TestClient) -> TestClient:
+    return build_town(client)
+
+
+def build_town(client: TestClient) -> TestClient:
     add_agent(client)
     add(client, "ヒカリとカフェで初めて会った", importance=6, day=1, time_of_day=10.0)
     add(client, "広場でソラと凧あげをした", importance=3, day=3, time_of_day=9.0)
@@ -192,3 +202,27 @@ def test_no_trigger_is_the_normal_retrieval(town: TestClient, monkeypatch: pytes
     assert seen == [("ヒカリ カフェ", {"k": 2, "day": 3, "time_of_day": 18.0})] and len(found) == 2
     turn(town, None, "ヒカリ カフェ", k=2)
     assert seen[-1] == ("ヒカリ カフェ", {"k": 2, "day": 3, "time_of_day": 18.0})
+
+
+@pytest.mark.parametrize(
+    "line", [None, "今日何した?", "ヒカリと初めて会った時のこと覚えてる?", "星のことを教えて", "いい天気だね"]
+)
+def test_recall_gives_the_texts_retrieve_would_give(
+    town: TestClient, settings: Settings, scripted: ScriptedLLM, tmp_path: Path, line: str | None
+) -> None:
+    """A turn's prompt takes the texts from the index (`recall_for_turn`); they are what the row-fetching
+    `retrieve_for_turn` returns for the same world, in the same order, and they count as accessed too."""
+    query = f"ヒカリ {line or ''}"
+    other = settings.model_copy(update={"database_url": f"sqlite:///{tmp_path / 'twin.db'}"})
+    with make_client(other, scripted) as twin:
+        build_town(twin)
+        texts = call(twin, service(twin).recall_for_turn, "default", "aoi", query, partner_line=line, day=3,
+                     time_of_day=18.0, k=3)  # fmt: skip
+        with Session(twin.app.state.engine) as session:  # type: ignore[attr-defined]
+            stored = {row.content: row for row in session.exec(select(Memory))}
+    rows = turn(town, line, query)
+    assert texts == [found.memory.content for found in rows] and len(texts) == 3
+    for text in texts:  # accessed at the turn's time (a memory stamped later keeps its own time)
+        row = stored[text]
+        assert (row.last_accessed_day, row.last_accessed_time_of_day) >= (3, 18.0)
+    assert any(stored[text].created_time_of_day < 18.0 for text in texts)
