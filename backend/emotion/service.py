@@ -20,6 +20,7 @@ from backend.errors import LLMError
 from backend.events import EMOTION_UPDATED, EmotionPayload, EventBus
 from backend.gametime import game_minutes
 from backend.llm.base import LLM, PRIORITY_BACKGROUND, GenerateOptions
+from backend.storage.rows import build
 from backend.tasks import TaskRunner
 from backend.world.models import Agent
 
@@ -200,14 +201,17 @@ class EmotionService:
         self, agent: Agent, reply: EmotionEvaluation, cause: str, day: int, time_of_day: float
     ) -> EmotionRecord:
         values = clamp_values(reply.values())
-        record = EmotionRecord(
-            world_id=agent.world_id,
-            agent_id=agent.id,
-            values=values,
-            label=reply.label.strip()[:32] or label(values, agent.language),
-            cause=cause[:500],
-            day=day,
-            time_of_day=time_of_day,
+        record = build(
+            EmotionRecord,
+            {
+                "world_id": agent.world_id,
+                "agent_id": agent.id,
+                "values": values,
+                "label": reply.label.strip()[:32] or label(values, agent.language),
+                "cause": cause[:500],
+                "day": day,
+                "time_of_day": time_of_day,
+            },
         )
         key = (agent.world_id, agent.id)
         inserts = self._inserts.get(key, 0)

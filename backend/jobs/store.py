@@ -15,7 +15,7 @@ from sqlmodel import Session, col, select
 
 from backend.gametime import utcnow
 from backend.jobs.models import LIVE, Job
-from backend.storage.rows import insert_all
+from backend.storage.rows import build, insert_all
 
 _JOB = Job.__table__  # type: ignore[attr-defined]
 _FIND = select(_JOB.c.id, _JOB.c.dedupe_key, _JOB.c.status, _JOB.c.payload).where(
@@ -116,7 +116,7 @@ def claim(engine: Engine, job_id: int, release_key_of: Sequence[str] = ()) -> Jo
     params = {"job_id": job_id, "now": utcnow(), "releasing": list(release_key_of)}
     with engine.begin() as conn:
         row = conn.execute(_CLAIM, params).mappings().first()
-    return Job.model_validate(dict(row)) if row is not None else None
+    return build(Job, dict(row)) if row is not None else None
 
 
 def finish(engine: Engine, job_id: int) -> None:

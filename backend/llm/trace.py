@@ -15,6 +15,7 @@ from sqlmodel import Session
 from backend.errors import LLMError
 from backend.llm.base import LLM, Completion, GenerateOptions, LLMWrapper, Message, find_layer
 from backend.llm.models import LLMCall
+from backend.storage.rows import build
 
 log = logging.getLogger(__name__)
 
@@ -163,29 +164,34 @@ class TracingLLM(LLMWrapper):
         text: str | None = None,
     ) -> int | None:
         reply = completion.text if completion is not None else text
-        call = LLMCall(
-            world_id=options.world_id,
-            purpose=options.purpose[:32],
-            stage=options.stage,
-            round=options.round,
-            agent_id=options.agent_id,
-            session_id=options.session_id,
-            council_id=options.council_id,
-            provider=self.inner.name,
-            model=((completion.model if completion else "") or self.inner.resolve_model(options))[:200],
-            messages=[
-                {"role": m.get("role", ""), "content": m.get("content", "")[:MAX_STORED_CHARS]}
-                for m in messages
-            ],
-            schema_name=str(schema.get("title"))[:100] if schema else None,
-            raw_reply=reply[:MAX_STORED_CHARS] if reply is not None else None,
-            ok=error is None,
-            error=_describe(error),
-            latency_ms=round((time.perf_counter() - started) * 1000, 2),
-            prompt_tokens=completion.prompt_tokens if completion else None,
-            completion_tokens=completion.completion_tokens if completion else None,
-            streamed=streamed,
-            repaired=bool(schema) and reply is not None and error is None and not _bare_json(reply),
+        call = build(
+            LLMCall,
+            {
+                "world_id": options.world_id,
+                "purpose": options.purpose[:32],
+                "stage": options.stage,
+                "round": options.round,
+                "agent_id": options.agent_id,
+                "session_id": options.session_id,
+                "council_id": options.council_id,
+                "provider": self.inner.name,
+                "model": ((completion.model if completion else "") or self.inner.resolve_model(options))[
+                    :200
+                ],
+                "messages": [
+                    {"role": m.get("role", ""), "content": m.get("content", "")[:MAX_STORED_CHARS]}
+                    for m in messages
+                ],
+                "schema_name": str(schema.get("title"))[:100] if schema else None,
+                "raw_reply": reply[:MAX_STORED_CHARS] if reply is not None else None,
+                "ok": error is None,
+                "error": _describe(error),
+                "latency_ms": round((time.perf_counter() - started) * 1000, 2),
+                "prompt_tokens": completion.prompt_tokens if completion else None,
+                "completion_tokens": completion.completion_tokens if completion else None,
+                "streamed": streamed,
+                "repaired": bool(schema) and reply is not None and error is None and not _bare_json(reply),
+            },
         )
         return await self.sink.record(call)
 

@@ -232,22 +232,37 @@ def absorb(kept: Memory, incoming: Memory) -> None:
 
 
 def save_merged(engine: Engine, rows: Sequence[Memory]) -> None:
-    """Write back what `absorb` changed in stored memories."""
-    with Session(engine) as session:
-        for row in rows:
-            session.exec(
-                update(Memory)
-                .where(col(Memory.id) == row.id)
-                .values(
-                    importance=row.importance,
-                    importance_source=row.importance_source,
-                    last_accessed_day=row.last_accessed_day,
-                    last_accessed_time_of_day=row.last_accessed_time_of_day,
-                    last_accessed_at=row.last_accessed_at,
-                    evidence_ids=list(row.evidence_ids),
-                )
-            )
-        session.commit()
+    """Write back what `absorb` changed in stored memories: one executemany of a statement built once."""
+    if not rows:
+        return
+    values = [
+        {
+            "memory_id": row.id,
+            "new_importance": row.importance,
+            "new_source": row.importance_source,
+            "accessed_day": row.last_accessed_day,
+            "accessed_time": row.last_accessed_time_of_day,
+            "accessed_at": row.last_accessed_at,
+            "evidence": list(row.evidence_ids),
+        }
+        for row in rows
+    ]
+    with engine.begin() as conn:
+        conn.execute(_SAVE_MERGED, values)
+
+
+_SAVE_MERGED = (
+    update(_MEMORY)
+    .where(_MEMORY.c.id == bindparam("memory_id"))
+    .values(
+        importance=bindparam("new_importance"),
+        importance_source=bindparam("new_source"),
+        last_accessed_day=bindparam("accessed_day"),
+        last_accessed_time_of_day=bindparam("accessed_time"),
+        last_accessed_at=bindparam("accessed_at"),
+        evidence_ids=bindparam("evidence", type_=_MEMORY.c.evidence_ids.type),
+    )
+)
 
 
 def cap_for(settings: Settings, kind: str) -> int | None:

@@ -23,6 +23,7 @@ from backend.gametime import format_clock
 from backend.llm.base import LLM, PRIORITY_BACKGROUND, GenerateOptions
 from backend.memory import prompts, stream, writer
 from backend.memory.models import Memory
+from backend.storage.rows import build
 from backend.text import keywords
 
 if TYPE_CHECKING:
@@ -158,21 +159,24 @@ def _reflection_row(
     origin: str,
     session_id: str | None = None,
 ) -> Memory:
-    return Memory(
-        world_id=key[0],
-        agent_id=key[1],
-        type="reflection",
-        content=content.strip(),
-        importance=importance,
-        importance_source="model",
-        tags=keywords(content),
-        evidence_ids=list(dict.fromkeys(evidence)),
-        session_id=session_id,
-        created_day=day,
-        created_time_of_day=time_of_day,
-        last_accessed_day=day,
-        last_accessed_time_of_day=time_of_day,
-        origin=origin,
+    return build(
+        Memory,
+        {
+            "world_id": key[0],
+            "agent_id": key[1],
+            "type": "reflection",
+            "content": content.strip(),
+            "importance": importance,
+            "importance_source": "model",
+            "tags": keywords(content),
+            "evidence_ids": list(dict.fromkeys(evidence)),
+            "session_id": session_id,
+            "created_day": day,
+            "created_time_of_day": time_of_day,
+            "last_accessed_day": day,
+            "last_accessed_time_of_day": time_of_day,
+            "origin": origin,
+        },
     )
 
 

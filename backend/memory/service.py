@@ -27,6 +27,7 @@ from backend.memory.cache import IndexCache, Key
 from backend.memory.models import Memory, MemoryCreate, PersonMemory, ScoredMemory
 from backend.memory.notify import MemoryEvents
 from backend.memory.tags import memory_tags
+from backend.storage.rows import build
 from backend.tasks import TaskRunner
 from backend.text import token_set
 from backend.world.cache import AgentCache
@@ -122,23 +123,26 @@ class MemoryService:
 
     def _row(self, world_id: str, agent_id: str, item: MemoryCreate, session_id: str | None) -> Memory:
         rated = item.importance is not None
-        return Memory(
-            world_id=world_id,
-            agent_id=agent_id,
-            type=item.type,
-            content=item.content,
-            importance=item.importance
-            if item.importance is not None
-            else self.settings.importance_provisional,
-            importance_source="caller" if rated else "provisional",
-            location_name=item.location_name,
-            tags=item.tags if item.tags is not None else memory_tags(item.content),
-            evidence_ids=list(item.evidence_ids),
-            session_id=session_id,
-            created_day=item.day,
-            created_time_of_day=item.time_of_day,
-            last_accessed_day=item.day,
-            last_accessed_time_of_day=item.time_of_day,
+        return build(
+            Memory,
+            {
+                "world_id": world_id,
+                "agent_id": agent_id,
+                "type": item.type,
+                "content": item.content,
+                "importance": item.importance
+                if item.importance is not None
+                else self.settings.importance_provisional,
+                "importance_source": "caller" if rated else "provisional",
+                "location_name": item.location_name,
+                "tags": item.tags if item.tags is not None else memory_tags(item.content),
+                "evidence_ids": list(item.evidence_ids),
+                "session_id": session_id,
+                "created_day": item.day,
+                "created_time_of_day": item.time_of_day,
+                "last_accessed_day": item.day,
+                "last_accessed_time_of_day": item.time_of_day,
+            },
         )
 
     async def store_rows(self, key: Key, rows: list[Memory]) -> list[Memory]:
