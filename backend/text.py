@@ -89,7 +89,10 @@ def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
 
 
 def _is_hiragana(run: str) -> bool:
-    return all("\u3040" <= ch <= "\u309f" for ch in run)
+    return _HIRAGANA.fullmatch(run) is not None
+
+
+_HIRAGANA = re.compile("[\u3040-\u309f]+")
 
 
 # C0 and C1 control characters except tab and newline, DEL, and the invisible direction overrides/isolates

@@ -27,32 +27,79 @@ class LocalEmbedder(Embedder):
 
     def __init__(self, dim: int = 384) -> None:
         self.dim = dim
+        # word or run -> its features' buckets and signed weights. The same words and runs recur in every
+        # line of a world, and hashing their n-grams costs far more than a lookup. Bounded: past
+        # `PIECES_KEPT` it starts over.
+        self._pieces: dict[str, tuple[list[int], list[float]]] = {}
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LocalEmbedder:
         return cls(dim=settings.embedding_dim)
 
     def features(self, text: str) -> list[tuple[str, float]]:
-        feats: list[tuple[str, float]] = [(f"w:{w}", 1.0) for w in latin_words(text)]
-        for word in latin_words(text):
-            feats.extend((f"c:{g}", 0.25) for g in char_ngrams(f"^{word}$", 3))
+        """The hashed features of a normalised text: each Latin word's, then each Japanese run's."""
+        words = latin_words(text)
+        feats = [(f"w:{w}", 1.0) for w in words]
+        for word in words:
+            feats.extend(_word_ngrams(word))
         for run in japanese_runs(text):
-            feats.extend((f"1:{ch}", 0.3) for ch in run)
-            feats.extend((f"2:{g}", 1.0) for g in char_ngrams(run, 2) if len(run) >= 2)
-            feats.extend((f"3:{g}", 0.7) for g in char_ngrams(run, 3) if len(run) >= 3)
+            feats.extend(_run_features(run))
         return feats
 
     def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
         matrix = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if len(self._pieces) > PIECES_KEPT:
+            self._pieces.clear()
         for row, text in enumerate(texts):
-            for feature, weight in self.features(normalise(text)):
-                digest = zlib.crc32(feature.encode("utf-8"))
-                sign = 1.0 if digest & 1 else -1.0
-                matrix[row, (digest >> 1) % self.dim] += sign * weight
+            buckets: list[int] = []
+            weights: list[float] = []
+            clean = normalise(text)
+            for word in latin_words(clean):
+                self._add(buckets, weights, word, japanese=False)
+            for run in japanese_runs(clean):
+                self._add(buckets, weights, run, japanese=True)
+            if buckets:
+                matrix[row] = np.bincount(buckets, weights=weights, minlength=self.dim)
         return normalise_rows(matrix)
+
+    def _add(self, buckets: list[int], weights: list[float], piece_text: str, *, japanese: bool) -> None:
+        """Add the buckets and signed weights of a Latin word's or a Japanese run's features."""
+        key = ("j" if japanese else "w") + piece_text
+        piece = self._pieces.get(key)
+        if piece is None:
+            piece = ([], [])
+            features = (
+                _run_features(piece_text)
+                if japanese
+                else [(f"w:{piece_text}", 1.0), *_word_ngrams(piece_text)]
+            )
+            for feature, weight in features:
+                digest = zlib.crc32(feature.encode("utf-8"))
+                piece[0].append((digest >> 1) % self.dim)
+                piece[1].append(weight if digest & 1 else -weight)
+            self._pieces[key] = piece
+        buckets.extend(piece[0])
+        weights.extend(piece[1])
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self.embed_sync(texts)
+
+
+#: Words and runs whose hashed features `LocalEmbedder` keeps (a few MB at most).
+PIECES_KEPT = 50_000
+
+
+def _word_ngrams(word: str) -> list[tuple[str, float]]:
+    return [(f"c:{g}", 0.25) for g in char_ngrams(f"^{word}$", 3)]
+
+
+def _run_features(run: str) -> list[tuple[str, float]]:
+    feats = [(f"1:{ch}", 0.3) for ch in run]
+    if len(run) >= 2:
+        feats.extend((f"2:{g}", 1.0) for g in char_ngrams(run, 2))
+    if len(run) >= 3:
+        feats.extend((f"3:{g}", 0.7) for g in char_ngrams(run, 3))
+    return feats
 
 
 #: Inputs per request: keeps a reflection's batch of memories well under the servers' request limits.

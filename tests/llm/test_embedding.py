@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 import pytest
 from pydantic import SecretStr
 
 from backend.config import Settings
 from backend.errors import LLMUnavailable
+from backend.llm.base import normalise_rows
 from backend.llm.embedding import EMBED_BATCH, LocalEmbedder, OllamaEmbedder, OpenAIEmbedder
 from backend.llm.registry import build_embedder
+from backend.text import normalise
 from tests.llm.fakes import FakeModelServer, Reply, closed_port_url
 
 
@@ -113,3 +117,22 @@ async def test_embedder_errors_are_mapped(fake: FakeModelServer) -> None:
         await rejected.embed(["x"])
     for embedder in (refused, missing, rejected):
         await embedder.aclose()
+
+
+def test_local_vectors_are_the_hashed_features_whatever_was_embedded_before() -> None:
+    """The embedder keeps each word's and run's hashed features between calls: its vectors stay exactly
+    the sum of `features()` hashed one by one, on a fresh embedder and on one that has seen the pieces."""
+    texts = [
+        "ひかり「カフェの新しいケーキ、美味しかった!」",
+        "Emma said the bakery bread was great, bread!",
+        "",
+    ]
+    used = LocalEmbedder(dim=64)
+    used.embed_sync(["カフェでケーキを食べた", "the bread"])  # some pieces are kept already
+    for embedder in (LocalEmbedder(dim=64), used):
+        expected = np.zeros((len(texts), 64), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for feature, weight in embedder.features(normalise(text)):
+                digest = zlib.crc32(feature.encode("utf-8"))
+                expected[row, (digest >> 1) % 64] += weight if digest & 1 else -weight
+        np.testing.assert_allclose(embedder.embed_sync(texts), normalise_rows(expected), atol=1e-6)
