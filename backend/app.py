@@ -29,16 +29,17 @@ from backend.world.cache import AgentCache
 
 log = logging.getLogger("machi")
 
-#: Routers, one module per concept under backend/api/ (each defines `router`).
+#: Routers, one module per concept under backend/api/ (each defines `router`). A request is matched against
+#: them in this order, so what Unity calls during play comes first (turns, state reports, the plan item).
 ROUTERS = (
+    "backend.api.conversation",
+    "backend.api.agents",
+    "backend.api.plan",
     "backend.api.health",
     "backend.api.llm_calls",
     "backend.api.council",
-    "backend.api.agents",
-    "backend.api.plan",
     "backend.api.world",
     "backend.api.memory",
-    "backend.api.conversation",
     "backend.api.events",
     "backend.api.emotion",
     "backend.api.people",
