@@ -18,7 +18,7 @@ import asyncio
 import logging
 from typing import Any
 
-from sqlalchemy import bindparam, delete
+from sqlalchemy import bindparam, delete, insert, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -86,12 +86,20 @@ def forget_agent(engine: Engine, world_id: str, agent_id: str) -> int:
 
 
 def _save(engine: Engine, row: PersonMemory) -> PersonMemory:
-    with Session(engine, expire_on_commit=False) as session:
-        row.updated_at = utcnow()
-        merged = session.merge(row)
-        session.commit()
-        session.refresh(merged)
-        return merged
+    """Insert or update the record with one Core statement (the ORM's merge read it twice more)."""
+    row.updated_at = utcnow()
+    values = {column.name: getattr(row, column.name) for column in _PEOPLE.columns if column.name != "id"}
+    with engine.begin() as conn:
+        if row.id is None:
+            row.id = int(conn.execute(_INSERT_PERSON, values).scalar_one())
+        else:
+            conn.execute(_UPDATE_PERSON, {**values, "person_id": row.id})
+    return row
+
+
+_PEOPLE = PersonMemory.__table__  # type: ignore[attr-defined]
+_INSERT_PERSON = insert(_PEOPLE).returning(_PEOPLE.c.id)
+_UPDATE_PERSON = update(_PEOPLE).where(_PEOPLE.c.id == bindparam("person_id"))
 
 
 def _merge_items(old: list[str], new: list[str]) -> list[str]:
