@@ -8,6 +8,7 @@ import math
 from collections.abc import Sequence
 
 from sqlalchemy import bindparam, delete
+from sqlalchemy import select as core_select
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -20,6 +21,7 @@ from backend.errors import LLMError
 from backend.events import EMOTION_UPDATED, EmotionPayload, EventBus
 from backend.gametime import game_minutes
 from backend.llm.base import LLM, PRIORITY_BACKGROUND, GenerateOptions
+from backend.storage import rows
 from backend.storage.rows import build
 from backend.tasks import TaskRunner
 from backend.world.models import Agent
@@ -31,13 +33,11 @@ PRUNE_EVERY = 8
 
 
 #: The newest evaluation of an agent (read on every turn): built once.
+_RECORDS = EmotionRecord.__table__  # type: ignore[attr-defined]
 _NEWEST = (
-    select(EmotionRecord)
-    .where(
-        col(EmotionRecord.world_id) == bindparam("world_id"),
-        col(EmotionRecord.agent_id) == bindparam("agent_id"),
-    )
-    .order_by(col(EmotionRecord.id).desc())
+    core_select(_RECORDS)
+    .where(_RECORDS.c.world_id == bindparam("world_id"), _RECORDS.c.agent_id == bindparam("agent_id"))
+    .order_by(_RECORDS.c.id.desc())
     .limit(1)
 )
 
@@ -78,10 +78,10 @@ class EmotionService:
         `session`: read in the caller's session (a turn reads everything it needs in one)."""
         params = {"world_id": agent.world_id, "agent_id": agent.id}
         if session is not None:
-            record = session.exec(_NEWEST, params=params).first()
+            record = rows.first(session.connection(), _NEWEST, params, EmotionRecord)
         else:
-            with Session(self.engine) as own:
-                record = own.exec(_NEWEST, params=params).first()
+            with self.engine.connect() as conn:
+                record = rows.first(conn, _NEWEST, params, EmotionRecord)
         return self._state(agent, record, day=day, time_of_day=time_of_day)
 
     def history(self, agent: Agent, limit: int = 50) -> list[EmotionState]:

@@ -19,6 +19,7 @@ import logging
 from typing import Any
 
 from sqlalchemy import bindparam, delete, insert, update
+from sqlalchemy import select as core_select
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -28,6 +29,7 @@ from backend.gametime import format_clock, utcnow
 from backend.llm.base import LLM, PRIORITY_BACKGROUND, GenerateOptions
 from backend.memory import prompts
 from backend.memory.models import PersonMemory
+from backend.storage import rows
 from backend.world.cache import AgentCache
 
 log = logging.getLogger(__name__)
@@ -45,16 +47,17 @@ def get(
     """The agent's record of `other_id`, read in `session` when given (a turn reads all it needs in one)."""
     params = {"world_id": world_id, "agent_id": agent_id, "other_id": other_id}
     if session is not None:
-        return session.exec(_ONE, params=params).first()
-    with Session(engine, expire_on_commit=False) as own:
-        return own.exec(_ONE, params=params).first()
+        return rows.first(session.connection(), _ONE, params, PersonMemory)
+    with engine.connect() as conn:
+        return rows.first(conn, _ONE, params, PersonMemory)
 
 
 #: One person memory (read on every turn): built once.
-_ONE = select(PersonMemory).where(
-    col(PersonMemory.world_id) == bindparam("world_id"),
-    col(PersonMemory.agent_id) == bindparam("agent_id"),
-    col(PersonMemory.other_id) == bindparam("other_id"),
+_PEOPLE = PersonMemory.__table__  # type: ignore[attr-defined]
+_ONE = core_select(_PEOPLE).where(
+    _PEOPLE.c.world_id == bindparam("world_id"),
+    _PEOPLE.c.agent_id == bindparam("agent_id"),
+    _PEOPLE.c.other_id == bindparam("other_id"),
 )
 
 
@@ -97,7 +100,6 @@ def _save(engine: Engine, row: PersonMemory) -> PersonMemory:
     return row
 
 
-_PEOPLE = PersonMemory.__table__  # type: ignore[attr-defined]
 _INSERT_PERSON = insert(_PEOPLE).returning(_PEOPLE.c.id)
 _UPDATE_PERSON = update(_PEOPLE).where(_PEOPLE.c.id == bindparam("person_id"))
 

@@ -18,7 +18,8 @@ from functools import cache
 from typing import Any, TypeVar
 
 from pydantic_core import PydanticUndefined
-from sqlalchemy import insert
+from sqlalchemy import Connection, insert
+from sqlalchemy.sql import Executable
 from sqlalchemy.sql.dml import ReturningInsert
 from sqlmodel import Session, SQLModel
 
@@ -61,6 +62,13 @@ def _plan(model: type[SQLModel]) -> tuple[list[str], ReturningInsert[Any]]:
     table = model.__table__  # type: ignore[attr-defined]
     columns = [column.name for column in table.columns if column.name != "id"]
     return columns, insert(table).returning(table.c.id, sort_by_parameter_order=True)
+
+
+def first(conn: Connection, statement: Executable, params: dict[str, Any], model: type[M]) -> M | None:
+    """The first row of a Core select of `model`'s table, as a `build` object (no ORM load: a detached
+    object like one a closed session leaves). For the reads every turn makes."""
+    row = conn.execute(statement, params).mappings().first()
+    return build(model, dict(row)) if row is not None else None
 
 
 def insert_all(session: Session, objects: Sequence[SQLModel]) -> None:
