@@ -150,8 +150,8 @@ class Aftermath:
                     content, line.get("location_name"), int(line["day"]), float(line["time_of_day"])
                 )
                 items.setdefault(agent.id, []).append(item)
-        for agent_id, created in items.items():
-            await self.memory.add_many(world_id, agent_id, created, session_id=session_id)
+        if items:  # both speakers' memories of the lines in one write
+            await self.memory.add_for(world_id, items, session_id=session_id)
 
     def ended(self, world_id: str, session_id: str, participants: list[str], reason: str, turns: int) -> None:
         if self.events is not None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -106,20 +106,38 @@ class MemoryService:
         Returns one memory per item, in order: the stored one, or the existing memory a near-duplicate was
         merged into (see hygiene.py). Storing may evict the agent's least important memories past the cap.
         """
-        rows = [self._row(world_id, agent_id, item, session_id) for item in items]
-        key = (world_id, agent_id)
+        return (await self.add_for(world_id, {agent_id: items}, session_id=session_id))[agent_id]
+
+    async def add_for(
+        self,
+        world_id: str,
+        items: Mapping[str, Sequence[MemoryCreate]],
+        *,
+        session_id: str | None = None,
+    ) -> dict[str, list[Memory]]:
+        """`add_many` for several agents in one write (one transaction for all): a conversation line that both
+        speakers remember. Returns each agent's memories, as `add_many` does."""
+        created: list[Job] = []
+        batches = []
+        for agent_id, agent_items in items.items():
+            key = (world_id, agent_id)
+            rows = [self._row(world_id, agent_id, item, session_id) for item in agent_items]
+            follow_up = (
+                memory_jobs.rating_follow_up(key, created, self.settings.importance_batch_s)
+                if self.jobs is not None
+                else None
+            )
+            batches.append(writer.Batch(key, rows, follow_up))
+        plans = await writer.store_many(self, batches)
         if self.jobs is not None:
-            created: list[Job] = []
-            follow_up = memory_jobs.rating_follow_up(key, created, self.settings.importance_batch_s)
-            plan = await writer.store(self, key, rows, follow_up)
             self.jobs.submit(created)
-            return plan.rows
-        plan = await writer.store(self, key, rows)
-        stored = plan.fresh
-        pending = [row for row in stored if row.importance_source == "provisional"]
-        if any(row.type == "observation" for row in stored):
-            self.tasks.spawn(self._after_insert(key, pending, stored[-1]), name="memory-rate")
-        return plan.rows
+        else:
+            for batch, plan in zip(batches, plans, strict=True):
+                stored = plan.fresh
+                pending = [row for row in stored if row.importance_source == "provisional"]
+                if any(row.type == "observation" for row in stored):
+                    self.tasks.spawn(self._after_insert(batch.key, pending, stored[-1]), name="memory-rate")
+        return {batch.key[1]: plan.rows for batch, plan in zip(batches, plans, strict=True)}
 
     def _row(self, world_id: str, agent_id: str, item: MemoryCreate, session_id: str | None) -> Memory:
         rated = item.importance is not None

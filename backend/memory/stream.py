@@ -21,15 +21,19 @@ from backend.storage.rows import insert_all
 
 
 def insert(
-    engine: Engine, rows: Sequence[Memory], follow_up: Callable[[Session, list[Memory]], Any] | None = None
-) -> list[Memory]:
-    """Store rows in one transaction; returns them with ids. `follow_up(session, rows)` adds jobs to it."""
+    engine: Engine, groups: Sequence[tuple[Sequence[Memory], Callable[[Session, list[Memory]], Any] | None]]
+) -> None:
+    """Store every group's rows in one transaction and give them their ids; a group's `follow_up(session,
+    rows)` adds jobs about its rows to the same transaction."""
+    rows = [row for group, _ in groups for row in group]
+    if not rows:
+        return
     with Session(engine, expire_on_commit=False) as session:
         insert_all(session, rows)  # every column has a Python-side default: the rows need no reload
-        if follow_up is not None:
-            follow_up(session, list(rows))  # the rows have their ids, which the jobs name
+        for group, follow_up in groups:
+            if follow_up is not None and group:
+                follow_up(session, list(group))  # the rows have their ids, which the jobs name
         session.commit()
-    return list(rows)
 
 
 def by_ids(

@@ -2,6 +2,8 @@
 
 Everything that touches one agent's rows runs under that agent's writer lock; the database work runs in a
 worker thread, and the events go out afterwards on the event loop thread (subscribers are not thread-safe).
+`store_many` writes several agents' rows at once (both speakers remember a line): their locks taken in key
+order, one transaction for every agent's rows and jobs.
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -29,6 +33,17 @@ log = logging.getLogger(__name__)
 FollowUp = Callable[[Session, list[Memory]], object]
 
 
+@dataclass
+class Batch:
+    """One agent's rows to store, with the follow-up that adds jobs about them to the transaction."""
+
+    key: Key
+    rows: list[Memory]
+    follow_up: FollowUp | None = None
+    plan: hygiene.DedupPlan = field(default_factory=hygiene.DedupPlan)
+    vectors: np.ndarray | None = None
+
+
 async def store(
     service: MemoryService, key: Key, rows: list[Memory], follow_up: FollowUp | None = None
 ) -> hygiene.DedupPlan:
@@ -37,18 +52,37 @@ async def store(
     `follow_up(session, stored_rows)` may add job rows: they are committed in the same transaction as the memories
     (so a crash cannot keep the memories and lose the jobs about them).
     """
-    async with service.cache.writer_lock(key):
-        plan = await asyncio.to_thread(hygiene.plan, service.engine, key, rows, service.settings)
-        vectors = await _embed(service, plan.fresh)
-        evicted = await asyncio.to_thread(_commit, service, key, plan, vectors, follow_up)
-    service.cache.drop_if_sparse(key)
-    service.events.created(plan.fresh)
-    for merge in plan.merges:
-        service.events.merged(merge.into, merge.dropped)
-    service.events.updated(plan.stored_targets())
-    for kind_ids in evicted.values():
-        service.events.evicted(*key, kind_ids)
-    return plan
+    return (await store_many(service, [Batch(key, rows, follow_up)]))[0]
+
+
+async def store_many(service: MemoryService, batches: list[Batch]) -> list[hygiene.DedupPlan]:
+    """`store` for several agents at once (a conversation line is remembered by both speakers): one planning
+    hop, one embedding call and one transaction for all of them. Holds every agent's writer lock, taken in key
+    order (so two writers of overlapping agents cannot deadlock). Returns each batch's plan, in order."""
+    async with AsyncExitStack() as held:
+        for key in sorted({batch.key for batch in batches}):
+            await held.enter_async_context(service.cache.writer_lock(key))
+        plans = await asyncio.to_thread(
+            lambda: [hygiene.plan(service.engine, b.key, b.rows, service.settings) for b in batches]
+        )
+        fresh = [row for plan in plans for row in plan.fresh]
+        vectors = await _embed(service, fresh)
+        start = 0
+        for batch, plan in zip(batches, plans, strict=True):
+            batch.plan = plan
+            if vectors is not None:
+                batch.vectors = vectors[start : start + len(plan.fresh)]
+            start += len(plan.fresh)
+        evicted = await asyncio.to_thread(_commit, service, batches)
+    for batch, gone in zip(batches, evicted, strict=True):
+        service.cache.drop_if_sparse(batch.key)
+        service.events.created(batch.plan.fresh)
+        for merge in batch.plan.merges:
+            service.events.merged(merge.into, merge.dropped)
+        service.events.updated(batch.plan.stored_targets())
+        for kind_ids in gone.values():
+            service.events.evicted(*batch.key, kind_ids)
+    return plans
 
 
 async def _embed(service: MemoryService, rows: list[Memory]) -> np.ndarray | None:
@@ -77,16 +111,17 @@ def _under_cap(service: MemoryService, index: AgentIndex | None, kind: str, adde
         return index.count(kind) + added <= cap
 
 
-def _commit(
-    service: MemoryService,
-    key: Key,
-    plan: hygiene.DedupPlan,
-    vectors: np.ndarray | None,
-    follow_up: FollowUp | None,
-) -> dict[str, list[int]]:
-    """Insert, write merges back, evict past the caps; keep the index in step. Returns evicted ids by type."""
-    stored = stream.insert(service.engine, plan.fresh, follow_up) if plan.fresh else []
-    targets = plan.stored_targets()
+def _commit(service: MemoryService, batches: list[Batch]) -> list[dict[str, list[int]]]:
+    """Insert every batch's fresh rows and their follow-up jobs in one transaction; then per batch write merges
+    back, evict past the caps and keep the index in step. Returns each batch's evicted ids by type."""
+    stream.insert(service.engine, [(batch.plan.fresh, batch.follow_up) for batch in batches])
+    return [_settle(service, batch) for batch in batches]
+
+
+def _settle(service: MemoryService, batch: Batch) -> dict[str, list[int]]:
+    """After the insert: merges written back, eviction past the caps, the index brought in step."""
+    key, stored, vectors = batch.key, batch.plan.fresh, batch.vectors
+    targets = batch.plan.stored_targets()
     if targets:
         hygiene.save_merged(service.engine, targets)
     new_ids = [row.id or 0 for row in stored]
