@@ -27,6 +27,7 @@ from backend.jobs.models import Job
 from backend.jobs.runner import JobRunner
 from backend.llm.base import LLM, PRIORITY_TURN, GenerateOptions
 from backend.llm.scheduler import find_scheduler
+from backend.memory.triggers import TurnAsk
 from backend.tasks import TaskRunner
 from backend.world.models import Agent
 
@@ -164,11 +165,7 @@ class ConversationService:
                 self.memory.recall_for_turn(
                     world_id,
                     speaker.id,
-                    query,
-                    partner_line=partner_last,
-                    k=self.settings.retrieval_k,
-                    day=req.day,
-                    time_of_day=req.time_of_day,
+                    TurnAsk(query, partner_last, req.day, req.time_of_day, self.settings.retrieval_k),
                 ),
                 timeout=budget,
             )

@@ -65,6 +65,19 @@ class ScoredMemory:
     relevance: float
 
 
+@dataclass(frozen=True)
+class Search:
+    """How `retrieve` and `recall` rank: each None means the setting's value (weights: per name)."""
+
+    k: int | None = None
+    weights: dict[str, float | None] | None = None
+    day: int | None = None
+    time_of_day: float | None = None
+    types: list[str] | None = None
+    decay: float | None = None
+    relevance: str | None = None
+
+
 class MemoryCreate(BaseModel):
     """One memory to store. `importance=None` stores a provisional value that the model rates later."""
 

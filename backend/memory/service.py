@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 from sqlalchemy.engine import Engine
@@ -24,9 +23,10 @@ from backend.llm.base import LLM, Embedder
 from backend.memory import jobs as memory_jobs
 from backend.memory import person, ranking, reflection, stream, triggers, writer
 from backend.memory.cache import IndexCache, Key
-from backend.memory.models import Memory, MemoryCreate, PersonMemory, ScoredMemory
+from backend.memory.models import Memory, MemoryCreate, PersonMemory, ScoredMemory, Search
 from backend.memory.notify import MemoryEvents
 from backend.memory.tags import memory_tags
+from backend.memory.triggers import TurnAsk
 from backend.storage.rows import build
 from backend.tasks import TaskRunner
 from backend.text import token_set
@@ -38,19 +38,6 @@ log = logging.getLogger(__name__)
 
 #: Memories rated in one model call (a longer list makes small local models lose count).
 RATE_BATCH = 16
-
-
-@dataclass(frozen=True)
-class Search:
-    """How `retrieve` and `recall` rank: each None means the setting's value (weights: per name)."""
-
-    k: int | None = None
-    weights: dict[str, float | None] | None = None
-    day: int | None = None
-    time_of_day: float | None = None
-    types: list[str] | None = None
-    decay: float | None = None
-    relevance: str | None = None
 
 
 class MemoryService:
@@ -274,7 +261,14 @@ class MemoryService:
         `day`/`time_of_day` give the game time of the query (default: the agent's latest memory time).
         `weights` may name recency, importance and relevance; missing ones come from settings.
         """
-        search = Search(k, weights, day, time_of_day, types, decay, relevance)
+        return await self.retrieve_as(
+            world_id, agent_id, query, Search(k, weights, day, time_of_day, types, decay, relevance)
+        )
+
+    async def retrieve_as(
+        self, world_id: str, agent_id: str, query: str, search: Search
+    ) -> list[ScoredMemory]:
+        """`retrieve` with its options in one `Search`."""
         ranked, _ = await self._search((world_id, agent_id), query, search, texts=False)
         ids = [r[0] for r in ranked]
         rows = await asyncio.to_thread(stream.by_ids, self.engine, world_id, agent_id, ids, embedding=False)
@@ -285,23 +279,11 @@ class MemoryService:
         ]
 
     async def recall(
-        self,
-        world_id: str,
-        agent_id: str,
-        query: str,
-        *,
-        k: int | None = None,
-        weights: dict[str, float | None] | None = None,
-        day: int | None = None,
-        time_of_day: float | None = None,
-        types: list[str] | None = None,
-        decay: float | None = None,
-        relevance: str | None = None,
+        self, world_id: str, agent_id: str, query: str, search: Search | None = None
     ) -> list[str]:
         """The texts of what `retrieve` finds, best first, taken from the index: no row is fetched (a turn's
         prompt needs only the text). The retrieved memories count as accessed now, as with `retrieve`."""
-        search = Search(k, weights, day, time_of_day, types, decay, relevance)
-        _, texts = await self._search((world_id, agent_id), query, search, texts=True)
+        _, texts = await self._search((world_id, agent_id), query, search or Search(), texts=True)
         return texts
 
     async def _search(
@@ -386,40 +368,14 @@ class MemoryService:
         return await reflection.threshold_reflection(self, (world_id, agent_id), day, time_of_day)
 
     # --- conversation turns (see triggers.py and person.py) ---
-    async def retrieve_for_turn(
-        self,
-        world_id: str,
-        agent_id: str,
-        query: str,
-        *,
-        partner_line: str | None,
-        day: int | None = None,
-        time_of_day: float | None = None,
-        k: int | None = None,
-    ) -> list[ScoredMemory]:
+    async def retrieve_for_turn(self, world_id: str, agent_id: str, ask: TurnAsk) -> list[ScoredMemory]:
         """Retrieval shaped by what the partner's last line asks for (past / recent / knowledge), no model call.
+        See `triggers.retrieve_for_turn` for what each kind does."""
+        return await triggers.retrieve_for_turn(self, world_id, agent_id, ask)
 
-        See `triggers.retrieve_for_turn` for what each kind does. Never calls the model.
-        """
-        return await triggers.retrieve_for_turn(
-            self, world_id, agent_id, query, partner_line=partner_line, day=day, time_of_day=time_of_day, k=k
-        )
-
-    async def recall_for_turn(
-        self,
-        world_id: str,
-        agent_id: str,
-        query: str,
-        *,
-        partner_line: str | None,
-        day: int | None = None,
-        time_of_day: float | None = None,
-        k: int | None = None,
-    ) -> list[str]:
+    async def recall_for_turn(self, world_id: str, agent_id: str, ask: TurnAsk) -> list[str]:
         """`retrieve_for_turn` as the memories' texts, read from the index (no row fetch): a turn's prompt."""
-        return await triggers.recall_for_turn(
-            self, world_id, agent_id, query, partner_line=partner_line, day=day, time_of_day=time_of_day, k=k
-        )
+        return await triggers.recall_for_turn(self, world_id, agent_id, ask)
 
     async def update_person_memory(
         self,

@@ -24,7 +24,7 @@ import functools
 import json
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar, cast
@@ -33,7 +33,7 @@ import numpy as np
 
 from backend.gametime import game_minutes
 from backend.memory import stream
-from backend.memory.models import Memory, ScoredMemory
+from backend.memory.models import Memory, ScoredMemory, Search
 from backend.memory.retrieval import minmax, recency_normalised
 from backend.text import normalise
 
@@ -86,74 +86,56 @@ def classify(text: str | None) -> Kind | None:
     return found[0] if found else None
 
 
+@dataclass(frozen=True)
+class TurnAsk:
+    """What a turn retrieves for: the query text, the partner's last line (it picks the kind), the turn's game
+    time and how many memories (None: the RETRIEVAL_K setting)."""
+
+    query: str
+    partner_line: str | None = None
+    day: int | None = None
+    time_of_day: float | None = None
+    k: int | None = None
+
+
 async def retrieve_for_turn(
-    service: MemoryService,
-    world_id: str,
-    agent_id: str,
-    query: str,
-    *,
-    partner_line: str | None,
-    day: int | None,
-    time_of_day: float | None,
-    k: int | None,
+    service: MemoryService, world_id: str, agent_id: str, ask: TurnAsk
 ) -> list[ScoredMemory]:
     """Retrieve for a turn as the partner's last line asks (see the module docstring)."""
-    kind = classify(partner_line)
-    k = k or service.settings.retrieval_k
-    boosted: dict[str, float | None] = {"relevance": service.settings.weight_relevance * RELEVANCE_BOOST}
+    kind, k = classify(ask.partner_line), ask.k or service.settings.retrieval_k
     if kind == "recent":
-        return await latest(service, world_id, agent_id, k=k, day=day, time_of_day=time_of_day)
-    return await _by_kind(
-        partial(service.retrieve, world_id, agent_id), kind, query, k, boosted, day, time_of_day
-    )
+        return await latest(service, world_id, agent_id, k=k, day=ask.day, time_of_day=ask.time_of_day)
+    return await _by_kind(partial(service.retrieve_as, world_id, agent_id), kind, ask, k, service)
 
 
-async def recall_for_turn(
-    service: MemoryService,
-    world_id: str,
-    agent_id: str,
-    query: str,
-    *,
-    partner_line: str | None,
-    day: int | None,
-    time_of_day: float | None,
-    k: int | None,
-) -> list[str]:
+async def recall_for_turn(service: MemoryService, world_id: str, agent_id: str, ask: TurnAsk) -> list[str]:
     """`retrieve_for_turn`, as the memories' texts only (read from the index, no row fetch): a turn's prompt."""
-    kind = classify(partner_line)
-    k = k or service.settings.retrieval_k
+    kind, k = classify(ask.partner_line), ask.k or service.settings.retrieval_k
     if kind == "recent":
-        found = await latest(service, world_id, agent_id, k=k, day=day, time_of_day=time_of_day)
+        found = await latest(service, world_id, agent_id, k=k, day=ask.day, time_of_day=ask.time_of_day)
         return [scored.memory.content for scored in found]
-    boosted: dict[str, float | None] = {"relevance": service.settings.weight_relevance * RELEVANCE_BOOST}
-    return await _by_kind(
-        partial(service.recall, world_id, agent_id), kind, query, k, boosted, day, time_of_day
-    )
+    return await _by_kind(partial(service.recall, world_id, agent_id), kind, ask, k, service)
 
 
 async def _by_kind(
-    search: Callable[..., Awaitable[list[T]]],
+    search: Callable[[str, Search], Awaitable[list[T]]],
     kind: Kind | None,
-    query: str,
+    ask: TurnAsk,
     k: int,
-    boosted: dict[str, float | None],
-    day: int | None,
-    time_of_day: float | None,
+    service: MemoryService,
 ) -> list[T]:
-    """The index search each kind asks for (`search` is the service's retrieve or recall for the agent)."""
+    """The index search each kind asks for (`search` is the service's retrieve_as or recall for the agent)."""
+    plain = Search(k, day=ask.day, time_of_day=ask.time_of_day)
+    boosted = replace(plain, weights={"relevance": service.settings.weight_relevance * RELEVANCE_BOOST})
     if kind == "past":
-        types = ["observation", "reflection"]
-        return await search(query, k=k, weights=boosted, types=types, day=day, time_of_day=time_of_day)
+        return await search(ask.query, replace(boosted, types=["observation", "reflection"]))
     if kind == "knowledge":
-        found = await search(
-            query, k=k, weights=boosted, types=["reflection"], day=day, time_of_day=time_of_day
-        )
+        found = await search(ask.query, replace(boosted, types=["reflection"]))
         if len(found) < k:
-            found += await search(
-                query, k=k - len(found), types=["observation", "plan"], day=day, time_of_day=time_of_day
-            )
+            rest = replace(plain, k=k - len(found), types=["observation", "plan"])
+            found += await search(ask.query, rest)
         return found
-    return await search(query, k=k, day=day, time_of_day=time_of_day)
+    return await search(ask.query, plain)
 
 
 async def latest(

@@ -13,7 +13,7 @@ from sqlmodel import Session, select
 from backend.config import Settings
 from backend.llm.scripted import ScriptedLLM
 from backend.memory import triggers
-from backend.memory.models import Memory
+from backend.memory.models import Memory, Search
 from backend.text import normalise
 from tests.conftest import make_client
 from tests.memory.agents import add_agent
@@ -149,10 +149,10 @@ def build_town(client: TestClient) -> TestClient:
 
 
 def turn(client: TestClient, line: str | None, query: str, k: int = 3) -> list[triggers.ScoredMemory]:
+    ask = triggers.TurnAsk(query, partner_line=line, day=3, time_of_day=18.0, k=k)
     found: list[triggers.ScoredMemory] = call(
-        client, service(client).retrieve_for_turn, "default", "aoi", query, partner_line=line, day=3,
-        time_of_day=18.0, k=k,
-    )  # fmt: skip
+        client, service(client).retrieve_for_turn, "default", "aoi", ask
+    )
     return found
 
 
@@ -166,8 +166,8 @@ def test_recent_returns_the_latest_observations_in_time_order(town: TestClient) 
     assert [f.recency for f in found] == sorted(f.recency for f in found) and found[-1].recency == 1.0
     assert all(f.relevance == 0.0 and f.score == f.recency for f in found)
     # Memories stamped after the turn's game time have not happened yet.
-    early = call(town, service(town).retrieve_for_turn, "default", "aoi", "x", partner_line="今日何した?",
-                 day=3, time_of_day=10.0, k=5)  # fmt: skip
+    ask = triggers.TurnAsk("x", partner_line="今日何した?", day=3, time_of_day=10.0, k=5)
+    early = call(town, service(town).retrieve_for_turn, "default", "aoi", ask)
     assert [f.memory.content for f in early] == ["ヒカリとカフェで初めて会った", "広場でソラと凧あげをした"]
 
 
@@ -190,18 +190,18 @@ def test_knowledge_puts_reflections_first(town: TestClient) -> None:
 
 def test_no_trigger_is_the_normal_retrieval(town: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
     memory = service(town)
-    seen: list[tuple[str, dict[str, object]]] = []
-    original = memory.retrieve
+    seen: list[tuple[str, Search]] = []
+    original = memory.retrieve_as
 
-    async def spy(world_id: str, agent_id: str, query: str, **kwargs: object) -> object:
-        seen.append((query, kwargs))
-        return await original(world_id, agent_id, query, **kwargs)  # type: ignore[arg-type]
+    async def spy(world_id: str, agent_id: str, query: str, search: Search) -> object:
+        seen.append((query, search))
+        return await original(world_id, agent_id, query, search)
 
-    monkeypatch.setattr(memory, "retrieve", spy)
+    monkeypatch.setattr(memory, "retrieve_as", spy)
     found = turn(town, "いい天気だね", "ヒカリ カフェ", k=2)
-    assert seen == [("ヒカリ カフェ", {"k": 2, "day": 3, "time_of_day": 18.0})] and len(found) == 2
+    assert seen == [("ヒカリ カフェ", Search(k=2, day=3, time_of_day=18.0))] and len(found) == 2
     turn(town, None, "ヒカリ カフェ", k=2)
-    assert seen[-1] == ("ヒカリ カフェ", {"k": 2, "day": 3, "time_of_day": 18.0})
+    assert seen[-1] == ("ヒカリ カフェ", Search(k=2, day=3, time_of_day=18.0))
 
 
 @pytest.mark.parametrize(
@@ -216,8 +216,8 @@ def test_recall_gives_the_texts_retrieve_would_give(
     other = settings.model_copy(update={"database_url": f"sqlite:///{tmp_path / 'twin.db'}"})
     with make_client(other, scripted) as twin:
         build_town(twin)
-        texts = call(twin, service(twin).recall_for_turn, "default", "aoi", query, partner_line=line, day=3,
-                     time_of_day=18.0, k=3)  # fmt: skip
+        ask = triggers.TurnAsk(query, partner_line=line, day=3, time_of_day=18.0, k=3)
+        texts = call(twin, service(twin).recall_for_turn, "default", "aoi", ask)
         with Session(twin.app.state.engine) as session:  # type: ignore[attr-defined]
             stored = {row.content: row for row in session.exec(select(Memory))}
     rows = turn(town, line, query)

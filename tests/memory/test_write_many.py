@@ -12,7 +12,7 @@ from sqlmodel import Session, func, select
 from backend.jobs.models import Job
 from backend.memory import stream
 from backend.memory.jobs import RATE
-from backend.memory.models import Memory, MemoryCreate
+from backend.memory.models import Memory, MemoryCreate, Search
 from tests.memory.agents import add_agent
 from tests.memory.helpers import call, service
 
@@ -45,7 +45,7 @@ def test_each_agent_gets_its_rows_index_entries_and_rating_job(client: TestClien
         }
     assert sorted(rating.values()) == sorted([[stored["aoi"][0].id], [stored["hikari"][0].id]])
     for agent in ("aoi", "hikari"):
-        found = call(client, service(client).recall, "default", agent, "ケーキ", k=1)
+        found = call(client, service(client).recall, "default", agent, "ケーキ", Search(k=1))
         assert found == [stored[agent][0].content]
 
 
