@@ -29,7 +29,7 @@ _SET_PAYLOAD = (
     .values(payload=bindparam("new_payload"), updated_at=bindparam("now"))
 )
 
-# Claim and finish run twice per job: built once. A claimed job of a kind in `releasing` gives its key up:
+# Claim and finish run twice per job: built once. A claimed job of a merging kind gives its key up:
 # it becomes `key#id`, so a prefix still finds the job (see live_with_prefix) but new work takes the key.
 _CLAIM = (
     update(_JOB)
@@ -40,7 +40,7 @@ _CLAIM = (
         updated_at=bindparam("now"),
         dedupe_key=case(
             (
-                _JOB.c.kind.in_(bindparam("releasing", expanding=True)),
+                _JOB.c.kind.in_(bindparam("merging_kinds", expanding=True)),
                 _JOB.c.dedupe_key + "#" + cast(_JOB.c.id, String),
             ),
             else_=_JOB.c.dedupe_key,
@@ -106,14 +106,14 @@ def _merge_into_pending(
         )
 
 
-def claim(engine: Engine, job_id: int, release_key_of: Sequence[str] = ()) -> Job | None:
+def claim(engine: Engine, job_id: int, merging_kinds: Sequence[str] = ()) -> Job | None:
     """Mark a due pending job running; None when it is not pending or not due (someone else has it).
 
     One `UPDATE ... RETURNING` (SQLite >= 3.35, PostgreSQL): the claim and the row it claimed in one statement.
-    A job of a kind in `release_key_of` (jobs added with `merge`) gives its dedupe key up as it is claimed: the
+    A job of one of the `merging_kinds` (jobs added with `merge`) gives its dedupe key up as it is claimed: the
     key becomes `key#id` (still under the key's prefix, so `live_with_prefix` keeps counting the job).
     """
-    params = {"job_id": job_id, "now": utcnow(), "releasing": list(release_key_of)}
+    params = {"job_id": job_id, "now": utcnow(), "merging_kinds": list(merging_kinds)}
     with engine.begin() as conn:
         row = conn.execute(_CLAIM, params).mappings().first()
     return build(Job, dict(row)) if row is not None else None

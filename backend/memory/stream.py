@@ -76,13 +76,17 @@ def set_importances(engine: Engine, values: dict[int, int], source: str) -> None
     """Several ratings in one transaction (one executemany)."""
     if not values:
         return
-    statement = (
-        update(Memory)
-        .where(col(Memory.id) == bindparam("memory_id"))
-        .values(importance=bindparam("value"), importance_source=source)
-    )
     with engine.begin() as conn:
-        conn.execute(statement, [{"memory_id": i, "value": v} for i, v in values.items()])
+        conn.execute(
+            _SET_IMPORTANCE, [{"memory_id": i, "value": v, "source": source} for i, v in values.items()]
+        )
+
+
+_SET_IMPORTANCE = (
+    update(Memory)
+    .where(col(Memory.id) == bindparam("memory_id"))
+    .values(importance=bindparam("value"), importance_source=bindparam("source"))
+)
 
 
 def touch(engine: Engine, world_id: str, agent_id: str, ids: Sequence[int], minutes: float) -> None:
