@@ -22,6 +22,7 @@ from backend.gametime import utcnow
 from backend.jobs.models import Job
 from backend.memory.models import Memory
 from backend.planning.models import Plan
+from backend.storage.rows import build, values_of
 from backend.world.cache import AgentCache
 from backend.world.models import Agent
 
@@ -166,7 +167,7 @@ def commit_turn(
                 conn = session.connection()
                 now = utcnow()
                 # The unique (world, session, turn_index) constraint fires here for a retry.
-                conn.execute(_INSERT_TURN, _turn_values(world_id, req, reply, now))
+                conn.execute(_INSERT_TURN, values_of(_new_turn(world_id, req, reply, now)))
                 conv = _upsert_conversation(conn, world_id, req, reply, transcript_line, language, now)
                 added = [] if jobs is None else turn_jobs.for_turn(session, world_id, req, reply, conv)
                 session.commit()
@@ -214,23 +215,26 @@ class ConversationState:
     reflected: bool
 
 
-def _turn_values(world_id: str, req: TurnRequest, reply: dict[str, Any], now: datetime) -> dict[str, Any]:
-    return {
-        "world_id": world_id,
-        "session_id": req.session_id,
-        "turn_index": reply["turn_index"],
-        "speaker_id": req.agent_id,
-        "target_id": req.target_id,
-        "dialogue": reply["dialogue"],
-        "emotion": reply["emotion"],
-        "is_conversation_end": reply["is_conversation_end"],
-        "end_reason": reply["end_reason"],
-        "fallback": reply["fallback"],
-        "reply": reply,
-        "day": req.day,
-        "time_of_day": req.time_of_day,
-        "created_at": now,
-    }
+def _new_turn(world_id: str, req: TurnRequest, reply: dict[str, Any], now: datetime) -> Turn:
+    return build(
+        Turn,
+        {
+            "world_id": world_id,
+            "session_id": req.session_id,
+            "turn_index": reply["turn_index"],
+            "speaker_id": req.agent_id,
+            "target_id": req.target_id,
+            "dialogue": reply["dialogue"],
+            "emotion": reply["emotion"],
+            "is_conversation_end": reply["is_conversation_end"],
+            "end_reason": reply["end_reason"],
+            "fallback": reply["fallback"],
+            "reply": reply,
+            "day": req.day,
+            "time_of_day": req.time_of_day,
+            "created_at": now,
+        },
+    )
 
 
 def _upsert_conversation(
@@ -249,8 +253,8 @@ def _upsert_conversation(
     ends = bool(reply["is_conversation_end"])
     if found is None:
         # A concurrent first turn inserting the same key raises IntegrityError: the caller tries again.
-        conn.execute(
-            _INSERT_CONVERSATION,
+        conv = build(
+            Conversation,
             {
                 "world_id": world_id,
                 "session_id": req.session_id,
@@ -264,14 +268,13 @@ def _upsert_conversation(
                 "ended": ends,
                 "end_reason": reply["end_reason"] if ends else None,
                 "turn_count": reply["turn_index"] + 1,
-                "reflected": False,
                 "language": language,
                 "transcript": transcript,
-                "judge": None,
                 "created_at": now,
                 "updated_at": now,
             },
         )
+        conn.execute(_INSERT_CONVERSATION, values_of(conv))
         return ConversationState(req.session_id, req.agent_id, req.target_id, ends, False)
     agent_a, agent_b, stored_transcript, turn_count, ended, reflected = found
     values: dict[str, Any] = {"turn_count": max(turn_count, reply["turn_index"] + 1), "updated_at": now}

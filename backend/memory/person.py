@@ -91,7 +91,7 @@ def forget_agent(engine: Engine, world_id: str, agent_id: str) -> int:
 def _save(engine: Engine, row: PersonMemory) -> PersonMemory:
     """Insert or update the record with one Core statement (the ORM's merge read it twice more)."""
     row.updated_at = utcnow()
-    values = {column.name: getattr(row, column.name) for column in _PEOPLE.columns if column.name != "id"}
+    values = rows.values_of(row)
     with engine.begin() as conn:
         if row.id is None:
             row.id = int(conn.execute(_INSERT_PERSON, values).scalar_one())

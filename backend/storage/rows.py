@@ -58,10 +58,20 @@ def build(model: type[M], values: dict[str, Any]) -> M:
 
 
 @cache
-def _plan(model: type[SQLModel]) -> tuple[list[str], ReturningInsert[Any]]:
+def _columns(model: type[SQLModel]) -> list[str]:
+    """The table's columns an insert names (all but a generated `id`)."""
+    return [column.name for column in model.__table__.columns if column.name != "id"]  # type: ignore[attr-defined]
+
+
+@cache
+def _insert_returning_id(model: type[SQLModel]) -> ReturningInsert[Any]:
     table = model.__table__  # type: ignore[attr-defined]
-    columns = [column.name for column in table.columns if column.name != "id"]
-    return columns, insert(table).returning(table.c.id, sort_by_parameter_order=True)
+    return insert(table).returning(table.c.id, sort_by_parameter_order=True)
+
+
+def values_of(obj: SQLModel) -> dict[str, Any]:
+    """An object's column values for a Core insert or update (every column but a generated `id`)."""
+    return {name: getattr(obj, name) for name in _columns(type(obj))}
 
 
 def first(conn: Connection, statement: Executable, params: dict[str, Any], model: type[M]) -> M | None:
@@ -75,7 +85,7 @@ def insert_all(session: Session, objects: Sequence[SQLModel]) -> None:
     """Insert objects of one table model in the session's transaction and set their `id`s."""
     if not objects:
         return
-    columns, statement = _plan(type(objects[0]))
-    rows = [{name: getattr(obj, name) for name in columns} for obj in objects]
+    statement = _insert_returning_id(type(objects[0]))
+    rows = [values_of(obj) for obj in objects]
     for obj, new_id in zip(objects, session.connection().execute(statement, rows).scalars(), strict=True):
         obj.id = int(new_id)
