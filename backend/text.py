@@ -92,7 +92,7 @@ def _is_hiragana(run: str) -> bool:
     return _HIRAGANA.fullmatch(run) is not None
 
 
-_HIRAGANA = re.compile("[\u3040-\u309f]+")
+_HIRAGANA = re.compile("[\u3040-\u309f]*")  # `*`: an empty run counts, as `all()` of nothing did
 
 
 # C0 and C1 control characters except tab and newline, DEL, and the invisible direction overrides/isolates

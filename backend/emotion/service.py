@@ -22,7 +22,6 @@ from backend.events import EMOTION_UPDATED, EmotionPayload, EventBus
 from backend.gametime import game_minutes
 from backend.llm.base import LLM, PRIORITY_BACKGROUND, GenerateOptions
 from backend.storage import rows
-from backend.storage.rows import build
 from backend.tasks import TaskRunner
 from backend.world.models import Agent
 
@@ -201,7 +200,7 @@ class EmotionService:
         self, agent: Agent, reply: EmotionEvaluation, cause: str, day: int, time_of_day: float
     ) -> EmotionRecord:
         values = clamp_values(reply.values())
-        record = build(
+        record = rows.build(
             EmotionRecord,
             {
                 "world_id": agent.world_id,

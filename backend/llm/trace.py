@@ -164,6 +164,7 @@ class TracingLLM(LLMWrapper):
         text: str | None = None,
     ) -> int | None:
         reply = completion.text if completion is not None else text
+        model = (completion.model if completion else "") or self.inner.resolve_model(options)
         call = build(
             LLMCall,
             {
@@ -175,9 +176,7 @@ class TracingLLM(LLMWrapper):
                 "session_id": options.session_id,
                 "council_id": options.council_id,
                 "provider": self.inner.name,
-                "model": ((completion.model if completion else "") or self.inner.resolve_model(options))[
-                    :200
-                ],
+                "model": model[:200],
                 "messages": [
                     {"role": m.get("role", ""), "content": m.get("content", "")[:MAX_STORED_CHARS]}
                     for m in messages

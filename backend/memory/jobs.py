@@ -27,7 +27,7 @@ from backend.memory.models import Memory
 
 if TYPE_CHECKING:
     from backend.memory.service import MemoryService
-    from backend.memory.writer import FollowUp
+    from backend.memory.stream import FollowUp
 
 RATE = "memory.rate"
 

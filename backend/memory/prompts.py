@@ -1,7 +1,8 @@
 """Reply schemas and prompts for the memory concept's model calls.
 
-Purposes: `importance` (rate one memory 1-10, or several in one call), `reflection` (summarise a finished conversation), `questions`
-(the 3 most salient questions about recent memories) and `insight` (up to 5 insights citing memory ids).
+Purposes: `importance` (rate one memory 1-10, or several in one call), `reflection` (summarise a finished
+conversation), `questions` (the 3 most salient questions about recent memories) and `insight` (up to 5
+insights citing memory ids).
 Each prompt is built from a `facts` dict that is also passed to the model call, so the scripted engine
 (backend/llm/scripted/writers/memory.py) answers from the same facts a real model reads in the prompt.
 """

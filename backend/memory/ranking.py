@@ -51,8 +51,9 @@ def rank(
     """Score every candidate under the index lock.
 
     Returns (id, score, recency, importance, relevance) best first, the ids whose access time moves
-    forward to the query's time, and that time in game minutes. `contents(index, ranked)` gives the texts. The result does not depend on
-    `int8_rows` (from how many candidates the int8 copy pre-selects): only the time it takes does.
+    forward to the query's time, and that time in game minutes (`contents(index, ranked)` gives the texts).
+    The result does not depend on `int8_rows` (from how many candidates the int8 copy pre-selects): only
+    the time it takes does.
     """
     with index.lock:
         # Every row live and wanted (the usual case): slices are views, fancy indexing would copy each array.

@@ -19,10 +19,11 @@ from backend.memory.index import IndexRow
 from backend.memory.models import Memory
 from backend.storage.rows import insert_all
 
+#: Adds rows (jobs) to the transaction of freshly inserted memories, given the session and them with their ids.
+FollowUp = Callable[[Session, list[Memory]], object]
 
-def insert(
-    engine: Engine, groups: Sequence[tuple[Sequence[Memory], Callable[[Session, list[Memory]], Any] | None]]
-) -> None:
+
+def insert(engine: Engine, groups: Sequence[tuple[Sequence[Memory], FollowUp | None]]) -> None:
     """Store every group's rows in one transaction and give them their ids; a group's `follow_up(session,
     rows)` adds jobs about its rows to the same transaction."""
     rows = [row for group, _ in groups for row in group]

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-from sqlmodel import Session
 
 from backend.errors import LLMError
 from backend.gametime import game_minutes
@@ -24,13 +22,12 @@ from backend.memory import hygiene, stream
 from backend.memory.cache import Key
 from backend.memory.index import AgentIndex, IndexRow
 from backend.memory.models import Memory
+from backend.memory.stream import FollowUp
 
 if TYPE_CHECKING:
     from backend.memory.service import MemoryService
 
 log = logging.getLogger(__name__)
-#: Adds rows (jobs) to the transaction of freshly inserted memories, given the session and them with their ids.
-FollowUp = Callable[[Session, list[Memory]], object]
 
 
 @dataclass

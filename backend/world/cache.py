@@ -71,9 +71,6 @@ class AgentCache:
             self.loads += len(loaded)
         return found
 
-    def get(self, session: Session, world_id: str, agent_id: str) -> Agent | None:
-        return self.get_many(session, world_id, [agent_id]).get(agent_id)
-
     def read(self, engine: Engine, world_id: str, ids: Sequence[str]) -> dict[str, Agent]:
         """`get_many` in a session of its own."""
         with Session(engine, expire_on_commit=False) as session:

@@ -58,7 +58,7 @@ def test_kept_agents_survive_a_commit_of_the_session_that_loaded_them(tmp_path: 
     engine = make_engine(tmp_path)
     cache = AgentCache()
     with Session(engine) as session:  # expire_on_commit=True, the default
-        aoi = cache.get(session, "default", "aoi")
+        aoi = cache.get_many(session, "default", ["aoi"]).get("aoi")
         session.commit()
     assert aoi is not None and aoi.name == "葵"  # not expired, readable after the session closed
 
