@@ -14,10 +14,8 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any, Protocol
 
-from sqlalchemy import update
 from sqlmodel import Session, col, select
 
-from backend.conversation.models import Conversation
 from backend.conversation.schemas import TurnRequest
 from backend.jobs import store as job_store
 from backend.jobs.models import Job, new_job
@@ -26,8 +24,6 @@ from backend.memory.models import Memory
 
 if TYPE_CHECKING:
     from backend.conversation.aftermath import Aftermath
-
-_CONVERSATIONS = Conversation.__table__  # type: ignore[attr-defined]
 
 OBSERVE = "conversation.observe"
 REFLECT = "conversation.reflect"
@@ -45,15 +41,9 @@ class Participants(Protocol):
     agent_b: str
 
 
-class TurnConversation(Participants, Protocol):
-    ended: bool
-    reflected: bool
-
-
-def for_turn(
-    session: Session, world_id: str, req: TurnRequest, reply: dict[str, Any], conv: TurnConversation
-) -> list[Job]:
-    """The turn's jobs, added to its transaction; a turn that ends the conversation also claims the reflection.
+def for_turn(session: Session, world_id: str, req: TurnRequest, reply: dict[str, Any]) -> list[Job]:
+    """The turn's observation job, added to its transaction (store.commit_turn adds the reflection jobs of a
+    turn that ends the conversation).
 
     The line's observation job merges into the session's pending one when there is one (a busy runner then
     stores several lines of a conversation in one run), so it may add no row of its own.
@@ -73,16 +63,7 @@ def for_turn(
         {"session_id": req.session_id, "lines": [line]},
         dedupe_key=f"{observe_prefix(world_id, req.session_id)}lines",
     )
-    jobs = job_store.add(session, [observe], merge=merge_lines)
-    if conv.ended and not conv.reflected:
-        session.connection().execute(
-            update(_CONVERSATIONS)
-            .where(_CONVERSATIONS.c.world_id == world_id, _CONVERSATIONS.c.session_id == conv.session_id)
-            .values(reflected=True)
-        )
-        conv.reflected = True
-        jobs += job_store.add(session, _reflection_rows(world_id, conv))
-    return jobs
+    return job_store.add(session, [observe], merge=merge_lines)
 
 
 def merge_lines(pending: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:

@@ -169,7 +169,11 @@ def commit_turn(
                 # The unique (world, session, turn_index) constraint fires here for a retry.
                 conn.execute(_INSERT_TURN, values_of(_new_turn(world_id, req, reply, now)))
                 conv = _upsert_conversation(conn, world_id, req, reply, transcript_line, language, now)
-                added = [] if jobs is None else turn_jobs.for_turn(session, world_id, req, reply, conv)
+                added: list[Job] = []
+                if jobs is not None:
+                    added = turn_jobs.for_turn(session, world_id, req, reply)
+                    if conv.ended and _claim_reflection(conn, world_id, req.session_id):
+                        added += turn_jobs.reflection_jobs(session, world_id, conv)
                 session.commit()
                 if jobs is not None:
                     jobs.extend(added)
@@ -196,9 +200,13 @@ _CONVERSATION_STATE = core_select(
     _CONVERSATIONS.c.transcript,
     _CONVERSATIONS.c.turn_count,
     _CONVERSATIONS.c.ended,
-    _CONVERSATIONS.c.reflected,
 ).where(*_CONVERSATION_KEY)
 _UPDATE_CONVERSATION = update(_CONVERSATIONS).where(*_CONVERSATION_KEY)
+_CLAIM_REFLECTION = (
+    update(_CONVERSATIONS)
+    .where(*_CONVERSATION_KEY, _CONVERSATIONS.c.ended.is_(True), _CONVERSATIONS.c.reflected.is_(False))
+    .values(reflected=True)
+)
 _CONVERSATION_OPEN = core_select(
     _CONVERSATIONS.c.ended, _CONVERSATIONS.c.end_reason, _CONVERSATIONS.c.agent_a, _CONVERSATIONS.c.agent_b
 ).where(*_CONVERSATION_KEY)
@@ -212,7 +220,6 @@ class ConversationState:
     agent_a: str
     agent_b: str
     ended: bool
-    reflected: bool
 
 
 def _new_turn(world_id: str, req: TurnRequest, reply: dict[str, Any], now: datetime) -> Turn:
@@ -275,8 +282,8 @@ def _upsert_conversation(
             },
         )
         conn.execute(_INSERT_CONVERSATION, values_of(conv))
-        return ConversationState(req.session_id, req.agent_id, req.target_id, ends, False)
-    agent_a, agent_b, stored_transcript, turn_count, ended, reflected = found
+        return ConversationState(req.session_id, req.agent_id, req.target_id, ends)
+    agent_a, agent_b, stored_transcript, turn_count, ended = found
     values: dict[str, Any] = {"turn_count": max(turn_count, reply["turn_index"] + 1), "updated_at": now}
     if len(transcript) >= len(stored_transcript or []):
         values["transcript"] = transcript
@@ -288,7 +295,7 @@ def _upsert_conversation(
         )
         ended = True
     conn.execute(_UPDATE_CONVERSATION.values(**values), key)
-    return ConversationState(req.session_id, agent_a, agent_b, bool(ended), bool(reflected))
+    return ConversationState(req.session_id, agent_a, agent_b, bool(ended))
 
 
 def end_conversation(
@@ -321,17 +328,7 @@ def claim_reflection(engine: Any, world_id: str, session_id: str, jobs: list[Job
     With `jobs` (a list to fill), the two reflection jobs are committed in the same transaction as the flip.
     """
     with Session(engine, expire_on_commit=False) as session:
-        result = session.exec(
-            update(Conversation)
-            .where(
-                col(Conversation.world_id) == world_id,
-                col(Conversation.session_id) == session_id,
-                col(Conversation.ended).is_(True),
-                col(Conversation.reflected).is_(False),
-            )
-            .values(reflected=True)
-        )
-        claimed = bool(result.rowcount == 1)
+        claimed = _claim_reflection(session.connection(), world_id, session_id)
         added = []
         if claimed and jobs is not None:
             conv = get_conversation_row(session, world_id, session_id)
@@ -340,6 +337,11 @@ def claim_reflection(engine: Any, world_id: str, session_id: str, jobs: list[Job
         if jobs is not None:
             jobs.extend(added)
         return claimed
+
+
+def _claim_reflection(conn: Connection, world_id: str, session_id: str) -> bool:
+    """Flip an ended conversation's `reflected` in the caller's transaction; True when this call flipped it."""
+    return bool(conn.execute(_CLAIM_REFLECTION, {"w": world_id, "s": session_id}).rowcount == 1)
 
 
 def get_conversation_row(session: Session, world_id: str, session_id: str) -> Conversation:
