@@ -9,6 +9,11 @@ history grows until the server ends the talk, then a new session starts), so the
 run causes (observation memories, importance ratings, reflections) is part of the load. It then does the
 same against a bare FastAPI endpoint that only validates the same request body and returns a fixed reply,
 and prints turns/s, p50/p99 latency and the ratio. Target: >= 30% of the bare endpoint's throughput.
+
+`--request-path-only` is a diagnostic: the server runs with nothing after the reply (no job runs, no
+observation, emotion or event work; the jobs are still committed with each turn, as that is request-path
+work), so the figures show what the request path alone can reach. A real server never runs like this: its
+characters would remember nothing.
 """
 
 from __future__ import annotations
@@ -64,6 +69,29 @@ try:  # the bare endpoint, run by the second uvicorn subprocess as `turns:bare_a
         return {"dialogue": "こんにちは。", "emotion": "neutral", "is_conversation_end": len(body.history) >= 7,
                 "end_reason": None, "session_id": body.session_id, "turn_index": len(body.history),
                 "fallback": False}  # fmt: skip
+
+    def request_path_app() -> FastAPI:
+        """Machi with its after-turn work switched off once started (`--request-path-only`)."""
+        from contextlib import asynccontextmanager
+
+        from backend.app import create_app
+        from backend.conversation.aftermath import Aftermath
+
+        app = create_app()
+        started = app.router.lifespan_context
+        # This process serves the bench alone: the class itself can go quiet (events, emotion, observations).
+        Aftermath.after_turn = lambda *args, **kwargs: None  # type: ignore[method-assign]
+
+        @asynccontextmanager
+        async def lifespan(app: FastAPI) -> Any:
+            async with started(app) as state:
+                await app.state.jobs.stop()  # no poll for due jobs
+                app.state.jobs.submit = lambda jobs: None
+                app.state.jobs.submit_after = lambda first, then: None
+                yield state
+
+        app.router.lifespan_context = lifespan
+        return app
 except ImportError:  # pragma: no cover - only the subprocess needs it
     pass
 
@@ -77,7 +105,7 @@ def free_port() -> int:
 def start_server(app: str, port: int, env: dict[str, str], app_dir: Path) -> subprocess.Popen[bytes]:
     command = [sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1", "--port", str(port),
                "--log-level", "warning", "--app-dir", str(app_dir)]  # fmt: skip
-    if app.endswith("create_app"):
+    if app.endswith(("create_app", "request_path_app")):
         command.append("--factory")
     return subprocess.Popen(command, env=env, cwd=str(ROOT))
 
@@ -95,7 +123,7 @@ async def wait_ready(url: str, path: str, timeout: float = 60.0) -> None:
     raise RuntimeError(f"{url} did not start within {timeout:g} s")
 
 
-async def setup_world(url: str, memories: int) -> None:
+async def setup_world(url: str, memories: int, *, background: bool = True) -> None:
     async with httpx.AsyncClient(base_url=url, timeout=120) as client:
         for agent_id, persona in AGENTS.items():
             (await client.put(f"/v1/agents/{agent_id}", json=persona)).raise_for_status()
@@ -108,7 +136,8 @@ async def setup_world(url: str, memories: int) -> None:
                 (
                     await client.post(f"/v1/agents/{agent_id}/memories", json={"memories": batch})
                 ).raise_for_status()
-        await settle(client)
+        if background:
+            await settle(client)
 
 
 async def settle(client: httpx.AsyncClient, timeout: float = 300.0) -> None:
@@ -190,13 +219,16 @@ async def model_calls(url: str) -> dict[str, int]:
     return {p["purpose"]: int(p["calls"]) for p in stats.get("purposes", [])}
 
 
-async def measure_machi(url: str, pid: int, clients: int, seconds: float) -> dict[str, float]:
+async def measure_machi(
+    url: str, pid: int, clients: int, seconds: float, *, background: bool = True
+) -> dict[str, float]:
     """`measure`, plus the server's CPU and model calls per turn, the background work included
     (counted until the server has caught up with the work the run caused)."""
     calls_before, cpu_before = await model_calls(url), cpu_seconds(pid)
     result = await measure(url, clients, seconds)
-    async with httpx.AsyncClient(base_url=url, timeout=60) as client:
-        await settle(client)
+    if background:
+        async with httpx.AsyncClient(base_url=url, timeout=60) as client:
+            await settle(client)
     calls_after, cpu_after = await model_calls(url), cpu_seconds(pid)
     turns = max(1.0, result["rps"] * result["elapsed"])
     result["cpu_ms_per_turn"] = (cpu_after - cpu_before) * 1000 / turns
@@ -215,18 +247,24 @@ async def run(args: argparse.Namespace) -> None:
     env.update({"DATABASE_URL": f"sqlite:///{tmp / 'bench.db'}", "LLM_PROVIDER": "scripted",
                 "LOAD_DEMO_WORLD": "false", "LOG_LEVEL": "warning", "EMBEDDING_PROVIDER": "local"})  # fmt: skip
     machi_port, bare_port = free_port(), free_port()
-    machi = start_server("backend.app:create_app", machi_port, env, ROOT)
+    background = not args.request_path_only
+    if background:
+        machi = start_server("backend.app:create_app", machi_port, env, ROOT)
+    else:
+        machi = start_server("turns:request_path_app", machi_port, env, ROOT / "bench")
     bare = start_server("turns:bare_app", bare_port, env, ROOT / "bench")
     machi_url, bare_url = f"http://127.0.0.1:{machi_port}", f"http://127.0.0.1:{bare_port}"
     try:
         await wait_ready(machi_url, "/health")
         await wait_ready(bare_url, "/docs")
         began = time.perf_counter()
-        await setup_world(machi_url, args.memories)
+        await setup_world(machi_url, args.memories, background=background)
         print(f"setup: 2 agents x {args.memories} memories in {time.perf_counter() - began:.1f} s")
         rows = []
         for clients in args.clients:
-            machi_result = await measure_machi(machi_url, machi.pid, clients, args.seconds)
+            machi_result = await measure_machi(
+                machi_url, machi.pid, clients, args.seconds, background=background
+            )
             rows.append((clients, machi_result, await measure(bare_url, clients, args.seconds)))
         report(rows, args)
     finally:
@@ -237,15 +275,16 @@ async def run(args: argparse.Namespace) -> None:
 
 def report(rows: list[tuple[int, dict[str, float], dict[str, float]]], args: argparse.Namespace) -> None:
     print(f"\nturns: scripted engine, {args.memories} memories per agent, {args.seconds:g} s per run")
+    if args.request_path_only:
+        print("REQUEST PATH ONLY (diagnostic): nothing runs after the reply; CPU per turn excludes background")
     print(f"{'clients':>7} | {'turns/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>6} | "
           f"{'bare/s':>8} {'p50 ms':>8} {'p99 ms':>8} | {'ratio':>6}")  # fmt: skip
     for clients, machi, bare in rows:
         ratio = machi["rps"] / bare["rps"] if bare["rps"] else float("nan")
         print(f"{clients:>7} | {machi['rps']:>8.1f} {machi['p50']:>8.1f} {machi['p99']:>8.1f} {machi['errors']:>6.0f} | "
               f"{bare['rps']:>8.1f} {bare['p50']:>8.1f} {bare['p99']:>8.1f} | {ratio:>6.1%}")  # fmt: skip
-    print(
-        "\nwhere a turn's time goes: the server's CPU per turn, background work included, and the model calls"
-    )
+    scope = "the request path alone" if args.request_path_only else "background work included"
+    print(f"\nwhere a turn's time goes: the server's CPU per turn, {scope}, and the model calls")
     print("one turn causes (the dialogue itself, then ratings, emotion, person memory, reflections):")
     for clients, machi, _ in rows:
         calls = ", ".join(f"{purpose} {n:.2f}" for purpose, n in sorted(machi["calls_per_turn"].items()) if n)
@@ -268,6 +307,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 10, 50])
     parser.add_argument("--memories", type=int, default=2000)
+    parser.add_argument(
+        "--request-path-only",
+        action="store_true",
+        help="diagnostic: the server does nothing after the reply (module docstring)",
+    )
     asyncio.run(run(parser.parse_args()))
 
 
