@@ -276,7 +276,9 @@ async def run(args: argparse.Namespace) -> None:
 def report(rows: list[tuple[int, dict[str, float], dict[str, float]]], args: argparse.Namespace) -> None:
     print(f"\nturns: scripted engine, {args.memories} memories per agent, {args.seconds:g} s per run")
     if args.request_path_only:
-        print("REQUEST PATH ONLY (diagnostic): nothing runs after the reply; CPU per turn excludes background")
+        print(
+            "REQUEST PATH ONLY (diagnostic): nothing runs after the reply; CPU per turn excludes background"
+        )
     print(f"{'clients':>7} | {'turns/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>6} | "
           f"{'bare/s':>8} {'p50 ms':>8} {'p99 ms':>8} | {'ratio':>6}")  # fmt: skip
     for clients, machi, bare in rows:
