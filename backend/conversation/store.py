@@ -95,18 +95,12 @@ _TURN_KEY = (
     col(Turn.session_id) == bindparam("session_id"),
     col(Turn.turn_index) == bindparam("turn_index"),
 )
-_TURN = select(Turn).where(*_TURN_KEY)
 _STORED_TURN = select(col(Turn.reply), col(Turn.speaker_id)).where(*_TURN_KEY)
 _PLAN_ITEMS = select(col(Plan.items)).where(
     col(Plan.world_id) == bindparam("world_id"),
     col(Plan.agent_id) == bindparam("agent_id"),
     col(Plan.day) == bindparam("day"),
 )
-
-
-def _turn_row(session: Session, world_id: str, session_id: str, turn_index: int) -> Turn | None:
-    params = {"world_id": world_id, "session_id": session_id, "turn_index": turn_index}
-    return session.exec(_TURN, params=params).first()
 
 
 def _plan_activity(conn: Connection, world_id: str, req: TurnRequest) -> str | None:
@@ -135,9 +129,11 @@ def last_emotion(engine: Any, world_id: str, session_id: str, agent_id: str) -> 
 
 
 def stored_reply(engine: Any, world_id: str, session_id: str, turn_index: int) -> dict[str, Any] | None:
-    with Session(engine) as session:
-        row = _turn_row(session, world_id, session_id, turn_index)
-        return dict(row.reply) if row is not None else None
+    """The reply stored for this turn (the read `load_turn_state` makes for a retry), or None."""
+    params = {"world_id": world_id, "session_id": session_id, "turn_index": turn_index}
+    with engine.connect() as conn:
+        row = conn.execute(_STORED_TURN, params).first()
+    return dict(row[0]) if row is not None else None
 
 
 def commit_turn(

@@ -3,8 +3,9 @@
 Invariant for Unity: the `delta` texts (since the last `reset`, if any) concatenate to the final reply's
 `dialogue`. Deltas are cleaned as they stream (text.StreamCleaner: control characters and terminal escapes
 never reach a speech bubble, not even for a moment), exactly as the final dialogue is. A server-side change
-that only appends (a goodbye added because the partner said goodbye) is sent as one more delta. A change that rewrites what was already shown (the model failed mid-stream and a
-fallback line replaces it, or the reply was cut) is sent as `reset` followed by the whole final line.
+that only appends (a goodbye added because the partner said goodbye) is sent as one more delta. A change
+that rewrites what was already shown (the model failed mid-stream and a fallback line replaces it, or the
+reply was cut) is sent as `reset` followed by the whole final line.
 """
 
 from __future__ import annotations
