@@ -76,11 +76,7 @@ class EmotionService:
         """The newest evaluation drifted toward the baseline up to (day, time_of_day); the baseline if none.
         `session`: read in the caller's session (a turn reads everything it needs in one)."""
         params = {"world_id": agent.world_id, "agent_id": agent.id}
-        if session is not None:
-            record = rows.first(session.connection(), _NEWEST, params, EmotionRecord)
-        else:
-            with self.engine.connect() as conn:
-                record = rows.first(conn, _NEWEST, params, EmotionRecord)
+        record = rows.first(session if session is not None else self.engine, _NEWEST, params, EmotionRecord)
         return self._state(agent, record, day=day, time_of_day=time_of_day)
 
     def history(self, agent: Agent, limit: int = 50) -> list[EmotionState]:

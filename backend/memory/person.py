@@ -46,10 +46,7 @@ def get(
 ) -> PersonMemory | None:
     """The agent's record of `other_id`, read in `session` when given (a turn reads all it needs in one)."""
     params = {"world_id": world_id, "agent_id": agent_id, "other_id": other_id}
-    if session is not None:
-        return rows.first(session.connection(), _ONE, params, PersonMemory)
-    with engine.connect() as conn:
-        return rows.first(conn, _ONE, params, PersonMemory)
+    return rows.first(session if session is not None else engine, _ONE, params, PersonMemory)
 
 
 #: One person memory (read on every turn): built once.

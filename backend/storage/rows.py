@@ -18,7 +18,8 @@ from functools import cache
 from typing import Any, TypeVar
 
 from pydantic_core import PydanticUndefined
-from sqlalchemy import Connection, insert
+from sqlalchemy import insert
+from sqlalchemy.engine import Engine
 from sqlalchemy.sql import Executable
 from sqlalchemy.sql.dml import ReturningInsert
 from sqlmodel import Session, SQLModel
@@ -74,10 +75,15 @@ def values_of(obj: SQLModel) -> dict[str, Any]:
     return {name: getattr(obj, name) for name in _columns(type(obj))}
 
 
-def first(conn: Connection, statement: Executable, params: dict[str, Any], model: type[M]) -> M | None:
+def first(bind: Session | Engine, statement: Executable, params: dict[str, Any], model: type[M]) -> M | None:
     """The first row of a Core select of `model`'s table, as a `build` object (no ORM load: a detached
-    object like one a closed session leaves). For the reads every turn makes."""
-    row = conn.execute(statement, params).mappings().first()
+    object like one a closed session leaves). For the reads every turn makes: in the caller's session when
+    given one (a turn reads all it needs in one), else on a connection of its own."""
+    if isinstance(bind, Session):
+        row = bind.connection().execute(statement, params).mappings().first()
+    else:
+        with bind.connect() as conn:
+            row = conn.execute(statement, params).mappings().first()
     return build(model, dict(row)) if row is not None else None
 
 
