@@ -20,10 +20,10 @@ from backend.events import LLM_CALL, EventBus, LLMCallPayload
 from backend.jobs.handlers import install as install_job_handlers
 from backend.jobs.runner import JobRunner
 from backend.llm.base import LLM, Embedder, find_layer
-from backend.llm.registry import build_embedder, build_provider, wrap
+from backend.llm.registry import build_embedder, build_provider, check_dependencies, wrap
 from backend.memory.service import MemoryService
 from backend.security import install as install_security
-from backend.storage.db import create_db_engine, init_db
+from backend.storage.db import check_driver, create_db_engine, init_db
 from backend.tasks import TaskRunner
 from backend.world.cache import AgentCache
 
@@ -61,8 +61,14 @@ def create_app(
     llm: LLM | None = None,
     embedder: Embedder | None = None,
 ) -> FastAPI:
-    """Build the app. `llm`/`embedder` replace the configured providers (tests pass a scripted one)."""
+    """Build the app. `llm`/`embedder` replace the configured providers (tests pass a scripted one).
+
+    Raises:
+        MissingDependency: the configured database or provider needs a package that is not installed.
+    """
     settings = settings or load_settings()
+    check_driver(settings.database_url)
+    check_dependencies(settings, llm=llm is None, embedder=embedder is None)
     app = FastAPI(
         title="Machi",
         version=__version__,

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pydantic import ValidationError
 
 from backend.config import Settings, describe_settings_error, load_settings
+from backend.errors import ConfigError
 
 #: Modules that add subcommands: each defines `register(subparsers) -> None`, and every subparser it adds
 #: sets `func=callable(args, settings) -> int` via `set_defaults`.
@@ -55,7 +56,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValidationError as exc:
         print(describe_settings_error(exc), file=sys.stderr)
         return 2
-    result: int = args.func(args, settings)
+    try:
+        result: int = args.func(args, settings)
+    except ConfigError as exc:  # a missing extra or an unloadable model file: one line, not a traceback
+        print(f"config error: {exc}", file=sys.stderr)
+        return 2
     return result
 
 

@@ -20,11 +20,10 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-import llama_cpp
 import numpy as np
 
 from backend.config import Settings
-from backend.errors import ConfigError, LLMUnavailable
+from backend.errors import ConfigError, LLMUnavailable, MissingDependency
 from backend.llm.base import (
     LLM,
     PRIORITY_TURN,
@@ -37,6 +36,19 @@ from backend.llm.base import (
 from backend.llm.grammar import json_schema_to_gbnf
 
 R = TypeVar("R")
+
+#: What to install when llama-cpp-python is missing (the `llamacpp` extra, built from source).
+INSTALL_HINT = "pip install 'machi[llamacpp]' (add CMAKE_ARGS=\"-DGGML_CUDA=on\" for an NVIDIA GPU)"
+
+
+def llama_cpp_module() -> Any:
+    """llama-cpp-python, imported on first use so that importing this module never needs the extra."""
+    try:
+        import llama_cpp
+    except ImportError as exc:
+        raise MissingDependency(f"LLM_PROVIDER=llamacpp needs llama-cpp-python: {INSTALL_HINT}") from exc
+    return llama_cpp
+
 
 #: Replies longer than this many tokens are cut (a grammar-bound reply always closes well before).
 DEFAULT_MAX_TOKENS = 1024
@@ -111,7 +123,7 @@ def load_llama(model_path: str, **params: Any) -> Any:
     if not path.is_file():
         raise ConfigError(f"LLAMACPP_MODEL_PATH {model_path!r} is not a file")
     try:
-        return llama_cpp.Llama(model_path=str(path), verbose=False, **params)
+        return llama_cpp_module().Llama(model_path=str(path), verbose=False, **params)
     except (ValueError, RuntimeError) as exc:
         raise ConfigError(f"llama.cpp could not load {model_path!r}: {exc}") from exc
 
@@ -169,7 +181,9 @@ class LlamaCppLLM(LLM):
             "seed": random.getrandbits(31) if options.seed is None else options.seed,
         }
         if schema is not None:
-            request["grammar"] = llama_cpp.LlamaGrammar.from_string(self.grammar_for(schema), verbose=False)
+            request["grammar"] = llama_cpp_module().LlamaGrammar.from_string(
+                self.grammar_for(schema), verbose=False
+            )
         return request
 
     async def complete(
@@ -295,7 +309,7 @@ class LlamaCppEmbedder(Embedder):
         llama = load_llama(
             path,
             embedding=True,
-            pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN,
+            pooling_type=llama_cpp_module().LLAMA_POOLING_TYPE_MEAN,
             n_gpu_layers=settings.llamacpp_n_gpu_layers,
             n_ctx=settings.llamacpp_n_ctx,
             n_batch=settings.llamacpp_n_ctx,

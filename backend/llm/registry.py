@@ -30,6 +30,30 @@ EMBEDDERS: dict[str, str] = {
 #: The pip extra that brings each optional client, named in the error when it is missing.
 EXTRAS: dict[str, str] = {"llamacpp": "llamacpp"}
 
+#: The module each optional provider needs, checked before start-up without importing it.
+REQUIRES: dict[str, str] = {"llamacpp": "llama_cpp"}
+
+
+def check_dependencies(settings: Settings, *, llm: bool = True, embedder: bool = True) -> None:
+    """Refuse, in one line naming the extra, a configured provider whose package is not installed.
+
+    Run before the server starts (create_app), so a missing extra is a config error, not a traceback
+    from inside the server's start-up. `llm`/`embedder` False skip a provider the caller injects.
+    """
+    import importlib.util
+
+    for wanted, setting, name in (
+        (llm, "LLM_PROVIDER", settings.llm_provider),
+        (embedder, "EMBEDDING_PROVIDER", settings.embedding_provider),
+    ):
+        module = REQUIRES.get(name)
+        if wanted and module and importlib.util.find_spec(module) is None:
+            extra = EXTRAS[name]
+            raise MissingDependency(
+                f"{setting}={name} needs the package {module!r}, which is not installed: "
+                f"pip install -e '.[{extra}]' (or pip install 'machi[{extra}]')"
+            )
+
 
 def _load(path: str, name: str) -> Callable[..., Any]:
     module_name, _, attr = path.partition(":")

@@ -12,7 +12,11 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 from sqlmodel import Session, SQLModel, create_engine
 
+from backend.errors import MissingDependency
 from backend.storage.migrate import migrate
+
+#: The pip extra that brings the driver of each database that is not built into Python.
+DRIVER_EXTRAS: dict[str, str] = {"postgresql": "postgres"}
 
 #: Modules whose tables make up the schema. A new concept adds its models module here.
 MODEL_MODULES = (
@@ -30,6 +34,22 @@ MODEL_MODULES = (
 def import_models() -> None:
     for module in MODEL_MODULES:
         importlib.import_module(module)
+
+
+def check_driver(url: str) -> None:
+    """Refuse, in one line naming DATABASE_URL and the extra, a database whose driver is not installed."""
+    parsed = make_url(url)
+    try:
+        parsed.get_dialect().import_dbapi()
+    except ImportError as exc:
+        extra = DRIVER_EXTRAS.get(parsed.get_backend_name())
+        hint = (
+            f"pip install -e '.[{extra}]'" if extra else f"pip install {getattr(exc, 'name', None) or 'it'}"
+        )
+        raise MissingDependency(
+            f"DATABASE_URL names {parsed.get_backend_name()} through {parsed.get_driver_name()!r}, "
+            f"whose package is not installed: {hint}"
+        ) from exc
 
 
 def create_db_engine(url: str, *, echo: bool = False) -> Engine:

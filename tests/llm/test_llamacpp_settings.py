@@ -61,3 +61,33 @@ def test_without_the_extra_the_error_names_it(tmp_path: Path, monkeypatch: pytes
     for build in (build_provider, build_embedder):
         with pytest.raises(MissingDependency, match=r"pip install 'machi\[llamacpp\]'"):
             build(settings)
+
+
+def test_serve_without_the_extra_stops_with_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from backend.cli import main
+
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"x")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LLM_PROVIDER", "llamacpp")
+    monkeypatch.setenv("LLAMACPP_MODEL_PATH", str(model))
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'm.db'}")
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # as if llama-cpp-python were not installed
+    assert main(["serve", "--port", "1"]) == 2  # refused before binding anything
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0, err
+    assert err.startswith("config error: LLM_PROVIDER=llamacpp needs the package 'llama_cpp'")
+    assert "pip install -e '.[llamacpp]'" in err
+
+
+def test_a_postgres_url_without_its_driver_names_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from backend.app import create_app
+
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as if the postgres extra were not installed
+    settings = Settings(_env_file=None, database_url="postgresql+psycopg://machi@127.0.0.1/machi")  # type: ignore[call-arg]
+    with pytest.raises(MissingDependency, match=r"DATABASE_URL names postgresql .*'\.\[postgres\]'"):
+        create_app(settings)
