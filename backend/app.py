@@ -24,6 +24,7 @@ from backend.llm.registry import build_embedder, build_provider, check_dependenc
 from backend.memory.service import MemoryService
 from backend.security import install as install_security
 from backend.storage.db import check_driver, create_db_engine, init_db
+from backend.storage.lock import hold_database
 from backend.tasks import TaskRunner
 from backend.world.cache import AgentCache
 
@@ -89,6 +90,14 @@ def create_app(
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
+    # One server per database: a second one is refused here, before it migrates or runs any job.
+    with hold_database(settings.database_url, role="server"):
+        async with _running(app, settings):
+            yield
+
+
+@asynccontextmanager
+async def _running(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
     engine = create_db_engine(settings.database_url)
     migrated = init_db(engine)
     if migrated:

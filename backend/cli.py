@@ -31,8 +31,12 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         uvicorn.run("backend.app:create_app", factory=True, host=host, port=port, reload=True)
         return 0
     from backend.app import create_app
+    from backend.storage.lock import hold_database
 
-    uvicorn.run(create_app(settings), host=host, port=port, log_level=settings.log_level)
+    # Taken here as well as in the app's start-up, so a second server is refused with one line, not a
+    # traceback from inside uvicorn (with --reload the server process takes it itself).
+    with hold_database(settings.database_url, role="server"):
+        uvicorn.run(create_app(settings), host=host, port=port, log_level=settings.log_level)
     return 0
 
 

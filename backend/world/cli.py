@@ -15,6 +15,7 @@ from typing import Any
 from backend.config import Settings
 from backend.errors import InvalidInput
 from backend.storage.db import create_db_engine, init_db, session_scope
+from backend.storage.lock import hold_database
 from backend.world import transfer
 from backend.world.models import DEFAULT_WORLD
 
@@ -63,7 +64,10 @@ def _import(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     target = args.world or (doc.get("world_id") if isinstance(doc, dict) else None) or DEFAULT_WORLD
     try:
-        with session_scope(_engine(settings)) as session:
+        with (
+            hold_database(settings.database_url, role="world import"),
+            session_scope(_engine(settings)) as session,
+        ):
             counts = transfer.import_world(session, target, doc)
     except InvalidInput as exc:
         print(f"not imported: {exc.message}", file=sys.stderr)
@@ -73,7 +77,10 @@ def _import(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _reset(args: argparse.Namespace, settings: Settings) -> int:
-    with session_scope(_engine(settings)) as session:
+    with (
+        hold_database(settings.database_url, role="world reset"),
+        session_scope(_engine(settings)) as session,
+    ):
         counts = transfer.reset_world(session, args.world)
     print(f"world {args.world!r} reset to the demo world: {counts['agents']} agents, {counts['pois']} places")
     return 0

@@ -1,0 +1,171 @@
+"""One Machi server per database: a second server (or a world import) on the same database is refused with
+one line naming the database and the process holding it; a crashed holder's lock is free again."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+from sqlmodel import create_engine
+
+from backend.app import create_app
+from backend.config import Settings
+from backend.llm.scripted import ScriptedLLM
+from backend.storage.lock import DatabaseInUse, hold_database
+from bench.serverproc import ROOT, ServerProcess
+
+HOLDER = """
+import sys, time
+from backend.storage.lock import hold_database
+lease = hold_database(sys.argv[1], role="server")
+print("held", flush=True)
+time.sleep(120)
+"""
+
+
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith(("MACHI_", "LLM_", "DATABASE_"))}
+
+
+@pytest.fixture
+def holder(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """Another process holding the lock of a SQLite database in tmp_path."""
+    url = f"sqlite:///{tmp_path / 'machi.db'}"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, url], cwd=ROOT, env=_env(), stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+    try:
+        yield proc, url
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
+def test_a_second_process_is_refused_naming_the_database_and_the_holder(
+    holder: tuple[subprocess.Popen[str], str], tmp_path: Path
+) -> None:
+    proc, url = holder
+    with pytest.raises(DatabaseInUse) as refused:
+        hold_database(url)
+    message = str(refused.value)
+    assert "\n" not in message
+    assert str((tmp_path / "machi.db").resolve()) in message
+    assert f"pid {proc.pid}" in message and "a Machi server" in message
+
+
+def test_a_killed_holder_frees_the_database(holder: tuple[subprocess.Popen[str], str]) -> None:
+    proc, url = holder
+    proc.kill()  # SIGKILL: no clean-up runs; the kernel drops the file lock with the process
+    proc.wait(timeout=30)
+    with hold_database(url) as lease:
+        assert lease.key is not None
+
+
+def test_holds_within_one_process_share_the_lock_and_release_it(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'machi.db'}"
+    first, second = hold_database(url), hold_database(url)
+    first.release()
+    first.release()  # releasing twice gives back one hold only
+    probe = [
+        sys.executable,
+        "-c",
+        "import sys; from backend.storage.lock import hold_database; hold_database(sys.argv[1])",
+        url,
+    ]
+    assert subprocess.run(probe, cwd=ROOT, env=_env(), capture_output=True).returncode != 0  # still held
+    second.release()
+    assert subprocess.run(probe, cwd=ROOT, env=_env(), capture_output=True).returncode == 0
+
+
+def test_the_app_holds_the_lock_while_it_runs(settings: Settings, scripted: ScriptedLLM) -> None:
+    probe = [
+        sys.executable,
+        "-c",
+        "import sys; from backend.storage.lock import hold_database; hold_database(sys.argv[1])",
+        settings.database_url,
+    ]
+    with TestClient(create_app(settings, llm=scripted)):
+        refused = subprocess.run(probe, cwd=ROOT, env=_env(), capture_output=True, text=True)
+        assert refused.returncode != 0 and "DatabaseInUse" in refused.stderr
+    assert subprocess.run(probe, cwd=ROOT, env=_env(), capture_output=True).returncode == 0
+
+
+def test_in_memory_sqlite_needs_no_lock() -> None:
+    assert hold_database("sqlite://").key is None
+
+
+@pytest.mark.slow
+def test_a_second_machi_serve_on_one_database_refuses_to_start(tmp_path: Path) -> None:
+    first = ServerProcess(tmp_path / "machi.db")
+    first.start()
+    try:
+        assert first.proc is not None
+        command = [sys.executable, "-m", "backend.cli", "serve", "--port", str(first.port + 1)]
+        second = subprocess.run(command, cwd=ROOT, env=first.env, capture_output=True, text=True, timeout=60)
+        assert second.returncode == 2
+        line = second.stderr.strip()
+        assert line.count("\n") == 0, line
+        assert line.startswith("config error: the database ") and str(tmp_path / "machi.db") in line
+        assert f"pid {first.proc.pid}" in line and "serve" in line
+    finally:
+        first.stop()
+
+
+def test_world_import_is_refused_while_a_server_runs(
+    holder: tuple[subprocess.Popen[str], str], tmp_path: Path
+) -> None:
+    proc, url = holder
+    doc = tmp_path / "w.json"
+    doc.write_text('{"world_id": "default"}', encoding="utf-8")
+    env = {**_env(), "DATABASE_URL": url}
+    command = [sys.executable, "-m", "backend.cli", "world", "import", str(doc)]
+    refused = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("config error: the database ") and f"pid {proc.pid}" in refused.stderr
+
+
+PG_URL = os.environ.get("MACHI_TEST_POSTGRES_URL")
+
+
+@pytest.mark.skipif(not PG_URL, reason="set MACHI_TEST_POSTGRES_URL (see .ci/postgres.sh) to run it")
+def test_postgres_second_process_is_refused_naming_the_holder() -> None:
+    assert PG_URL
+    name = f"machi_lock_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, url], cwd=ROOT, env=_env(), stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+        with pytest.raises(DatabaseInUse) as refused:
+            hold_database(url)
+        message = str(refused.value)
+        assert name in message and f"machi server pid {proc.pid}" in message
+        proc.kill()
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 30  # the server ends the dead client's session, and its lock
+        while True:
+            try:
+                hold_database(url).release()
+                break
+            except DatabaseInUse:
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+    finally:
+        proc.kill()
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
