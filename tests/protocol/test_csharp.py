@@ -14,23 +14,21 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.conftest import drain
+from tests.protocol.unity_tools import CSHARP_NEEDS, find_newtonsoft, install_line, missing_tools
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "unity_protocol" / "csharp"
 STUBS = Path(__file__).parent / "csharp_stubs"
 PROGRAM = Path(__file__).parent / "csharp" / "RoundTrip.cs"
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("mcs") is None or shutil.which("mono") is None,
-    reason="Mono's mcs/mono are not installed (apt-get install mono-mcs mono-runtime libnewtonsoft-json-cil-dev, "
-    "or run .ci/unity-tools.sh); CI installs them",
-)
+MISSING = missing_tools(CSHARP_NEEDS)
+pytestmark = pytest.mark.skipif(bool(MISSING), reason=install_line(MISSING))
 
 
 def _newtonsoft() -> Path:
-    for candidate in sorted(Path("/usr/lib/cli").glob("Newtonsoft.Json*/Newtonsoft.Json.dll")):
-        return candidate
-    pytest.fail("Newtonsoft.Json.dll not found: apt-get install libnewtonsoft-json-cil-dev")
+    found = find_newtonsoft()
+    assert found is not None  # the skipif above checked
+    return found
 
 
 def _mcs(out: Path, sources: list[Path], target: str) -> None:

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from backend.protocol.cli import DEFAULT_CSHARP_DIR, DEFAULT_SCHEMA_DIR
-from backend.protocol.codegen import GENERATED_FILE, QUICKTYPE_VERSION, find_quicktype, generate_csharp
+from backend.protocol.codegen import GENERATED_FILE, find_quicktype, generate_csharp
 from backend.protocol.export import INDEX, SUFFIX, export_documents, write_export
 from backend.protocol.registry import PROTOCOL_MODELS
+from tests.protocol.unity_tools import install_line, missing_tools
 
 FIX = "run `machi protocol export --csharp` and commit unity_protocol/"
 
@@ -55,12 +56,10 @@ def test_export_removes_schemas_of_models_that_no_longer_exist(tmp_path: Path) -
 
 
 def test_committed_csharp_dtos_match_a_fresh_quicktype_run(tmp_path: Path) -> None:
+    missing = missing_tools(["quicktype"])
+    if missing:
+        pytest.skip(install_line(missing))
     executable = find_quicktype()
-    if executable is None:
-        pytest.skip(
-            f"quicktype is not installed (npm install --prefix ~/.cache/machi-tools/quicktype "
-            f"quicktype@{QUICKTYPE_VERSION}, or run .ci/unity-tools.sh); CI installs it"
-        )
     generated = generate_csharp(DEFAULT_SCHEMA_DIR, tmp_path, executable)
     committed = (DEFAULT_CSHARP_DIR / GENERATED_FILE).read_text(encoding="utf-8")
     assert generated.read_text(encoding="utf-8") == committed, f"C# DTOs are stale; {FIX}"
