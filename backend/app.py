@@ -45,6 +45,7 @@ ROUTERS = (
     "backend.api.emotion",
     "backend.api.people",
     "backend.api.dashboard",
+    "backend.api.docs",
     "backend.api.login",
     "backend.api.jobs",
     "backend.api.metrics",
@@ -74,6 +75,8 @@ def create_app(
         title="Machi",
         version=__version__,
         summary="Minds for the characters of a Unity world.",
+        docs_url=None,  # /docs and /redoc come from backend/api/docs.py, with their scripts served locally
+        redoc_url=None,
         lifespan=_lifespan,
     )
     app.state.settings = settings
