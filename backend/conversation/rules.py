@@ -15,6 +15,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
 
 from backend.conversation.schemas import EMOTIONS
 
@@ -105,6 +106,19 @@ def has_farewell(text: str, phrases: Sequence[str]) -> bool:
     """True when `text` holds a farewell phrase (NFKC-normalised, case-insensitive)."""
     pattern = _farewell_pattern(tuple(phrases))
     return bool(pattern and pattern.search(_norm(text)))
+
+
+def named_lines(history: Sequence[str], people: Sequence[Any]) -> list[str]:
+    """History lines with each speaker written by display name: Unity may put an agent's id or its name
+    before the colon ("hikari: ..." or "ひかり: ..."), matched without regard to case or width. A line whose
+    prefix names neither of `people` (objects with `.id` and `.name`) is kept as it came."""
+    names = {_norm(key).strip(): person.name for person in people for key in (person.id, person.name)}
+    named = []
+    for line in history:
+        prefix = _SPEAKER_PREFIX.match(line)
+        who = names.get(_norm(prefix.group(0).rstrip().rstrip(":：")).strip()) if prefix else None
+        named.append(f"{who}: {line[prefix.end() :]}" if prefix and who else line)
+    return named
 
 
 def line_text(history_line: str) -> str:

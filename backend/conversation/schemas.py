@@ -74,7 +74,11 @@ class TurnResult(BaseModel):
     """The reply Unity gets. The same JSON is returned when a turn is retried."""
 
     dialogue: str
-    emotion: Emotion
+    emotion: Emotion = Field(
+        description="The VRM 1.0 expression preset that drives the face while this line is shown: the "
+        "model's choice when it names a preset (or a word that maps onto one), otherwise the preset the "
+        "speaker's emotion state shows. The only expression in the reply."
+    )
     is_conversation_end: bool
     end_reason: EndReason | None
     session_id: str
@@ -84,7 +88,9 @@ class TurnResult(BaseModel):
     target_id: str
     emotion_state: dict[str, Any] | None = Field(
         None,
-        description="The speaker's Plutchik state when the line was said (values 0-100, label, vrm_emotion).",
+        description="The speaker's Plutchik mood when the line was said (values 0-100, label, baseline, "
+        "cause). It names no expression: `emotion` is this line's face; between lines the face is the "
+        "`vrm_emotion` of GET /v1/agents/{id}/emotion and of the emotion.updated event.",
     )
 
 

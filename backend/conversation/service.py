@@ -111,6 +111,10 @@ class ConversationService:
         if state.stored_reply is not None:
             prepared.stored = state.stored_reply
             return prepared
+        # Unity may name a speaker by id or display name; the transcript and the prompt use display names.
+        named = rules.named_lines(req.history, (state.speaker, state.partner))
+        if named != req.history:
+            req = prepared.request = req.model_copy(update={"history": named})
         language = rules.lang_key(req.language or state.speaker.language)
         partner_last = rules.line_text(req.history[-1]) if req.history else None
         prepared.ctx = TurnContext(
@@ -245,7 +249,10 @@ class ConversationService:
             fallback=fallback,
             speaker_id=req.agent_id,
             target_id=req.target_id,
-            emotion_state=ctx.emotion,
+            # One reply, one expression: the state's own preset (the resting face) is left out here.
+            emotion_state={k: v for k, v in ctx.emotion.items() if k != "vrm_emotion"}
+            if ctx.emotion
+            else None,
         ).model_dump(mode="json")
 
     async def finish(self, prepared: PreparedTurn, reply: TurnReply | None) -> dict[str, Any]:

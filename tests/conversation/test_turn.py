@@ -12,6 +12,7 @@ from backend.config import Settings
 from backend.conversation import store
 from backend.conversation.models import Conversation, Turn
 from backend.conversation.schemas import EMOTIONS, TurnRequest
+from backend.emotion.plutchik import vrm_preset
 from backend.errors import LLMUnavailable
 from backend.llm.models import LLMCall
 from backend.llm.scripted import ScriptedLLM
@@ -177,7 +178,8 @@ def test_model_timeout_gives_fallback_inside_the_deadline(settings: Settings) ->
         ).json()
         # Had the deadline not cut the call, the (late) scripted line would be here instead.
         # A fallback line wears the face the speaker's emotion state shows.
-        assert reply["fallback"] is True and reply["emotion"] == reply["emotion_state"]["vrm_emotion"]
+        assert reply["fallback"] is True and reply["emotion"] == vrm_preset(reply["emotion_state"]["values"])
+        assert "vrm_emotion" not in reply["emotion_state"]  # one reply, one expression
         assert reply["dialogue"] in (
             "ごめん、ちょっと考えごとしてた…",
             "えっと…なんだっけ、ちょっとぼーっとしてた。",
@@ -248,3 +250,27 @@ def test_prompt_has_persona_first_plan_memories_and_quoted_history(
         and call.options.session_id == "s-prompt"
     )
     assert call.options.facts["partner"]["name"] == "ひかり"
+
+
+def test_history_speakers_may_be_ids_or_names_and_are_stored_and_prompted_by_name(
+    client: TestClient, scripted: ScriptedLLM
+) -> None:
+    add_agents(client)
+    history = [
+        "hikari: こんにちは！",
+        "葵: こんにちは、ひかりさん。",
+        "HIKARI：今日は暑いね",
+        "メモ: 関係ない行",
+    ]
+    reply = client.post("/v1/conversation/turn", json=turn("aoi", "hikari", "s-names", history))
+    assert reply.status_code == 200, reply.text
+    user = scripted.calls("dialogue")[-1].messages[1]["content"]
+    transcript = user.split("<<<TRANSCRIPT", 1)[1]
+    assert "ひかり: こんにちは！" in transcript and "ひかり: 今日は暑いね" in transcript
+    assert "hikari:" not in transcript.lower() and "HIKARI" not in transcript
+    assert "メモ: 関係ない行" in transcript  # a prefix naming neither speaker is kept as sent
+    lines = client.get("/v1/conversations/s-names").json()["transcript"]
+    assert lines[:3] == ["ひかり: こんにちは！", "葵: こんにちは、ひかりさん。", "ひかり: 今日は暑いね"]
+    assert lines[-1].startswith("葵: ")
+    retried = client.post("/v1/conversation/turn", json=turn("aoi", "hikari", "s-names", history))
+    assert retried.json() == reply.json()  # a retry, whichever spelling it uses, gets the stored reply
