@@ -28,6 +28,21 @@ from backend.world.models import Agent
 
 DEFAULT_CRITERIA = ("in_character", "coherence", "helpfulness")
 CONVERSATION_CRITERIA = ("in_character", "coherence", "memory_use")
+#: What each built-in criterion is called in a rationale: people read these, not the ids.
+CRITERION_LABELS: dict[str, dict[str, str]] = {
+    "in_character": {"ja": "キャラクターらしさ", "en": "staying in character"},
+    "coherence": {"ja": "話の一貫性", "en": "coherence"},
+    "helpfulness": {"ja": "役立ち度", "en": "helpfulness"},
+    "memory_use": {"ja": "記憶の活かし方", "en": "use of memories"},
+    "overall": {"ja": "全体", "en": "overall"},
+}
+
+
+def criterion_label(name: str, language: str) -> str:
+    """A criterion as a person reads it in `language` (a caller's own criterion names itself)."""
+    return CRITERION_LABELS.get(name, {}).get(prompts.lang_key(language), name.replace("_", " "))
+
+
 #: Memories shown to the judge per speaker, so it can tell whether they were used.
 JUDGE_MEMORIES = 6
 MAX_CONTENT_CHARS = 20_000
@@ -69,7 +84,8 @@ async def judge_content(
     """
     wanted = list(criteria or DEFAULT_CRITERIA)
     language = prompts.lang_key(language or ("ja" if is_japanese(content) else "en"))
-    messages = prompts.judge_messages(content, wanted, context, language)
+    labels = {name: criterion_label(name, language) for name in wanted}
+    messages = prompts.judge_messages(content, wanted, context, language, labels=labels)
     options = GenerateOptions(
         purpose="judge",
         stage="judge",
@@ -80,6 +96,7 @@ async def judge_content(
         facts={
             "content": content,
             "criteria": wanted,
+            "criterion_labels": labels,
             "context": context,
             "language": language,
             **(facts or {}),

@@ -219,15 +219,24 @@ def consensus_messages(
 
 
 def judge_messages(
-    content: str, criteria: Sequence[str], context: str | None, language: str
+    content: str,
+    criteria: Sequence[str],
+    context: str | None,
+    language: str,
+    *,
+    labels: dict[str, str] | None = None,
 ) -> list[Message]:
-    """One-step, hierarchical evaluation: a judge scores content on each criterion from 1 to 10."""
+    """One-step, hierarchical evaluation: a judge scores content on each criterion from 1 to 10.
+    `labels` are the criteria as people read them: the rationale names them so, never by id."""
     key = lang_key(language)
-    names = ", ".join(criteria)
+    labels = labels or {}
+    open_, close = ("（", "）") if key == "ja" else (" (", ")")
+    names = ", ".join(f"{c}{open_}{labels[c]}{close}" if labels.get(c, c) != c else c for c in criteria)
     if key == "ja":
         system = (
             "あなたは公平な評価者です。与えられた内容を各基準について1〜10の整数で採点し、"
             "全体の評価（1〜10）、理由、推奨する対応（accept|revise|reject）を示してください。"
+            "理由は日本語で書き、基準は括弧内の日本語の名前で呼んでください。"
         )
         ask = (
             f"基準: {names}\nJSONで答えてください: "

@@ -34,6 +34,10 @@ def test_judge_scores_default_criteria_from_1_to_10(client: TestClient) -> None:
     assert list(body["scores"]) == ["in_character", "coherence", "helpfulness"]
     assert all(1 <= v <= 10 for v in body["scores"].values()) and 1 <= body["overall"] <= 10
     assert body["recommended_action"] in ("accept", "revise", "reject") and body["rationale"]
+    # A Japanese rationale names the criteria in Japanese, never by their ids.
+    assert not any(name in body["rationale"] for name in body["scores"]), body["rationale"]
+    assert any(label in body["rationale"] for label in ("キャラクターらしさ", "話の一貫性", "役立ち度"))
+    assert all(not reason.startswith(tuple(body["scores"])) for reason in body["reasons"].values())
 
 
 def test_judge_uses_the_criteria_asked_and_is_traced(client: TestClient, scripted: ScriptedLLM) -> None:
@@ -46,6 +50,17 @@ def test_judge_uses_the_criteria_asked_and_is_traced(client: TestClient, scripte
     assert call.options.stage == "judge"
     prompt = "\n".join(m["content"] for m in call.messages)
     assert GOOD in prompt and "ひかりはカフェの店員" in prompt and "warmth" in prompt
+
+
+def test_the_judge_prompt_names_built_in_criteria_in_the_content_language(
+    client: TestClient, scripted: ScriptedLLM
+) -> None:
+    client.post("/v1/judge", json={"content": GOOD})
+    prompt = "\n".join(m["content"] for m in scripted.calls("judge")[-1].messages)
+    assert "in_character（キャラクターらしさ）" in prompt and "日本語の名前で" in prompt
+    client.post("/v1/judge", json={"content": "Welcome in! We have a new herbal tea today, try it."})
+    body = "\n".join(m["content"] for m in scripted.calls("judge")[-1].messages)
+    assert "in_character (staying in character)" in body
 
 
 def test_an_out_of_range_score_is_re_asked_and_never_returned(

@@ -310,20 +310,23 @@ def consensus(ctx: WriterContext) -> dict[str, Any]:
 def judge_reply(ctx: WriterContext) -> dict[str, Any]:
     facts = ctx.facts
     criteria = list(facts.get("criteria") or ["overall"])
+    labels: dict[str, str] = dict(facts.get("criterion_labels") or {})
     content = str(facts.get("content") or "")
     base = 7 if len(content) >= 40 else 5 if len(content) >= 10 else 3
     scores = []
     for name in criteria:
         score = max(1, min(10, base + ctx.rng.choice((-2, -1, 0, 0, 1, 2))))
+        label = labels.get(name, name)
         reason = (
-            f"{name}: {'よくできている' if score >= 7 else 'まずまず' if score >= 5 else '弱い'}"
+            f"{label}: {'よくできている' if score >= 7 else 'まずまず' if score >= 5 else '弱い'}"
             if ctx.ja
-            else f"{name}: {'strong' if score >= 7 else 'adequate' if score >= 5 else 'weak'}"
+            else f"{label}: {'strong' if score >= 7 else 'adequate' if score >= 5 else 'weak'}"
         )
         scores.append({"criterion": name, "score": score, "reason": reason})
     overall = round(sum(s["score"] for s in scores) / len(scores), 1)
-    best = max(scores, key=lambda s: s["score"])["criterion"]
-    worst = min(scores, key=lambda s: s["score"])["criterion"]
+    best_id = max(scores, key=lambda s: s["score"])["criterion"]
+    worst_id = min(scores, key=lambda s: s["score"])["criterion"]
+    best, worst = labels.get(best_id, best_id), labels.get(worst_id, worst_id)
     rationale = (
         f"最も良いのは{best}、改善の余地が大きいのは{worst}。"
         if ctx.ja
