@@ -232,6 +232,14 @@ def _store(
     return plan
 
 
+def plan_item_text(place: str, activity: str, ja: bool) -> str:
+    """ "place: activity" in words, the place said once: an activity that already names it stands alone
+    (図書館で新しい本を探す, not 図書館で図書館で新しい本を探す)."""
+    if not place or place.casefold() in activity.casefold():
+        return activity
+    return f"{place}で{activity}" if ja else f"{place}: {activity}"
+
+
 async def _remember(
     memory: MemoryService, agent: Agent, plan: Plan, pois: list[PointOfInterest], start: float
 ) -> None:
@@ -241,7 +249,7 @@ async def _remember(
     ja = agent.language == "ja"
     parts = [
         f"{format_clock(it['start'])}-{format_clock(it['end'])} "
-        f"{names.get(it['poi_id'], it['poi_id'] or '')}{'で' if ja else ': '}{it['activity']}"
+        f"{plan_item_text(names.get(it['poi_id'], it['poi_id'] or ''), it['activity'], ja)}"
         for it in plan.items
         if it["end"] > start
     ]

@@ -15,6 +15,7 @@ from backend.errors import LLMUnavailable
 from backend.llm.base import PRIORITY_PLAN
 from backend.llm.scripted import ScriptedLLM
 from backend.memory.service import MemoryCreate
+from backend.planning.service import plan_item_text
 from tests.conftest import drain, make_client
 
 POIS = {
@@ -79,6 +80,22 @@ def test_plan_is_generated_validated_stored_and_remembered(client: TestClient, s
     assert len(memories) == 1 and memories[0].importance == 5
     assert memories[0].content.startswith("1日目の予定")
     assert all(POIS[item["poi_id"]][0] in memories[0].content for item in plan["items"])
+    for name, *_ in POIS.values():  # each place is said once per item (not 図書館で図書館で...)
+        assert f"{name}で{name}" not in memories[0].content
+
+
+@pytest.mark.parametrize(
+    ("place", "activity", "ja", "text"),
+    [
+        ("図書館", "図書館で新しい本を探す", True, "図書館で新しい本を探す"),
+        ("図書館", "新しい本を探す", True, "図書館で新しい本を探す"),
+        ("Library", "browse the library shelves", False, "browse the library shelves"),
+        ("Library", "read", False, "Library: read"),
+        ("", "散歩する", True, "散歩する"),
+    ],
+)
+def test_a_plan_item_names_its_place_once(place: str, activity: str, ja: bool, text: str) -> None:
+    assert plan_item_text(place, activity, ja) == text
 
 
 def test_plan_context_has_persona_yesterday_and_important_memories(
