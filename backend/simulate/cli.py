@@ -13,7 +13,7 @@ import sys
 import uuid
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from backend.config import Settings
 
@@ -94,24 +94,32 @@ def run_simulation(
 
 
 class ProgressBar:
-    """A plain one-line progress bar on stderr (redrawn every game quarter hour)."""
+    """Progress on stderr: on a terminal a one-line bar redrawn every game quarter hour; elsewhere (a log
+    file, CI, a pipe) one plain line per game hour, since a carriage return there only grows one line."""
 
     WIDTH = 30
 
-    def __init__(self, hours: float) -> None:
+    def __init__(self, hours: float, stream: TextIO | None = None) -> None:
         self.hours = hours
+        self.stream = stream or sys.stderr
+        self.live = bool(getattr(self.stream, "isatty", lambda: False)())
         self._last = -1
 
     def __call__(self, done_min: float, total_min: float) -> None:
-        step = int(done_min // 15)
+        step = int(done_min // (15 if self.live else 60))
         if step == self._last and done_min < total_min:
             return
         self._last = step
-        filled = int(self.WIDTH * done_min / total_min) if total_min else self.WIDTH
-        bar = "#" * filled + "." * (self.WIDTH - filled)
-        sys.stderr.write(f"\r[{bar}] {done_min / 60:5.1f}/{self.hours:g} game hours")
-        sys.stderr.flush()
+        hours = f"{done_min / 60:5.1f}/{self.hours:g} game hours"
+        if self.live:
+            filled = int(self.WIDTH * done_min / total_min) if total_min else self.WIDTH
+            self.stream.write(f"\r[{'#' * filled}{'.' * (self.WIDTH - filled)}] {hours}")
+        else:
+            share = 100 * done_min / total_min if total_min else 100
+            self.stream.write(f"simulated {hours.strip()} ({share:.0f}%)\n")
+        self.stream.flush()
 
     def close(self) -> None:
-        sys.stderr.write("\n")
-        sys.stderr.flush()
+        if self.live:
+            self.stream.write("\n")
+            self.stream.flush()
