@@ -30,7 +30,8 @@ class TurnRequest(BaseModel):
     history: list[HistoryLine] = Field(
         default_factory=list,
         max_length=MAX_HISTORY_LINES,
-        description='Earlier lines, oldest first, as "Name: line".',
+        description='Earlier lines, oldest first, as "Name: line": Name is the speaker\'s display name '
+        "(its agent id is accepted too; the server stores and prompts display names).",
     )
     time_of_day: float = Field(ge=0, lt=24, description="Hours into the game day, e.g. 14.5.")
     day: int = Field(1, ge=1, le=100_000)
