@@ -6,15 +6,18 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
 from tests.conftest import drain
 from tests.protocol.unity_tools import CSHARP_NEEDS, find_newtonsoft, install_line, missing_tools
+from tests.webui.server import running_server
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "unity_protocol" / "csharp"
@@ -56,9 +59,9 @@ def test_every_package_file_compiles_with_mcs(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def roundtrip(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """RoundTrip.exe: the package's Runtime + the stubs + the test program, in one assembly."""
+    """RoundTrip.exe: the package (Runtime and sample) + the stubs + the test program, in one assembly."""
     folder = tmp_path_factory.mktemp("roundtrip")
-    _mcs(folder / "roundtrip.exe", [*_sources(PACKAGE / "Runtime", STUBS), PROGRAM], "exe")
+    _mcs(folder / "roundtrip.exe", [*_sources(PACKAGE, STUBS), PROGRAM], "exe")
     shutil.copy(_newtonsoft(), folder)
     return folder / "roundtrip.exe"
 
@@ -71,6 +74,37 @@ def _run(exe: Path, *args: str) -> str:
 
 def test_client_retry_policy_error_parsing_and_sse_parser(roundtrip: Path) -> None:
     assert "selftest ok" in _run(roundtrip, "selftest")
+
+
+def test_sample_events_client_gets_the_filtered_events_of_a_live_server(
+    roundtrip: Path, tmp_path: Path
+) -> None:
+    """MachiEvents.ReceiveAsync over a real WebSocket: the URL, headers and filters it sends are the server's."""
+    with running_server(tmp_path) as base, httpx.Client(base_url=base) as http:
+        events = subprocess.Popen(
+            ["mono", str(roundtrip), "events", base, "agent.state", "aoi", "2"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 60
+        while events.poll() is None and time.monotonic() < deadline:
+            for agent in ("hikari", "aoi"):  # until the client has subscribed and heard two of aoi's
+                report = {"state": "talking", "day": 1, "time_of_day": 9.0}
+                http.post(f"/v1/agents/{agent}/state", json=report).raise_for_status()
+            time.sleep(0.2)
+        out, err = events.communicate(timeout=30)
+    assert events.returncode == 0, f"{out}\n{err}"
+    received = [json.loads(line) for line in out.splitlines()]
+    assert len(received) == 2
+    for event in received:
+        assert (event["type"], event["world"], event["agent"], event["state"]) == (
+            "agent.state",
+            "default",
+            "aoi",
+            "talking",
+        )
+        assert _is_time(event["at"])
 
 
 def test_requests_serialised_by_csharp_are_accepted_and_replies_parse_back(

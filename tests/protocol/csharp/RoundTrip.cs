@@ -4,14 +4,18 @@
 //                                        arrays, *.sse for a streamed turn), parses them with the DTOs and writes
 //                                        them back to OUT/ as the DTOs serialise them
 //   roundtrip.exe selftest               retry policy and error parsing of the client
+//   roundtrip.exe events URL TYPES AGENTS N   the Agent Town sample's MachiEvents.ReceiveAsync on URL's
+//                                        /v1/events: prints the first N events, one JSON line each
 // Exit code 0 on success; a failed check prints "FAIL: ..." and exits 1.
 using System;
 using System.Collections.Generic;
 using System.IO;
 using System.Reflection;
 using System.Text;
+using System.Threading;
 using Machi.Client;
 using Machi.Protocol;
+using Machi.Samples;
 using Newtonsoft.Json;
 
 public static class RoundTrip
@@ -25,6 +29,7 @@ public static class RoundTrip
                 case "serialize": Serialize(args[1]); break;
                 case "deserialize": Deserialize(args[1], args[2]); break;
                 case "selftest": SelfTest(); break;
+                case "events": Events(args[1], args[2], args[3], int.Parse(args[4])); break;
                 default: throw new ArgumentException("unknown mode " + args[0]);
             }
             return 0;
@@ -162,6 +167,31 @@ public static class RoundTrip
         got = parser.Feed("data: 1}\n\n");
         Check(got.Count == 1 && got[0].Name == "reply" && got[0].Data == "{\"a\":\n1}", "multi-line data joins with newlines");
         Console.WriteLine("selftest ok");
+    }
+
+    private static void Events(string baseUrl, string types, string agents, int count)
+    {
+        var options = new MachiClientOptions { BaseUrl = baseUrl, WorldId = "default" };
+        int received = 0;
+        using (var stop = new CancellationTokenSource(TimeSpan.FromSeconds(60)))
+        {
+            Action<string> print = json =>
+            {
+                MachiEvent ev = MachiClient.FromJson<MachiEvent>(json);
+                Console.WriteLine(JsonConvert.SerializeObject(new { type = ev.Type, world = ev.WorldId, at = ev.At, agent = ev.Text("agent_id"), state = ev.Text("state") }));
+                Console.Out.Flush();
+                if (++received >= count) stop.Cancel();
+            };
+            try
+            {
+                MachiEvents.ReceiveAsync(options, types, agents, print, stop.Token).Wait();
+            }
+            catch (AggregateException) when (received >= count)
+            {
+                // cancelled once enough events came
+            }
+        }
+        Check(received >= count, "received " + received + " of " + count + " events");
     }
 
     private static void Check(bool condition, string what)

@@ -18,6 +18,8 @@ namespace Machi.Samples
     public sealed class AgentBrain : MonoBehaviour
     {
         public string agentId = "aoi";
+        [Tooltip("The name history lines give this agent (\"Name: line\"); empty: the server's AgentDetail.name.")]
+        public string displayName = "";
         public MachiWorld world;
         [Tooltip("Metres around a point of interest to wander in.")]
         public float wanderRadius = 4f;
@@ -35,6 +37,13 @@ namespace Machi.Samples
 
         public BrainState State { get; private set; }
         public string LocationName { get; private set; }
+
+        /// <summary>How history lines name this agent: its display name, or its id until that is known (the
+        /// server accepts either before the colon).</summary>
+        public string DisplayName
+        {
+            get { return string.IsNullOrEmpty(displayName) ? agentId : displayName; }
+        }
 
         /// <summary>Idle enough to start a conversation (not walking somewhere urgent, not cooling down).</summary>
         public bool CanTalk
@@ -55,6 +64,7 @@ namespace Machi.Samples
 
         private async UniTaskVoid RunAsync(CancellationToken ct)
         {
+            await LoadDisplayNameAsync(ct);
             while (!ct.IsCancellationRequested)
             {
                 switch (State)
@@ -85,6 +95,24 @@ namespace Machi.Samples
                         break; // the ConversationTrigger drives the talk and calls EndTalking
                 }
                 await UniTask.Yield(PlayerLoopTiming.Update, ct);
+            }
+        }
+
+        /// <summary>Reads the display name from the server when the inspector left it empty.</summary>
+        private async UniTask LoadDisplayNameAsync(CancellationToken ct)
+        {
+            if (string.IsNullOrEmpty(displayName))
+            {
+                try
+                {
+                    AgentDetail agent = await world.Client.GetAgentAsync(agentId, ct);
+                    displayName = agent.Name;
+                }
+                catch (Exception exception) when (!(exception is OperationCanceledException))
+                {
+                    Debug.LogWarning(agentId + ": no display name from the server, history lines use the id: "
+                        + exception.Message);
+                }
             }
         }
 

@@ -11,9 +11,10 @@ namespace Machi.Samples
     /// <summary>Starts a conversation when two idle agents meet: within `talkDistance`, the other inside this
     /// agent's view angle, and nothing between them (a raycast on `obstacleMask`). The one who saw the other
     /// speaks first; both brains switch to Talking at once, so a pair starts one conversation, not two.
-    /// Speakers alternate turn by turn; the talk ends when the server says so (is_conversation_end) or when
-    /// they walk apart (reported as reason "distance"). The headless world in unity_protocol/python follows
-    /// the same rules.</summary>
+    /// Speakers alternate turn by turn, each line going into the history as "Name: line" (the speaker's
+    /// display name); the talk ends when the server says so (is_conversation_end) or when they walk apart
+    /// (reported as reason "distance"). The headless world in unity_protocol/python follows the same rules.
+    /// </summary>
     [RequireComponent(typeof(AgentBrain))]
     public sealed class ConversationTrigger : MonoBehaviour
     {
@@ -103,7 +104,8 @@ namespace Machi.Samples
                         break;
                     }
                     TurnResult reply = await speaker.SpeakAsync(listener, session, history, ct);
-                    history.Add(speaker._brain.agentId + ": " + reply.Dialogue);
+                    history.Add(speaker._brain.DisplayName + ": " + reply.Dialogue);
+                    listener.EndLine(); // the new line replaces the listener's: its face goes back to rest
                     if (reply.IsConversationEnd)
                     {
                         break;
@@ -119,8 +121,18 @@ namespace Machi.Samples
             }
             finally
             {
+                EndLine();
+                partner.EndLine();
                 _brain.EndTalking(ct);
                 partner._brain.EndTalking(ct);
+            }
+        }
+
+        private void EndLine()
+        {
+            if (face != null)
+            {
+                face.EndLine();
             }
         }
 

@@ -4,15 +4,21 @@ using UnityEngine;
 
 namespace Machi.Samples
 {
-    /// <summary>Shows a reply's emotion on a VRM 1.0 face. The server's emotions are the VRM 1.0 expression
-    /// presets (neutral, happy, angry, sad, relaxed, surprised), so the mapping is one to one; weights blend
-    /// over `blendSeconds` so faces do not snap.</summary>
+    /// <summary>Shows an agent's emotion on a VRM 1.0 face. While a line is shown, the face is that turn
+    /// reply's `emotion`; between lines it is the resting face, the `vrm_emotion` of the agent's
+    /// emotion.updated events (see MachiEvents). The server's emotions are the VRM 1.0 expression presets
+    /// (neutral, happy, angry, sad, relaxed, surprised), so the mapping is one to one; weights blend over
+    /// `blendSeconds` so faces do not snap.</summary>
     public sealed class VrmEmotionMapper : MonoBehaviour
     {
         public Vrm10Instance vrm;
         [Range(0f, 1f)]
         public float intensity = 1f;
         public float blendSeconds = 0.25f;
+        [Tooltip("Optional: the scene's MachiEvents, whose emotion.updated events set the resting face.")]
+        public MachiEvents events;
+        [Tooltip("The agent whose emotion.updated events this face follows.")]
+        public string agentId = "aoi";
 
         private static readonly ExpressionKey[] Keys =
         {
@@ -22,6 +28,8 @@ namespace Machi.Samples
 
         private readonly float[] _target = new float[Keys.Length];
         private readonly float[] _current = new float[Keys.Length];
+        private Emotion _resting = Emotion.Neutral;
+        private bool _lineShown;
 
         /// <summary>The expression key a reply's emotion maps to.</summary>
         public static ExpressionKey KeyFor(Emotion emotion)
@@ -37,6 +45,20 @@ namespace Machi.Samples
             }
         }
 
+        /// <summary>A `vrm_emotion` string (emotion.updated, GET /v1/agents/{id}/emotion) as an Emotion.</summary>
+        public static Emotion Parse(string vrmEmotion)
+        {
+            switch (vrmEmotion)
+            {
+                case "happy": return Emotion.Happy;
+                case "angry": return Emotion.Angry;
+                case "sad": return Emotion.Sad;
+                case "relaxed": return Emotion.Relaxed;
+                case "surprised": return Emotion.Surprised;
+                default: return Emotion.Neutral;
+            }
+        }
+
         /// <summary>Blend towards `emotion` at full intensity (the other presets fade out).</summary>
         public void Show(Emotion emotion)
         {
@@ -47,9 +69,52 @@ namespace Machi.Samples
             }
         }
 
+        /// <summary>The face for this line: the reply's `emotion`, until EndLine.</summary>
         public void Show(TurnResult reply)
         {
+            _lineShown = true;
             Show(reply.Emotion);
+        }
+
+        /// <summary>The line is over: back to the resting face.</summary>
+        public void EndLine()
+        {
+            _lineShown = false;
+            Show(_resting);
+        }
+
+        /// <summary>The resting face between lines; a line being shown keeps its own face until it ends.</summary>
+        public void Rest(string vrmEmotion)
+        {
+            _resting = Parse(vrmEmotion);
+            if (!_lineShown)
+            {
+                Show(_resting);
+            }
+        }
+
+        private void OnEnable()
+        {
+            if (events != null)
+            {
+                events.Received += OnEvent;
+            }
+        }
+
+        private void OnDisable()
+        {
+            if (events != null)
+            {
+                events.Received -= OnEvent;
+            }
+        }
+
+        private void OnEvent(MachiEvent ev)
+        {
+            if (ev.Type == "emotion.updated" && ev.Text("agent_id") == agentId)
+            {
+                Rest(ev.Text("vrm_emotion"));
+            }
         }
 
         private void Update()

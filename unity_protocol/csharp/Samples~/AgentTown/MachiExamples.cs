@@ -1,0 +1,105 @@
+using System.Collections.Generic;
+using System.Text;
+using System.Threading;
+using Cysharp.Threading.Tasks;
+using Machi.Client;
+using Machi.Protocol;
+using UnityEngine;
+using UnityEngine.AI;
+
+namespace Machi.Samples
+{
+    /// <summary>The C# examples of unity_protocol/README.md: `machi protocol readme` copies each part between
+    /// a `// README: name` line and `// README end`, and CI compiles this file, so the README's code matches
+    /// the package. Nothing in the sample calls these.</summary>
+    public static class MachiExamples
+    {
+        public static async UniTask<MachiClient> ConnectAsync(CancellationToken ct)
+        {
+            // README: client
+            var client = new MachiClient(new MachiClientOptions
+            {
+                BaseUrl = "http://127.0.0.1:8000",
+                ApiKey = null,   // the server's MACHI_API_KEY, if it has one
+                WorldId = null   // null: the server's "default" world
+            });
+            HealthPublic health = await client.HealthAsync(ct);
+            if (health.ProtocolVersion != MachiClientOptions.ProtocolVersion)
+            {
+                Debug.LogError("the server speaks protocol " + health.ProtocolVersion);
+            }
+            // README end
+            return client;
+        }
+
+        public static async UniTask<TurnResult> TurnAsync(MachiClient client, CancellationToken ct)
+        {
+            // README: turn
+            var request = new TurnRequest
+            {
+                AgentId = "hikari",                  // who speaks now
+                TargetId = "aoi",                    // to whom
+                SessionId = "aoi-hikari-day1-0001",  // one id per conversation
+                LocationName = "中央カフェ",
+                History = new List<string> { "葵: おはようございます、ひかりさん！" }, // "Name: line", oldest first
+                Day = 1,
+                TimeOfDay = 9.32
+            };
+            try
+            {
+                TurnResult reply = await client.TurnAsync(request, ct);
+                Debug.Log(reply.Dialogue + " [" + reply.Emotion + "]"); // Emotion: this line's VRM preset
+                request.History.Add("ひかり: " + reply.Dialogue);    // the next speaker's history
+                return reply;                                     // reply.IsConversationEnd: stop taking turns
+            }
+            catch (MachiApiException refused)        // 4xx: fix the request, do not retry
+            {
+                Debug.LogError(refused.Code + ": " + refused.ApiMessage);
+                throw;
+            }
+            // MachiTransportException: no answer after MaxRetries retries (network, timeout, 5xx)
+            // README end
+        }
+
+        public static async UniTask<TurnResult> StreamedTurnAsync(MachiClient client, TurnRequest request,
+            CancellationToken ct)
+        {
+            // README: stream
+            var bubble = new StringBuilder();
+            TurnResult reply = await client.TurnStreamAsync(request,
+                delta => bubble.Append(delta), // a piece of the line: show bubble.ToString()
+                () => bubble.Length = 0,       // the line was replaced or the stream restarts: clear it
+                ct);
+            // reply is the whole TurnResult, as TurnAsync returns it; reply.Dialogue is the final line
+            // README end
+            return reply;
+        }
+
+        public static async UniTask WalkAsync(MachiClient client, NavMeshAgent navMeshAgent, CancellationToken ct)
+        {
+            // README: plan-now
+            PlanNow now = await client.GetPlanNowAsync("aoi", 1, 9.0, ct); // agent, day, time_of_day
+            if (now.TargetPoi != null)
+            {
+                Position at = now.TargetPoi.Position; // Unity world coordinates
+                navMeshAgent.SetDestination(new Vector3((float)at.X, (float)(at.Y ?? 0.0), (float)at.Z));
+            }
+            // now.Current: the plan item (Activity, PoiId, Start, End, in hours); ask again when it ends.
+            // now.Status: "active", or "sleeping" after the day's last item (TargetPoi is then home).
+            // README end
+        }
+
+        public static void FollowMoods(MachiEvents events, VrmEmotionMapper face)
+        {
+            // README: events-use
+            events.Received += ev =>
+            {
+                if (ev.Type == "emotion.updated" && ev.Text("agent_id") == "aoi")
+                {
+                    face.Rest(ev.Text("vrm_emotion")); // the resting face between lines
+                }
+            };
+            // README end
+        }
+    }
+}
