@@ -13,8 +13,9 @@
 # = AssumeUniversal }, JsonConvert.SerializeObject/DeserializeObject<T>, JsonException, and `object` /
 # Dictionary<string, object> members read as JToken. The one default that differs: 13.0.1 limits reading to
 # MaxDepth 64 (6.0: no limit); protocol payloads nest 5 levels at most, so nothing relies on it. To
-# compile against a 13.x dll (e.g. from a Unity project's Library/PackageCache/com.unity.nuget.newtonsoft-json@*/
-# Runtime/), set MACHI_NEWTONSOFT_DLL; tests/protocol/unity_tools.py also picks up ~/.nuget/packages/newtonsoft.json/13.*.
+# compile against a 13.x dll (e.g. the one under a Unity project's Library/PackageCache/
+# com.unity.nuget.newtonsoft-json@3.2.1/), set MACHI_NEWTONSOFT_DLL; tests/protocol/unity_tools.py also picks
+# up ~/.nuget/packages/newtonsoft.json/13.*. unity_protocol/csharp/README.md lists the APIs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
