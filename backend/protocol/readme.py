@@ -1,17 +1,36 @@
-"""unity_protocol/README.md: every call in the order a Unity agent makes them, with real server replies.
+"""unity_protocol/README.md: installing the Unity package, its C#, and every call in the order a Unity agent
+makes them, with real server replies.
 
 `machi protocol readme` runs the sequence against a fresh in-process server (scripted engine, demo world,
-temporary SQLite) and writes the README, so the examples are what the server really answers.
+temporary SQLite) and writes the README, so the examples are what the server really answers. The manifest
+comes from the package's package.json, the C# from the `// README: name` ... `// README end` regions of the
+sample's .cs files (which CI compiles), so neither can drift from the package.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import tempfile
+import textwrap
 from pathlib import Path
 from typing import Any
 
-from backend.protocol.readme_text import FOOTER, HEADER, STEPS
+from backend.protocol.readme_text import (
+    EXAMPLE_REPO,
+    FOOTER,
+    HEADER,
+    OPENUPM,
+    RULES,
+    STEPS,
+    UNITASK_GIT,
+    UNITY,
+    UNIVRM,
+    UNIVRM_PACKAGES,
+)
+
+PACKAGE = Path(__file__).resolve().parents[2] / "unity_protocol" / "csharp"
+REGION = re.compile(r"^[ \t]*// README: (?P<name>[\w-]+)\n(?P<code>.*?)^[ \t]*// README end$", re.M | re.S)
 
 MAX_LIST = 2
 MAX_TEXT = 160
@@ -65,6 +84,41 @@ def run_steps(client: Any) -> list[str]:
     return sections
 
 
+def snippets(folder: Path = PACKAGE / "Samples~") -> dict[str, str]:
+    """The C# regions of the sample, by name, dedented."""
+    found: dict[str, str] = {}
+    for path in sorted(folder.rglob("*.cs")):
+        for match in REGION.finditer(path.read_text(encoding="utf-8")):
+            found[match["name"]] = textwrap.dedent(match["code"]).rstrip()
+    return found
+
+
+def manifest(package: dict[str, Any]) -> dict[str, Any]:
+    """The Packages/manifest.json entries that install the package, its dependencies and UniVRM."""
+    url = f"{EXAMPLE_REPO}?path=unity_protocol/csharp#v{package['version']}"
+    dependencies = {package["name"]: url, **package["dependencies"], **UNIVRM_PACKAGES}
+    return {"scopedRegistries": [OPENUPM], "dependencies": dependencies}
+
+
+def render_unity(package_dir: Path = PACKAGE) -> str:
+    """Install in Unity, the Agent Town scene, and the C# examples.
+
+    Raises:
+        KeyError: the text names a snippet that no sample file has.
+    """
+    package = json.loads((package_dir / "package.json").read_text(encoding="utf-8"))
+    code = {f"snippet_{name.replace('-', '_')}": _block("csharp", text) for name, text in snippets().items()}
+    return UNITY.format(
+        manifest=_block("json", json.dumps(manifest(package), indent=2)),
+        unity=package["unity"],
+        version=package["version"],
+        repo=EXAMPLE_REPO,
+        unitask_git=UNITASK_GIT,
+        univrm=UNIVRM,
+        **code,
+    )
+
+
 def render_readme() -> str:
     """Serve a fresh demo town in-process, make every call, and return the README text."""
     from fastapi.testclient import TestClient
@@ -81,4 +135,4 @@ def render_readme() -> str:
         )
         with TestClient(create_app(settings)) as client:
             sections = run_steps(client)
-    return HEADER + "\n".join(sections) + FOOTER
+    return HEADER + render_unity() + RULES + "\n".join(sections) + FOOTER

@@ -12,22 +12,110 @@ def _drain(client: Any) -> None:
     client.portal.call(client.app.state.tasks.drain, 30)
 
 
+#: The manifest's example URL of this repository: clearly not a real host, for the reader to replace.
+EXAMPLE_REPO = "https://git.example.com/machi.git"
+OPENUPM = {"name": "OpenUPM", "url": "https://package.openupm.com", "scopes": ["com.cysharp.unitask"]}
+UNITASK_GIT = "https://github.com/Cysharp/UniTask.git?path=src/UniTask/Assets/Plugins/UniTask#2.5.10"
+#: The last UniVRM that supports Unity 2021.3 with the `Assets/` paths below.
+UNIVRM = "v0.127.2"
+UNIVRM_PACKAGES = {
+    "com.vrmc.gltf": f"https://github.com/vrm-c/UniVRM.git?path=/Assets/UniGLTF#{UNIVRM}",
+    "com.vrmc.vrm": f"https://github.com/vrm-c/UniVRM.git?path=/Assets/VRM10#{UNIVRM}",
+}
+
 HEADER = """# The Machi protocol (version 1)
 
-How a Unity client talks to a Machi server: every call, in the order an agent makes them from start-up to a
-finished day. The example replies below are real: `machi protocol readme` runs this sequence against a fresh
-server (scripted engine, demo town) and writes this file. Long lists are cut to two items.
+How a Unity client talks to a Machi server: installing the Unity package, setting up the *Agent Town* scene,
+C# for the main calls, then every call in the order an agent makes them from start-up to a finished day.
+The example replies are real: `machi protocol readme` runs the sequence against a fresh server (scripted
+engine, demo town) and writes this file, and takes the C# from the sample's `MachiExamples.cs` and
+`MachiEvents.cs`, which CI compiles. Long lists are cut to two items.
 
 - **Schemas**: `schemas/` holds a JSON Schema for every request, reply and event (`machi protocol export`);
   `schemas/index.json` lists them with the call that uses each. Tests fail when they differ from the server.
 - **C#**: `csharp/` is a Unity package (`com.machi.client`): DTOs generated from the schemas with quicktype
-  (`Runtime/Generated/`), `MachiClient` (UnityWebRequest + UniTask), and the *Agent Town* sample
-  (`AgentBrain`, `ConversationTrigger`, `VrmEmotionMapper`). Needs UniTask (`com.cysharp.unitask`, e.g. from
-  OpenUPM or its git URL) and Newtonsoft.Json (`com.unity.nuget.newtonsoft-json`); the sample needs UniVRM 1.0.
+  (`Runtime/Generated/`), `MachiClient` (UnityWebRequest + UniTask), and the *Agent Town* sample.
 - **Python**: `python/machi_client/` is a reference client with the same surface and retry rules, and a
   headless stand-in for the Unity scene (`machi simulate --hours 24 --seed 1 --speed max`).
 
-## Rules every call follows
+"""
+
+UNITY = """## Install in Unity
+
+Unity {unity} LTS or newer (`"unity"` in `csharp/package.json`). Merge this into your project's
+`Packages/manifest.json`:
+
+{manifest}
+- **Machi Client** comes from this repository's `unity_protocol/csharp` folder (`?path=`). Replace
+  `{repo}` with where you host the repository, and pin a tag or commit after `#`
+  (`#v{version}`: the package version). Unity needs `git` on its PATH for git packages. Unity also fetches
+  the package's own dependencies, UniTask and Newtonsoft.Json; listing them pins their versions.
+- **UniTask** (`com.cysharp.unitask`) comes from OpenUPM: that is what the `scopedRegistries` block is for.
+  Without OpenUPM, use its git URL instead:
+  `{unitask_git}`.
+- **Newtonsoft.Json** (`com.unity.nuget.newtonsoft-json`, Json.NET 13) comes from the Unity registry.
+- **UniVRM 1.0** (`com.vrmc.gltf` and `com.vrmc.vrm`, from UniVRM's git URLs) is needed by the *Agent Town*
+  sample only. {univrm} still supports Unity 2021.3; UniVRM v0.130 and later need 2022.3, and from v0.131
+  the paths are `?path=/Packages/UniGLTF` and `?path=/Packages/VRM10`.
+
+Then *Window > Package Manager > Machi Client > Samples > Agent Town > Import*.
+
+## The Agent Town scene
+
+- **Ground**: colliders, and a baked NavMesh (Unity 2021.3: *Window > AI > Navigation > Bake*; 2022.2 and
+  later: a `NavMeshSurface` from the AI Navigation package). Each point of interest's `position`
+  (`GET /v1/pois`; `PUT /v1/pois/{{poi_id}}` to add your own, in scene coordinates) must be on or next to
+  the NavMesh: agents walk there and wander within `wanderRadius` of it.
+- **One `Machi` GameObject** with `MachiWorld` (Base Url, Api Key, World Id, and the game clock: Game Minutes
+  Per Second, Day, Time Of Day) and `MachiEvents` (Types `emotion.updated`, Agents empty for all).
+- **One GameObject per character**, its VRM 1.0 model (`Vrm10Instance`) as a child, with:
+  - `AgentBrain` (adds the `NavMeshAgent`, whose turning gives the forward the view angle uses): Agent Id =
+    the server's agent id (demo town: `aoi`, `hikari`, ...; `PUT /v1/agents/{{agent_id}}` adds one), Display
+    Name empty to read the server's name, World = the `Machi` object.
+  - `ConversationTrigger`: Talk Distance, End Distance, View Angle, Eye Height, Stream Turns, Face = the
+    character's `VrmEmotionMapper`, and Obstacle Mask = the layers of walls and props that block sight.
+    It needs no trigger colliders: each frame it checks distance and view angle to every other trigger and
+    casts one eye-to-eye ray on Obstacle Mask, ignoring triggers. Obstacles need colliders on those layers;
+    a character's own collider may be on one only on its root (a hit on the partner's root counts as seen).
+    Hook a speech bubble to its `LineChanged(agentId, textSoFar)` event.
+  - `VrmEmotionMapper`: Vrm = the model's `Vrm10Instance`, Events = the `MachiEvents`, Agent Id = the same id.
+
+Each agent then runs by itself: plan/now, walk, wander, replan; two idle agents who see each other talk,
+turn by turn; every state change is reported.
+
+## Calling the server from C#
+
+`MachiClient`'s methods are `async UniTask`, take an optional `CancellationToken` (e.g.
+`this.GetCancellationTokenOnDestroy()`), retry network errors, timeouts and 5xx, and throw
+`MachiApiException` (4xx: do not retry) or `MachiTransportException` (no answer after the retries).
+
+{snippet_client}
+**One turn.** `History` holds the earlier lines, oldest first, as "Name: line", where Name is the speaker's
+display name (an agent id is accepted too).
+
+{snippet_turn}
+**A streamed turn**: the line arrives in pieces as the model writes it.
+
+{snippet_stream}
+**What to do now** (`plan/now`):
+
+{snippet_plan_now}
+**Events.** `ws://<host>/v1/events?types=<a,b>&agents=<ids>` (the same headers as HTTP; `?world=` and
+`?api_key=` where a client cannot set headers) sends each event as one JSON text message: `{{"id", "type",
+"world_id", "at", "payload"}}`. The package has no WebSocket client of its own; the sample's `MachiEvents`
+uses .NET's `System.Net.WebSockets.ClientWebSocket` (not on WebGL: use a WebSocket library that goes
+through the browser there):
+
+{snippet_events}
+{snippet_events_use}
+**Faces.** A turn reply's `emotion` is the VRM 1.0 preset for that line: show it while the line is shown.
+Between lines the face is the agent's standing mood, the `vrm_emotion` of `GET /v1/agents/{{agent_id}}/emotion`
+and of the `emotion.updated` event. A turn reply carries no other expression (`emotion_state` holds the
+mood's values and label). `VrmEmotionMapper.Show(reply)`, `EndLine()` and `Rest(vrmEmotion)` do this.
+
+"""
+
+RULES = """## Rules every call follows
 
 - Headers: `X-Machi-Protocol: 1` (a missing header means 1; another major gets `400 unsupported_protocol`
   naming the versions served), `X-Machi-World: <world>` (optional, default `default`), and the API key as
@@ -110,8 +198,9 @@ STEPS: list[dict[str, Any]] = [
     },
     {
         "title": "Take a turn",
-        "why": "The speaker's next line. `history` holds the earlier lines as \"Name: line\". The reply's "
-        "`emotion` is a VRM 1.0 expression preset; when `is_conversation_end` is true, stop.",
+        "why": "The speaker's next line. `history` holds the earlier lines, oldest first, as \"Name: line\", "
+        "where Name is the speaker's display name (an agent id is accepted too). The reply's `emotion` is the "
+        "VRM 1.0 expression preset for this line; when `is_conversation_end` is true, stop.",
         "method": "POST", "path": "/v1/conversation/turn", "schema": "TurnRequest -> TurnResult",
         "body": {"agent_id": "aoi", "target_id": "hikari", "session_id": SESSION, "location_name": "中央カフェ",
                  "history": [], "time_of_day": 9.3, "day": 1},
@@ -120,7 +209,8 @@ STEPS: list[dict[str, Any]] = [
     {
         "title": "Take a turn, streamed",
         "why": "The same request on the streaming endpoint: `delta` events carry the line as it is written "
-        "(append them), `reset` means clear what was shown, `reply` carries the full TurnResult, `error` an "
+        "(append them; they are already cleaned of control characters and terminal escapes, like the final "
+        "`dialogue`), `reset` means clear what was shown, `reply` carries the full TurnResult, `error` an "
         "ErrorBody. The partner answers, so speakers alternate.",
         "method": "POST", "path": "/v1/conversation/turn/stream", "schema": "server-sent events",
         "sse": True,

@@ -37,27 +37,28 @@ namespace Machi.Samples
             // README: turn
             var request = new TurnRequest
             {
-                AgentId = "hikari",                  // who speaks now
-                TargetId = "aoi",                    // to whom
-                SessionId = "aoi-hikari-day1-0001",  // one id per conversation
+                AgentId = "hikari",                 // who speaks now
+                TargetId = "aoi",                   // to whom
+                SessionId = "aoi-hikari-day1-0001", // one id per conversation
                 LocationName = "中央カフェ",
-                History = new List<string> { "葵: おはようございます、ひかりさん！" }, // "Name: line", oldest first
+                History = new List<string> { "葵: おはようございます、ひかりさん！" },
                 Day = 1,
                 TimeOfDay = 9.32
             };
             try
             {
                 TurnResult reply = await client.TurnAsync(request, ct);
-                Debug.Log(reply.Dialogue + " [" + reply.Emotion + "]"); // Emotion: this line's VRM preset
-                request.History.Add("ひかり: " + reply.Dialogue);    // the next speaker's history
-                return reply;                                     // reply.IsConversationEnd: stop taking turns
+                // reply.Emotion: this line's VRM preset; reply.IsConversationEnd: stop taking turns
+                Debug.Log(reply.Dialogue + " [" + reply.Emotion + "]");
+                request.History.Add("ひかり: " + reply.Dialogue); // for the next speaker's turn
+                return reply;
             }
-            catch (MachiApiException refused)        // 4xx: fix the request, do not retry
+            catch (MachiApiException refused) // a 4xx: fix the request, do not retry it
             {
                 Debug.LogError(refused.Code + ": " + refused.ApiMessage);
                 throw;
             }
-            // MachiTransportException: no answer after MaxRetries retries (network, timeout, 5xx)
+            // A MachiTransportException means no answer after MaxRetries retries (network, timeout, 5xx).
             // README end
         }
 
