@@ -51,7 +51,7 @@ def _quicktype_problem(find: Callable[[], str | None]) -> str | None:
     try:
         version = quicktype_version(executable)
     except (OSError, subprocess.SubprocessError):
-        version = f"{executable}, which does not run"
+        version = f"{executable}, which does not run: is node on PATH?"
     return None if version == QUICKTYPE_VERSION else f"quicktype {QUICKTYPE_VERSION} (found {version})"
 
 
