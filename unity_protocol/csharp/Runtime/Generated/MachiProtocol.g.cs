@@ -936,7 +936,8 @@ namespace Machi.Protocol
         public long? Day { get; set; }
 
         /// <summary>
-        /// Earlier lines, oldest first, as "Name: line".
+        /// Earlier lines, oldest first, as "Name: line": Name is the speaker's display name (its
+        /// agent id is accepted too; the server stores and prompts display names).
         /// </summary>
         [JsonProperty("history", NullValueHandling = NullValueHandling.Ignore)]
         [JsonConverter(typeof(TentacledDecodeArrayConverter))]
@@ -990,11 +991,18 @@ namespace Machi.Protocol
         [JsonProperty("dialogue")]
         public string Dialogue { get; set; }
 
+        /// <summary>
+        /// The VRM 1.0 expression preset that drives the face while this line is shown: the model's
+        /// choice when it names a preset (or a word that maps onto one), otherwise the preset the
+        /// speaker's emotion state shows. The only expression in the reply.
+        /// </summary>
         [JsonProperty("emotion")]
         public Emotion Emotion { get; set; }
 
         /// <summary>
-        /// The speaker's Plutchik state when the line was said (values 0-100, label, vrm_emotion).
+        /// The speaker's Plutchik mood when the line was said (values 0-100, label, baseline,
+        /// cause). It names no expression: `emotion` is this line's face; between lines the face is
+        /// the `vrm_emotion` of GET /v1/agents/{id}/emotion and of the emotion.updated event.
         /// </summary>
         [JsonProperty("emotion_state")]
         public Dictionary<string, object> EmotionState { get; set; }
@@ -1031,6 +1039,11 @@ namespace Machi.Protocol
 
     public enum State { Cooldown, MovingToPoi, Talking, WaitingForReplan, WanderingInPoi };
 
+    /// <summary>
+    /// The VRM 1.0 expression preset that drives the face while this line is shown: the model's
+    /// choice when it names a preset (or a word that maps onto one), otherwise the preset the
+    /// speaker's emotion state shows. The only expression in the reply.
+    /// </summary>
     public enum Emotion { Angry, Happy, Neutral, Relaxed, Sad, Surprised };
 
     public enum EndReason { Farewell, MaxTurns, Model };
