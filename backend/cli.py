@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from backend.config import Settings, describe_settings_error, load_settings
 from backend.errors import ConfigError
+from backend.logs import configure_logging
 
 #: Modules that add subcommands: each defines `register(subparsers) -> None`, and every subparser it adds
 #: sets `func=callable(args, settings) -> int` via `set_defaults`.
@@ -60,6 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValidationError as exc:
         print(describe_settings_error(exc), file=sys.stderr)
         return 2
+    configure_logging(settings.log_level)
     try:
         result: int = args.func(args, settings)
     except ConfigError as exc:  # a missing extra or an unloadable model file: one line, not a traceback

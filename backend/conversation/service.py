@@ -27,6 +27,7 @@ from backend.jobs.models import Job
 from backend.jobs.runner import JobRunner
 from backend.llm.base import LLM, PRIORITY_TURN, GenerateOptions
 from backend.llm.scheduler import find_scheduler
+from backend.logs import reason
 from backend.memory.triggers import TurnAsk
 from backend.tasks import TaskRunner
 from backend.world.models import Agent
@@ -174,7 +175,7 @@ class ConversationService:
                 timeout=budget,
             )
         except (LLMError, TimeoutError) as exc:
-            log.warning("turn for %s goes on without memories: %s", speaker.id, exc)
+            log.warning("turn for %s goes on without memories: %s", speaker.id, reason(exc))
             return []
 
     def options(self, prepared: PreparedTurn) -> GenerateOptions:
@@ -202,12 +203,18 @@ class ConversationService:
         """The one model call of the turn; None (-> fallback) on error, invalid reply or deadline."""
         budget = self.remaining(prepared)
         if budget <= 0:
+            log.warning(
+                "turn %s/%d falls back: no time left for the model within TURN_DEADLINE_S=%g s",
+                prepared.request.session_id, prepared.turn_index, self.settings.turn_deadline_s,
+            )  # fmt: skip
             return None
         call = self.llm.generate_json(self.messages(prepared), TurnReply, options=self.options(prepared))
         try:
             return await asyncio.wait_for(call, timeout=budget)
         except (LLMError, TimeoutError) as exc:
-            log.warning("turn %s/%d falls back: %s", prepared.request.session_id, prepared.turn_index, exc)
+            log.warning(
+                "turn %s/%d falls back: %s", prepared.request.session_id, prepared.turn_index, reason(exc)
+            )
         except Exception:  # noqa: BLE001 - a provider bug must still give Unity a line, never a 500
             log.exception(
                 "turn %s/%d: unexpected model failure", prepared.request.session_id, prepared.turn_index

@@ -24,6 +24,7 @@ from backend.errors import LLMError, LLMReplyError, MachiError
 from backend.llm.base import Completion, json_schema_for, parse_reply
 from backend.llm.retry import REASK
 from backend.llm.trace import mark_invalid_reply
+from backend.logs import reason
 from backend.text import StreamCleaner
 
 log = logging.getLogger(__name__)
@@ -87,7 +88,7 @@ async def _dialogue_pieces(service: ConversationService, prepared: PreparedTurn)
     except StopAsyncIteration:
         pass
     except (LLMError, TimeoutError) as exc:
-        log.warning("streamed turn %s falls back: %s", prepared.request.session_id, exc)
+        log.warning("streamed turn %s falls back: %s", prepared.request.session_id, reason(exc))
         return
     except Exception:  # noqa: BLE001 - a provider bug still gets Unity a fallback line
         log.exception("streamed turn %s: unexpected model failure", prepared.request.session_id)
@@ -119,7 +120,9 @@ async def _parse_or_reask(
             call = service.llm.generate_json(reask, TurnReply, options=service.options(prepared))
             return await asyncio.wait_for(call, timeout=budget)
         except (LLMError, TimeoutError) as again:
-            log.warning("streamed turn %s falls back after re-ask: %s", prepared.request.session_id, again)
+            log.warning(
+                "streamed turn %s falls back after re-ask: %s", prepared.request.session_id, reason(again)
+            )
             return None
 
 
