@@ -33,6 +33,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     sim.add_argument("--day", type=int, default=1, help="game day to start on (default 1)")
     sim.add_argument("--start-hour", type=float, default=6.0, help="hour of day to start at (default 6)")
     sim.add_argument("--json", type=Path, help="also write the summary as JSON to this file")
+    sim.add_argument(
+        "--max-fallback-share",
+        type=float,
+        default=0.1,
+        help="exit with 3 when more than this share of the lines fell back (default 0.1; 1 never)",
+    )
     sim.set_defaults(func=_simulate)
 
 
@@ -52,12 +58,22 @@ def _simulate(args: argparse.Namespace, settings: Settings) -> int:
         summary = run_simulation(url, hours=args.hours, seed=args.seed, pace=pace, api_key=api_key,
                                  world_id=args.world, start_day=args.day, start_hour=args.start_hour,
                                  progress=ProgressBar(args.hours))  # fmt: skip
-    from backend.simulate.summary import render
+    from backend.simulate.summary import fallback_share, render
 
     print(render(summary))
     if args.json:
         args.json.write_text(json.dumps(summary, ensure_ascii=False, indent=2), encoding="utf-8")
-    return 0 if summary["errors"] == 0 else 1
+    if summary["errors"]:
+        return 1
+    share = fallback_share(summary)
+    if share > args.max_fallback_share:
+        print(
+            f"{100 * share:.0f}% of the lines fell back (more than --max-fallback-share "
+            f"{args.max_fallback_share:g}): see GET /v1/llm-calls and the server log for why",
+            file=sys.stderr,
+        )
+        return 3
+    return 0
 
 
 def _pace(speed: str) -> float | None:
@@ -77,7 +93,7 @@ def run_simulation(
 ) -> dict[str, Any]:  # fmt: skip
     """Run the stand-in world against the server at `url`; returns the summary (see summary.build_summary)."""
     from backend.simulate import load_client_package
-    from backend.simulate.summary import build_summary, server_counts
+    from backend.simulate.summary import build_summary, own_counts, server_counts
 
     machi_client = load_client_package()
     from machi_client.world import HeadlessWorld  # loaded just above
@@ -85,11 +101,13 @@ def run_simulation(
     run_id = run_id or f"sim{seed}-{uuid.uuid4().hex[:6]}"
     with machi_client.MachiClient(url, api_key=api_key, world_id=world_id, seed=seed) as client:
         world = HeadlessWorld(client, seed=seed, start_day=start_day, start_hour=start_hour, run_id=run_id)
+        agent_ids = [w.id for w in world.walkers]
+        before = server_counts(client, {}, agent_ids)
         report = world.run(hours, pace=pace, progress=progress)
         if progress is not None:
             progress.close()
         log_during_run = copy.deepcopy(client.log)
-        counts = server_counts(client, report.plan_days, [w.id for w in world.walkers])
+        counts = own_counts(before, server_counts(client, report.plan_days, agent_ids))
     return build_summary(report, counts, log_during_run, hours, seed)
 
 

@@ -1,4 +1,5 @@
-"""The simulation's summary: what the world saw, plus the server's own counts of memories, reflections, plans."""
+"""The simulation's summary: what the world saw, and what the server stored and called the model for during
+this run (its counts before the run are subtracted, so an old database does not inflate them)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,26 @@ def server_counts(client: Any, plan_days: dict[str, set[int]], agent_ids: list[s
         "plans": dict(plans),
         "plan_versions": plan_versions,
     }
+
+
+def own_counts(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """What this run added: `after` less what the server already held `before` it (memories, reflections
+    and model calls; the plans are the days this run asked for)."""
+
+    def less(now: dict[str, int], then: dict[str, int]) -> dict[str, int]:
+        return {key: value - then.get(key, 0) for key, value in now.items()}
+
+    return {
+        **after,
+        "model": less(after["model"], before["model"]) if after["model"] else {},
+        "memories": less(after["memories"], before["memories"]),
+        "reflections": less(after["reflections"], before["reflections"]),
+    }
+
+
+def fallback_share(summary: dict[str, Any]) -> float:
+    """The share of this run's lines that were fallbacks (0 when it had no turn)."""
+    return summary["fallbacks"] / summary["turns"] if summary["turns"] else 0.0
 
 
 def model_counts(stats: dict[str, Any]) -> dict[str, int]:
@@ -81,7 +102,8 @@ def render(summary: dict[str, Any]) -> str:
             f"{conv['turns']:>2} turns  {conv['end_reason']}{'  (streamed)' if conv['streamed'] else ''}"
         )
     lines.append(
-        f"turns: {summary['turns']} ({summary['streamed_turns']} streamed), fallbacks: {summary['fallbacks']}"
+        f"turns: {summary['turns']} ({summary['streamed_turns']} streamed), fallbacks: {summary['fallbacks']} "
+        f"({100 * fallback_share(summary):.0f}%)"
     )
     model = summary.get("model") or {}
     if model:
