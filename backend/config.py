@@ -220,6 +220,9 @@ class Settings(BaseSettings):
         elif self.embedding_provider == "llamacpp":
             needed.append(("LLAMACPP_MODEL_PATH", self.llamacpp_model_path))
         for name, path in needed:
+            if path and path.startswith("package:"):
+                _check_packaged(name, path)
+                continue
             if not path or not Path(path).expanduser().is_file():
                 raise ValueError(
                     f"{name} must name an existing GGUF file when LLM_PROVIDER or EMBEDDING_PROVIDER "
@@ -267,6 +270,17 @@ class Settings(BaseSettings):
         from sqlalchemy.engine import make_url
 
         return make_url(self.database_url).get_backend_name()
+
+
+def _check_packaged(name: str, value: str) -> None:
+    """A `package:NAME` model: a known name whose packages are installed (checked, not unpacked)."""
+    from backend.errors import ConfigError
+    from backend.llm.packaged import chunk_paths, packaged_model
+
+    try:
+        chunk_paths(packaged_model(value))
+    except ConfigError as exc:
+        raise ValueError(exc.message.replace("LLAMACPP_MODEL_PATH", name)) from exc
 
 
 def _file_name(path: str | None) -> str:

@@ -24,6 +24,7 @@ import numpy as np
 
 from backend.config import Settings
 from backend.errors import ConfigError, LLMUnavailable, MissingDependency
+from backend.llm import packaged
 from backend.llm.base import (
     LLM,
     PRIORITY_TURN,
@@ -119,7 +120,7 @@ class _Engine:
 
 def load_llama(model_path: str, **params: Any) -> Any:
     """Load a GGUF with llama-cpp-python; a file it cannot load becomes a ConfigError naming the file."""
-    path = Path(model_path).expanduser()
+    path = packaged.resolve(model_path)  # a file, or `package:NAME` (a model shipped in a PyPI package)
     if not path.is_file():
         raise ConfigError(f"LLAMACPP_MODEL_PATH {model_path!r} is not a file")
     try:
