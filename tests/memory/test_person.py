@@ -117,7 +117,28 @@ def test_scripted_compression_shortens_the_summary(pair: TestClient, scripted: S
     before = update(pair, lines, session="s1", day=1)
     after = update(pair, lines, session="s2", day=2)  # 22 > 20, the scripted writer compresses
     assert after.compressions == 1 and after.exchanges_since_compress == 0
-    assert len(after.summary) <= 400 and "2回" in after.summary and before.summary
+    assert len(after.summary) <= 400 and after.summary.startswith("ヒカリは") and before.summary
+
+
+def test_the_summary_never_states_a_meeting_count_that_goes_stale(pair: TestClient) -> None:
+    """The card shows interaction_count; a count frozen into the summary at compression would contradict it."""
+    lines = [f"ヒカリ: 話題その{i}のことを教えて!" for i in range(11)]
+    for day in range(1, 6):  # compressed after the second meeting, then three more meetings
+        row = update(pair, lines, session=f"s{day}", day=day)
+    assert row.interaction_count == 5 and row.compressions >= 1
+    assert "回話した" not in row.summary and "times" not in row.summary
+
+
+def test_person_notes_name_whole_words_not_fragments(pair: TestClient) -> None:
+    said = [
+        "ヒカリ: そういえば、この前話した図書館のこと、覚えてる？",
+        "ヒカリ: えっ、図書館？本当に？一息つこう",
+    ]
+    row = update(pair, said, session="s1", day=1)
+    assert row.notes == ["ヒカリは図書館の話をしていた"]
+    assert "図書館について話した" in row.summary
+    for fragment in ("前話", "本当", "一息"):
+        assert fragment not in row.summary and all(fragment not in note for note in row.notes)
 
 
 def test_a_failed_update_keeps_the_old_record_and_is_traced(pair: TestClient, scripted: ScriptedLLM) -> None:

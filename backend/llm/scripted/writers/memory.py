@@ -7,6 +7,7 @@ from collections import Counter
 from typing import Any
 
 from backend.llm.scripted.engine import WriterContext
+from backend.memory.topics import topics
 from backend.text import keywords, normalise
 
 #: Words that make a memory poignant or mundane (substring match on normalised text).
@@ -78,16 +79,16 @@ def rate_importances(ctx: WriterContext) -> dict[str, Any]:
     return {"ratings": [_rating(ctx, text, kind) for text, kind in zip(memories, kinds, strict=False)]}
 
 
-def _topic(lines: list[str], ja: bool) -> str:
+def _topic(lines: list[str], ja: bool, names: tuple[str, ...]) -> str:
     spoken = " ".join(line.split(":", 1)[-1] for line in lines)
-    found = keywords(spoken, limit=3)
+    found = topics(spoken, limit=3, exclude=names)
     return found[0] if found else ("いろいろなこと" if ja else "all sorts of things")
 
 
 def conversation_reflection(ctx: WriterContext) -> dict[str, Any]:
     partner = ctx.facts.get("partner_name", "")
     lines = [str(line) for line in ctx.facts.get("transcript", [])]
-    topic = _topic(lines, ctx.ja)
+    topic = _topic(lines, ctx.ja, (str(partner), str(ctx.facts.get("agent_name", ""))))
     place = ctx.facts.get("location_name")
     if ctx.ja:
         where = f"{place}で" if place else ""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from backend.llm.scripted.engine import WriterContext
-from backend.text import keywords
+from backend.memory.topics import topics as find_topics
 
 #: (cue in the person's lines, trait in Japanese, trait in English)
 _TRAIT_CUES = (
@@ -38,7 +38,8 @@ def person_update(ctx: WriterContext) -> dict[str, Any]:
     if not traits:
         ja, en = ctx.pick(_FALLBACK_TRAITS)
         traits = [ja if ctx.ja else en]
-    topics = keywords(joined, limit=3)
+    names = (other, str(ctx.facts.get("agent_name", "")))
+    topics = find_topics(joined, limit=3, exclude=names)
     if ctx.ja:
         notes = [f"{other}は{topic}の話をしていた" for topic in topics[:2]]
         topic = "、".join(topics) or "いろいろなこと"
@@ -53,16 +54,17 @@ def person_update(ctx: WriterContext) -> dict[str, Any]:
 
 
 def person_summary(ctx: WriterContext) -> dict[str, Any]:
-    """The newest sentences that fit in max_chars, after a one-line gist of the relationship."""
+    """The newest sentences that fit in max_chars, after a one-line gist of the person (no meeting count)."""
     other = str(ctx.facts.get("other_name", ""))
     limit = int(ctx.facts.get("max_chars", 400))
-    count = int(ctx.facts.get("interaction_count", 1))
     traits = list(ctx.facts.get("traits_noticed") or [])[-2:]
+    # No meeting count in the gist: the summary outlives it, and the record keeps the live count.
     if ctx.ja:
-        gist = f"{other}とは{count}回話した。" + (f"{'、'.join(traits)}な人。" if traits else "")
+        ending = "人。" if traits and traits[-1].endswith("い") else "な人。"  # 優しい人, 元気な人
+        gist = f"{other}は{'、'.join(traits)}{ending}" if traits else f"{other}とは顔なじみ。"
         parts = [p + "。" for p in str(ctx.facts.get("summary", "")).split("。") if p.strip()]
     else:
-        gist = f"I have talked with {other} {count} times." + (f" {', '.join(traits)}." if traits else "")
+        gist = f"{other} is {' and '.join(traits)}." if traits else f"I know {other}."
         parts = [p.strip() + "." for p in str(ctx.facts.get("summary", "")).split(".") if p.strip()]
     kept: list[str] = []
     budget = max(limit // 2, limit - len(gist) - 1)
