@@ -15,6 +15,8 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from sqlalchemy import func
+from sqlmodel import Session, select
 from starlette.routing import Match
 from starlette.types import Scope
 
@@ -52,6 +54,17 @@ CAPABILITY_PROBES: dict[str, tuple[str, str, str]] = {
     "llm_calls": ("http", "GET", "/v1/llm-calls"),
     "health": ("http", "GET", "/health"),
     "events": ("websocket", "GET", "/v1/events"),
+}
+
+
+#: Readable labels for the agent states Unity reports (backend.world.schemas.AgentState), Japanese first
+#: like the rest of the page's content; the raw id stays in each label's title.
+STATE_LABELS: dict[str, str] = {
+    "moving_to_poi": "移動中",
+    "wandering_in_poi": "散策中",
+    "talking": "会話中",
+    "cooldown": "ひと休み",
+    "waiting_for_replan": "予定待ち",
 }
 
 
@@ -98,7 +111,12 @@ def _page(request: Request, template: str, world: str | None, **context: Any) ->
         return _problem(
             request, 422, "Invalid world", "World names are 1-64 letters, digits, '_', '-' or '.'."
         )
-    boot = {"world": resolved, "caps": _caps_for_role(request), "page": template.removesuffix(".html")}
+    boot = {
+        "world": resolved,
+        "caps": _caps_for_role(request),
+        "page": template.removesuffix(".html"),
+        "state_labels": STATE_LABELS,
+    }
     boot.update(context.pop("boot", {}))
     signed_in = KeyRing.from_settings(request.app.state.settings).enabled
     return templates.TemplateResponse(
@@ -110,6 +128,7 @@ def _page(request: Request, template: str, world: str | None, **context: Any) ->
             "boot": boot,
             "version": __version__,
             "signed_in": signed_in,
+            "state_labels": STATE_LABELS,
             **context,
         },
     )
@@ -146,10 +165,26 @@ def _problem(request: Request, status: int, title: str, message: str) -> HTMLRes
 WorldQuery = Query(None, max_length=64, description="the world to show (default `default`)")
 
 
+def world_census(session: Session) -> dict[str, dict[str, int]]:
+    """Every world that has agents or points of interest: name -> {"agents": n, "pois": n}."""
+    census: dict[str, dict[str, int]] = {}
+    for table, key in ((Agent, "agents"), (PointOfInterest, "pois")):
+        for world_id, count in session.exec(select(table.world_id, func.count()).group_by(table.world_id)):
+            census.setdefault(world_id, {"agents": 0, "pois": 0})[key] = count
+    return dict(sorted(census.items()))
+
+
 @router.get("/", response_class=HTMLResponse)
-def town_page(request: Request, world: str | None = WorldQuery) -> HTMLResponse:
-    """The town: map, live conversation feed, model status."""
-    return _page(request, "town.html", world)
+def town_page(request: Request, session: SessionDep, world: str | None = WorldQuery) -> HTMLResponse:
+    """The town: map, live conversation feed, model status.
+
+    A world with no agents and no places (a typo in `?world=`, or a new server) gets a notice naming the
+    worlds that do exist. Only then are other worlds named: a world in use never lists the others.
+    """
+    resolved = _world(world)
+    census = world_census(session) if resolved else {}
+    others = None if resolved in census else {name: n for name, n in census.items() if name != resolved}
+    return _page(request, "town.html", world, other_worlds=others)
 
 
 @router.get("/agents/{agent_id}", response_class=HTMLResponse)

@@ -103,7 +103,13 @@ def test_town_shows_map_agents_feed_and_model_status(page: Page, town: dict[str,
     expect(page.locator("#town-map .poi-label", has_text="中央カフェ")).to_be_visible()
     aoi_pin = page.locator('#town-map .agent-pin[data-agent="aoi"]')
     expect(aoi_pin).to_contain_text("葵")
-    expect(aoi_pin).to_contain_text("talking")
+    # States read as words; the raw id stays in the title.
+    expect(aoi_pin.locator(".pin-state")).to_have_text("会話中")
+    expect(aoi_pin.locator("text", has_text="talking")).to_have_count(0)
+    expect(aoi_pin.locator("title")).to_contain_text("(talking)")
+    aoi_row = page.locator('#roster .roster-item[data-agent="aoi"] .roster-state')
+    expect(aoi_row).to_have_text("会話中 · 中央カフェ")
+    expect(aoi_row).to_have_attribute("title", "talking")
     first = town["replies"][0]
     line = page.locator(".feed-line", has_text=first["dialogue"])
     expect(line).to_be_visible()
@@ -112,6 +118,47 @@ def test_town_shows_map_agents_feed_and_model_status(page: Page, town: dict[str,
     expect(page.locator("#llm-status")).to_contain_text("ms")
     expect(page.locator("#live-status")).to_have_attribute("data-mode", "socket")
     shoot(page, "town")
+
+
+def _boxes(page: Page, selector: str) -> list[dict[str, Any]]:
+    """Client rectangles of every element matching `selector`, with the agent or place they belong to."""
+    return page.evaluate(
+        """(sel) => Array.from(document.querySelectorAll(sel)).flatMap((n) => {
+            const r = n.getBoundingClientRect();
+            if (!r.width || !r.height) return [];  // an empty state line takes no room
+            const owner = n.closest("[data-agent], [data-poi]");
+            return [{x0: r.left, y0: r.top, x1: r.right, y1: r.bottom,
+                     who: owner ? (owner.dataset.agent || owner.dataset.poi) : ""}];
+        })""",
+        selector,
+    )
+
+
+def _overlap(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return a["x0"] < b["x1"] and b["x0"] < a["x1"] and a["y0"] < b["y1"] and b["y0"] < a["y1"]
+
+
+def test_map_pins_never_cover_place_labels_or_each_other(page: Page, town: dict[str, Any]) -> None:
+    # Crowd the café: 葵 and ひかり talk there already; 蓮 and 春花 report it too (no position: they stand
+    # on its mark). The three sisters share one home, so three more pins start on one spot.
+    http: httpx.Client = town["http"]
+    for agent_id in ("ren", "haruka"):
+        report = {"state": "wandering_in_poi", "location_name": "中央カフェ", "day": 1, "time_of_day": 14.6}
+        assert http.post(f"/v1/agents/{agent_id}/state", json=report).is_success
+    page.goto(town["base"] + "/")
+    page.add_style_tag(content=".agent-pin { transition: none !important; }")
+    expect(page.locator('#town-map .agent-pin[data-agent="ren"] .pin-state')).to_have_text("散策中")
+    page.evaluate("new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    pins = _boxes(
+        page, "#town-map .agent-pin .pin, #town-map .agent-pin .pin-label, #town-map .agent-pin .pin-state"
+    )
+    places = _boxes(page, "#town-map .poi-label, #town-map .poi-mark")
+    assert len(places) == 18 and len(pins) >= 12  # 9 marks and labels; 6 pins, names and 4 states
+    covered = [(p["who"], q["who"]) for p in pins for q in places if _overlap(p, q)]
+    assert covered == [], f"agent pins cover place labels: {covered}"
+    crossed = [(p["who"], q["who"]) for p in pins for q in pins if p["who"] < q["who"] and _overlap(p, q)]
+    assert crossed == [], f"agent pins overlap: {crossed}"
+    shoot(page, "town-crowded")
 
 
 def test_agent_page_shows_persona_memories_emotion_and_plan(page: Page, town: dict[str, Any]) -> None:
@@ -129,6 +176,57 @@ def test_agent_page_shows_persona_memories_emotion_and_plan(page: Page, town: di
     page.locator("#reflections summary").first.click()
     expect(page.locator("#reflections .evidence li").first).not_to_contain_text("older than")
     shoot(page, "agent")
+
+
+def test_plan_card_shows_the_whole_day_at_1280x800(page: Page, town: dict[str, Any]) -> None:
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(town["base"] + "/agents/aoi")
+    items = page.locator("#plan .plan-list li")
+    expect(items.first).to_be_visible()
+    count = len(town["http"].get("/v1/agents/aoi/plan", params={"day": 1}).json()["items"])
+    expect(items).to_have_count(count)
+    # No box between the last item and the card scrolls or clips: the whole plan is on the page.
+    # (Read in one go: the plan is redrawn as the agent's state refreshes.)
+    clipped = page.evaluate(
+        """() => {
+            const last = document.querySelector("#plan .plan-list li:last-child");
+            const out = [];
+            for (let n = last.parentElement; n && !n.matches("section.card"); n = n.parentElement) {
+                if (n.scrollHeight > n.clientHeight + 1) out.push(n.id || n.className);
+            }
+            const card = last.closest("section.card");
+            if (card.scrollHeight > card.clientHeight + 1) out.push("card");
+            const r = last.getBoundingClientRect(), c = card.getBoundingClientRect();
+            if (r.bottom > c.bottom) out.push("outside the card");
+            last.scrollIntoView({ block: "center" });
+            const v = last.getBoundingClientRect();
+            const hit = document.elementFromPoint(v.left + 8, (v.top + v.bottom) / 2);
+            if (!last.contains(hit)) out.push("the last item is not on screen once scrolled to");
+            return out;
+        }"""
+    )
+    assert clipped == [], f"the plan scrolls inside {clipped}"
+    page.screenshot(path=str(SHOTS / "agent-1280x800.png"))
+
+
+def test_people_card_shows_one_labelled_count(page: Page, town: dict[str, Any]) -> None:
+    known = town["http"].get("/v1/agents/aoi/people/hikari").json()
+    page.goto(town["base"] + "/agents/aoi")
+    card = page.locator('#people .person[data-person="hikari"]')
+    count = known["interaction_count"]
+    expect(card.locator(".person-met")).to_have_attribute("data-count", str(count))
+    word = "1 conversation" if count == 1 else f"{count} conversations"
+    expect(card.locator(".person-met")).to_contain_text(f"{word} · last day {known['last_met_day']}")
+    text = card.inner_text()
+    # No second, different count of meetings in the summary (the stand-in model once froze one there).
+    assert all(int(n) == count for n in re.findall(r"(\d+)回話した", text)), text
+    assert " met " not in text and "×" not in text
+    # Topics are words said in the conversation, not fragments of two words or filler.
+    said = "".join(town["http"].get(f"/v1/conversations/{SESSION_ID}").json()["transcript"])
+    noted = re.findall(r"ひかりは(.+?)の話をしていた", text)
+    assert noted and all(topic in said for topic in noted), (noted, said)
+    for fragment in ("前話", "本当", "一息", "今日"):
+        assert fragment not in text, f"{fragment} in the people card: {text}"
 
 
 def test_memory_table_filters_by_type_and_text(page: Page, town: dict[str, Any]) -> None:
@@ -203,6 +301,44 @@ def test_conversation_list_and_transcript(page: Page, town: dict[str, Any]) -> N
         expect(turn.locator(".emo")).to_have_text(reply["emotion"])
     expect(page.locator("#conv-meta")).to_contain_text("distance")
     shoot(page, "conversation")
+
+
+def test_lines_unity_relayed_before_the_first_server_turn_are_shown(page: Page, town: dict[str, Any]) -> None:
+    http: httpx.Client = town["http"]
+    names = town["names"]
+    history = [
+        f"{names['aoi']}: ねえ、{names['hikari']}！",
+        f"{names['hikari']}: あ、{names['aoi']}。どうしたの？",
+    ]
+    session = "webui-relayed"
+    speaker, target = "aoi", "hikari"
+    for _ in range(3):
+        body = {"agent_id": speaker, "target_id": target, "session_id": session, "location_name": "中央カフェ",
+                "history": history, "time_of_day": 15.0, "day": 1}  # fmt: skip
+        reply = http.post("/v1/conversation/turn", json=body)
+        assert reply.status_code == 200, reply.text
+        history = [*history, f"{names[speaker]}: {reply.json()['dialogue']}"]
+        if reply.json()["is_conversation_end"]:
+            break
+        speaker, target = target, speaker
+    wait_idle(http)
+    stored = http.get(f"/v1/conversations/{session}").json()
+    page.goto(f"{town['base']}/conversations/{session}")
+    bubbles = page.locator("#transcript .turn")
+    expect(bubbles).to_have_count(len(stored["transcript"]))
+    assert stored["turn_count"] == len(stored["transcript"]) == len(history)
+    relayed = page.locator("#transcript .turn.relayed")
+    expect(relayed).to_have_count(2)
+    expect(relayed.nth(0)).to_contain_text("ねえ、")
+    expect(relayed.nth(0).locator("strong")).to_have_text(names["aoi"])
+    expect(relayed.nth(1)).to_have_class(re.compile(r"\bright\b"))  # ひかり's side
+    expect(relayed.first.locator(".chip.relayed")).to_have_attribute("title", re.compile("Unity"))
+    for turn in stored["turns"]:
+        expect(page.locator(f'#transcript .turn[data-turn="{turn["turn_index"]}"]')).to_contain_text(
+            turn["dialogue"]
+        )
+    expect(page.locator("#conv-meta")).to_contain_text(f"{len(history)} · 2 relayed from Unity")
+    shoot(page, "conversation-relayed")
 
 
 def test_judge_scores_a_conversation_from_its_page(page: Page, town: dict[str, Any]) -> None:
@@ -281,6 +417,21 @@ def test_pages_work_in_another_world(page: Page, town: dict[str, Any]) -> None:
     page.locator("#roster a").click()
     expect(page).to_have_url(re.compile(r"/agents/kai\?world=exhibit$"))
     expect(page.locator("#mem-rows")).to_contain_text("広場で凧を揚げた")
+
+
+def test_an_unknown_world_says_so_and_links_the_worlds_that_exist(page: Page, town: dict[str, Any]) -> None:
+    page.goto(town["base"] + "/?world=nowhere")
+    notice = page.locator("#world-notice")
+    expect(notice).to_be_visible()
+    expect(notice).to_contain_text("“nowhere” has no agents or places")
+    default = notice.locator('a[data-world="default"]')
+    expect(default).to_contain_text("default")
+    expect(notice.locator("li", has=page.locator('a[data-world="default"]'))).to_contain_text("6 agents")
+    shoot(page, "town-unknown-world")
+    default.click()
+    expect(page).to_have_url(re.compile(r"/$"))
+    expect(page.locator("#roster .roster-item")).to_have_count(6)
+    expect(page.locator("#world-notice")).to_have_count(0)
 
 
 def test_an_emotion_change_appears_without_reload(page: Page, town: dict[str, Any]) -> None:

@@ -94,3 +94,35 @@ def test_agent_page_inlines_the_stored_plan_for_the_day(client: TestClient) -> N
     assert client.post("/v1/agents/aoi/plan", json={"day": 2}).status_code == 200
     boot = _boot(client.get("/agents/aoi", params={"day": 2}).text)
     assert boot["day"] == 2 and boot["plan"]["items"], "the day's plan should come inline"
+
+
+def test_an_unknown_world_names_the_worlds_that_exist(settings: Settings, scripted: ScriptedLLM) -> None:
+    with _demo(settings, scripted) as client:
+        assert 'id="world-notice"' not in client.get("/").text  # the demo town is there
+        html = client.get("/", params={"world": "typo"}).text
+        assert "World “typo” has no agents or places" in html
+        assert re.search(
+            r'<a href="/" data-world="default">default</a>\s*<span[^>]*>6 agents · 9 places', html
+        )
+        assert client.put(
+            "/v1/agents/kai", json={"name": "海"}, headers={"X-Machi-World": "exhibit"}
+        ).is_success
+        listed = client.get("/", params={"world": "typo"}).text
+        assert 'href="/?world=exhibit" data-world="exhibit"' in listed and "1 agent · 0 places" in listed
+        # A world in use never names the others (world isolation).
+        in_exhibit = client.get("/", params={"world": "exhibit"}).text
+        assert 'id="world-notice"' not in in_exhibit and 'data-world="default"' not in in_exhibit
+
+
+def test_an_empty_server_says_how_a_world_begins(client: TestClient) -> None:
+    html = client.get("/").text
+    assert "No world on this server has agents or places yet" in html and "PUT /v1/agents/{id}" in html
+
+
+def test_agent_state_shows_as_a_label_with_the_raw_id_in_its_title(client: TestClient) -> None:
+    client.put("/v1/agents/aoi", json={"name": "葵"})
+    report = {"state": "wandering_in_poi", "location_name": "公園", "day": 1, "time_of_day": 9.0}
+    assert client.post("/v1/agents/aoi/state", json=report).is_success
+    html = client.get("/agents/aoi").text
+    assert '<span class="chip state" title="wandering_in_poi" lang="ja">散策中</span>' in html
+    assert _boot(html)["state_labels"]["wandering_in_poi"] == "散策中"

@@ -158,6 +158,19 @@ export function chip(text, cls = "") {
   return h("span", { class: `chip ${cls}`.trim(), text });
 }
 
+const STATE_LABELS = boot.state_labels || {};
+
+/** The readable label of an agent state id ("wandering_in_poi" -> "散策中"); an unknown id as it is. */
+export function stateLabel(state) {
+  return STATE_LABELS[state] || state;
+}
+
+/** A chip for an agent's state: the label, with the raw id in its title. */
+export function stateChip(state) {
+  if (!state) return chip("no state reported", "state");
+  return h("span", { class: "chip state", title: state, lang: "ja", "data-state": state, text: stateLabel(state) });
+}
+
 /** Run fn at most once per `ms`, the last call winning. */
 export function debounce(fn, ms) {
   let timer = null;

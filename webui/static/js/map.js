@@ -1,10 +1,13 @@
 // The town map: points of interest from /v1/pois and agents at their last reported position (x/z), drawn
-// as SVG. Agents without a position stand at the point of interest they reported, else at home.
+// as SVG. Agents without a position stand at the point of interest they reported, else at home. A pin
+// never covers a place's mark or name, nor another pin: it moves to the nearest free spot, with a thin
+// line back to where the agent stands.
 
-import { agentColor, pageHref, s } from "./core.js";
+import { agentColor, pageHref, s, stateLabel } from "./core.js";
 
 const HEIGHT = 520;
 const PAD = 70;
+const POI_LABEL_Y = 52;
 const MIN_WIDTH = 640;
 const MAX_WIDTH = 1000;
 const KIND_COLORS = {
@@ -56,33 +59,96 @@ function drawPoi(poi, project) {
   const color = kindColor(poi.kind);
   return s(
     "g",
-    { class: "poi", transform: `translate(${x.toFixed(1)} ${y.toFixed(1)})` },
+    { class: "poi", "data-poi": poi.id, transform: `translate(${x.toFixed(1)} ${y.toFixed(1)})` },
     s("title", { text: `${poi.name} (${poi.kind})${poi.description ? ` — ${poi.description}` : ""}` }),
     s("circle", { r: 34, class: "poi-area", fill: color }),
     s("rect", { x: -9, y: -9, width: 18, height: 18, rx: 4, fill: color, class: "poi-mark" }),
-    s("text", { y: 52, class: "poi-label", "text-anchor": "middle", text: poi.name }),
+    s("text", { y: POI_LABEL_Y, class: "poi-label", "text-anchor": "middle", text: poi.name }),
   );
 }
 
-const CROWD_PX = 30;
+// --- laying out the agents: pins and their names never cover a place's mark or label, nor each other ---
 
-/** Fan out agents standing close together (greedy clusters) so every pin and name stays readable. */
-function spread(placed) {
-  const groups = [];
-  for (const item of placed) {
-    const group = groups.find((g) => Math.hypot(g.cx - item.px, g.cy - item.py) < CROWD_PX);
-    if (group) group.items.push(item);
-    else groups.push({ cx: item.px, cy: item.py, items: [item] });
+const PIN_R = 17; // the talk ring around the pin
+const LABEL_X = 21; // clear of the talk ring
+const RING_STEP = 16;
+const RINGS = 12;
+const ANGLES = 16;
+
+/** Rendered width of `text` at `size` px, estimated (CJK glyphs are square; Latin ones about 0.6 wide). */
+function textWidth(text, size) {
+  let width = 0;
+  for (const ch of String(text || "")) width += ch.codePointAt(0) >= 0x2e80 ? size : size * 0.62;
+  return width;
+}
+
+function overlaps(a, b) {
+  return a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1;
+}
+
+/** A place's mark and label, as boxes the agents keep clear of. */
+function poiBoxes(poi, project) {
+  const [x, y] = project(poi.position.x, poi.position.z);
+  const half = textWidth(poi.name, 14) / 2 + 4;
+  return [
+    { x0: x - 12, y0: y - 12, x1: x + 12, y1: y + 12 },
+    { x0: x - half, y0: y + POI_LABEL_Y - 16, x1: x + half, y1: y + POI_LABEL_Y + 6 },
+  ];
+}
+
+/** What an agent's pin and its two text lines (name, state) cover at (px, py), the text right or left. */
+function agentBox(item, px, py, left) {
+  const text = Math.max(textWidth(item.agent.name, 13), textWidth(stateLabel(item.agent.state), 11)) + 4;
+  return left
+    ? { x0: px - LABEL_X - text, y0: py - PIN_R, x1: px + PIN_R, y1: py + 21 }
+    : { x0: px - PIN_R, y0: py - PIN_R, x1: px + LABEL_X + text, y1: py + 21 };
+}
+
+/** Places to try around the wanted point: the point, then rings further out, above first (labels are below). */
+function* candidates(x, y) {
+  yield [x, y];
+  const order = [0];
+  for (let k = 1; k <= ANGLES / 2; k += 1) order.push(k, -k);
+  for (let ring = 1; ring <= RINGS; ring += 1) {
+    for (const k of order.slice(0, ANGLES)) {
+      const angle = -Math.PI / 2 + (k * 2 * Math.PI) / ANGLES;
+      yield [x + Math.cos(angle) * (ring * RING_STEP + 8), y + Math.sin(angle) * (ring * RING_STEP + 8)];
+    }
   }
-  for (const group of groups) {
-    if (group.items.length < 2) continue;
-    const radius = 16 + 6 * group.items.length;
-    group.items.forEach((item, i) => {
-      const angle = (2 * Math.PI * i) / group.items.length - Math.PI / 2;
-      item.px = group.cx + Math.cos(angle) * radius;
-      item.py = group.cy + Math.sin(angle) * radius;
-      item.labelLeft = Math.cos(angle) < -0.3;
-    });
+}
+
+/** Distance from (px, py) to the segment (x0, y0)-(x1, y1). */
+function toSegment(px, py, x0, y0, x1, y1) {
+  const [dx, dy] = [x1 - x0, y1 - y0];
+  const t = dx || dy ? Math.max(0, Math.min(1, ((px - x0) * dx + (py - y0) * dy) / (dx * dx + dy * dy))) : 0;
+  return Math.hypot(px - (x0 + t * dx), py - (y0 + t * dy));
+}
+
+/** The first spot around the wanted point where the pin and its text cover nothing already drawn, and the
+ * line back to the wanted point crosses no other pin. */
+function firstFree(item, taken, pins, inside) {
+  const [wantX, wantY] = [item.px, item.py];
+  for (const [x, y] of candidates(wantX, wantY)) {
+    if (pins.some(([px, py]) => toSegment(px, py, x, y, wantX, wantY) < PIN_R)) continue;
+    // Text goes on the side away from the wanted point, so a fanned-out group reads outwards.
+    for (const left of x < wantX - 1 ? [true, false] : [false, true]) {
+      const box = agentBox(item, x, y, left);
+      if (inside(box) && !taken.some((other) => overlaps(box, other))) return { x, y, left, box };
+    }
+  }
+  return { x: wantX, y: wantY, left: false, box: agentBox(item, wantX, wantY, false) };
+}
+
+/** Move each agent (in id order, so the layout is stable) to the nearest free spot around where it stands. */
+function layout(placed, obstacles, width) {
+  const inside = (b) => b.x0 >= 2 && b.y0 >= 2 && b.x1 <= width - 2 && b.y1 <= HEIGHT - 2;
+  const taken = [...obstacles];
+  const pins = [];
+  for (const item of [...placed].sort((a, b) => String(a.agent.id).localeCompare(String(b.agent.id)))) {
+    const chosen = firstFree(item, taken, pins, inside);
+    taken.push(chosen.box);
+    pins.push([chosen.x, chosen.y]);
+    Object.assign(item, { fromX: item.px, fromY: item.py, px: chosen.x, py: chosen.y, labelLeft: chosen.left });
   }
 }
 
@@ -90,15 +156,22 @@ function agentNode(item) {
   const { agent } = item;
   const color = agentColor(agent.id);
   const talking = agent.state === "talking";
+  const state = agent.state ? `${stateLabel(agent.state)} (${agent.state})` : "no state";
+  const [dx, dy] = [item.fromX - item.px, item.fromY - item.py];
+  const anchor = item.labelLeft ? "end" : "start";
+  const textX = item.labelLeft ? -LABEL_X : LABEL_X;
   return s(
     "a",
     { href: pageHref(`/agents/${encodeURIComponent(agent.id)}`), class: "agent-pin", "data-agent": agent.id },
-    s("title", { text: `${agent.name}: ${agent.state || "no state"}${agent.location_name ? ` @ ${agent.location_name}` : ""}` }),
-    talking ? s("circle", { r: 17, class: "talk-ring", stroke: color }) : null,
+    s("title", { text: `${agent.name}: ${state}${agent.location_name ? ` @ ${agent.location_name}` : ""}` }),
+    // Moved off the spot it stands on: a thin line back to it.
+    Math.hypot(dx, dy) > PIN_R ? s("line", { class: "pin-leader", x1: 0, y1: 0, x2: dx.toFixed(1), y2: dy.toFixed(1), stroke: color }) : null,
+    talking ? s("circle", { r: PIN_R, class: "talk-ring", stroke: color }) : null,
     s("circle", { r: 12, fill: color, class: item.exact ? "pin" : "pin approx" }),
     s("text", { class: "pin-initial", "text-anchor": "middle", dy: "0.35em", text: Array.from(agent.name)[0] || "?" }),
-    s("text", { class: "pin-label", x: item.labelLeft ? -16 : 16, dy: "0.35em", "text-anchor": item.labelLeft ? "end" : "start", text: agent.name }),
-    s("text", { class: "pin-state", x: item.labelLeft ? -16 : 16, y: 14, "text-anchor": item.labelLeft ? "end" : "start", text: agent.state || "" }),
+    s("text", { class: "pin-label", x: textX, dy: "0.35em", "text-anchor": anchor, text: agent.name }),
+    s("text", { class: "pin-state", x: textX, y: 14, "text-anchor": anchor, "data-state": agent.state || null,
+      lang: "ja", text: agent.state ? stateLabel(agent.state) : "" }),
   );
 }
 
@@ -118,7 +191,7 @@ export function renderMap(svg, pois, agents) {
   svg.setAttribute("viewBox", `0 0 ${width.toFixed(0)} ${HEIGHT}`);
   for (const item of placed) [item.px, item.py] = project(item.x, item.z);
   unplaced.forEach((agent, i) => placed.push({ agent, px: PAD + i * 90, py: HEIGHT - 24, exact: false }));
-  spread(placed);
+  layout(placed, pois.flatMap((poi) => poiBoxes(poi, project)), width);
 
   const previous = new Map(Array.from(svg.querySelectorAll(".agent-pin")).map((n) => [n.dataset.agent, n]));
   const layer = s("g", { class: "agents" });

@@ -1,7 +1,7 @@
 // Agent: persona (server-rendered), emotion radar with history, plan timeline, people, memory stream,
 // reflections and the retrieval probe, kept live.
 
-import { agentLink, api, boot, caps, chip, debounce, emotionChip, fill, gameTime, h, listOf, loadAgents } from "../core.js";
+import { agentLink, api, boot, caps, chip, clock, debounce, emotionChip, fill, gameTime, h, listOf, loadAgents, stateChip } from "../core.js";
 import { live } from "../live.js";
 import { MemoryTable, renderReflections, setupProbe } from "../memories.js";
 import { renderPlan } from "../plan.js";
@@ -18,7 +18,7 @@ let emotionKey = "";
 async function refreshDetail() {
   if (!caps.agent) return;
   detail = await api(base);
-  const parts = [chip(detail.state || "no state reported", "state")];
+  const parts = [stateChip(detail.state)];
   if (detail.location_name) parts.push(h("span", { text: detail.location_name }));
   if (detail.state_day) parts.push(h("span", { class: "muted", text: gameTime(detail.state_day, detail.state_time_of_day) }));
   if (detail.current_plan_item) parts.push(h("span", { class: "muted", text: `· ${detail.current_plan_item.activity}` }));
@@ -78,17 +78,30 @@ async function refreshEmotion() {
   );
 }
 
+/** How often they talked and when last: the one count the card shows (interaction_count, conversations). */
+function metLine(person) {
+  const count = person.interaction_count ?? 0;
+  const talks = count === 1 ? "1 conversation" : `${count} conversations`;
+  const last = person.last_met_day ? ` · last day ${person.last_met_day} · ${clock(person.last_met_time_of_day)}` : "";
+  return h("span", {
+    class: "muted small person-met",
+    "data-count": String(count),
+    title: "conversations folded into this memory; the summary below is the model's own words",
+    text: ` · ${talks}${last}`,
+  });
+}
+
 function personCard(person) {
   const otherId = person.other_id ?? person.person_id ?? person.target_id ?? person.id;
   const traits = person.traits ?? person.traits_noticed ?? [];
   const notes = person.notes ?? [];
   return h(
     "li",
-    { class: "person" },
+    { class: "person", "data-person": otherId },
     h("div", { class: "person-head" },
-      agents.has(otherId) ? agentLink(agents, otherId) : h("strong", { text: person.name || otherId }),
-      h("span", { class: "muted small", text: ` · met ${person.interaction_count ?? person.interactions ?? 0}×` })),
-    person.summary ? h("p", { text: person.summary }) : null,
+      agents.has(otherId) ? agentLink(agents, otherId) : h("strong", { text: person.other_name || person.name || otherId }),
+      metLine(person)),
+    person.summary ? h("p", { class: "person-summary", text: person.summary }) : null,
     traits.length ? h("div", { class: "meta" }, traits.slice(0, 8).map((t) => chip(String(t), "tag"))) : null,
     notes.length ? h("ul", { class: "notes" }, notes.slice(-3).map((n) => h("li", { class: "small", text: String(n) }))) : null,
   );

@@ -15,7 +15,7 @@ function meta(c) {
     ["where", c.location_name || "—"],
     ["from", gameTime(c.start_day, c.start_time_of_day)],
     ["to", c.ended ? gameTime(c.end_day, c.end_time_of_day) : "ongoing"],
-    ["turns", String(c.turn_count)],
+    ["turns", lineCount(c)],
     ["end", c.ended ? chip(c.end_reason || "ended", "end") : chip("ongoing", "ok")],
     ["fallbacks", String(c.turns.filter((t) => t.fallback).length)],
     ["reflected", c.reflected ? "yes" : "not yet"],
@@ -23,12 +23,41 @@ function meta(c) {
   return pairs.flatMap(([k, v]) => [h("dt", { text: k }), h("dd", {}, v)]);
 }
 
-function bubble(turn, c) {
+/** "5" or "5 · 2 relayed from Unity": every line is a bubble, so the count and the bubbles agree. */
+function lineCount(c) {
+  const lines = transcriptRows(c);
+  const relayed = lines.filter((row) => !row.turn).length;
+  return relayed ? `${lines.length} · ${relayed} relayed from Unity` : String(lines.length);
+}
+
+/**
+ * Every line of the conversation in order: the stored transcript ("Name: line", the history Unity sent plus
+ * the latest reply) with the server's turns at their index. A line with no server turn was relayed by Unity.
+ */
+function transcriptRows(c) {
+  const turns = new Map(c.turns.map((t) => [t.turn_index, t]));
+  const length = Math.max(c.transcript.length, ...c.turns.map((t) => t.turn_index + 1));
+  return Array.from({ length }, (_, i) => ({ index: i, turn: turns.get(i), line: c.transcript[i] }));
+}
+
+/** A relayed "Name: line": the participant whose name (or id) prefixes it, and the spoken text. */
+function relayedSpeaker(line, c) {
+  const match = /^([^:：]{1,100})[:：]\s?([\s\S]*)$/.exec(line || "");
+  if (!match) return { who: null, name: "", text: line || "" };
+  const who = c.participants.find((p) => p.name === match[1].trim() || p.id === match[1].trim());
+  return { who, name: match[1].trim(), text: match[2] };
+}
+
+function side(speakerId, c) {
   const first = c.participants[0] ? c.participants[0].id : null;
+  return speakerId === first ? "left" : "right";
+}
+
+function bubble(turn, c) {
   const name = (c.participants.find((p) => p.id === turn.speaker_id) || {}).name || turn.speaker_id;
   return h(
     "li",
-    { class: turn.speaker_id === first ? "turn left" : "turn right", "data-turn": String(turn.turn_index) },
+    { class: `turn ${side(turn.speaker_id, c)}`, "data-turn": String(turn.turn_index) },
     h("div", { class: "turn-head" },
       h("span", { class: "dot", style: { background: agentColor(turn.speaker_id) } }),
       h("strong", { text: name }),
@@ -37,6 +66,22 @@ function bubble(turn, c) {
       turn.end_reason ? chip(`end: ${turn.end_reason}`, "end") : null,
       h("span", { class: "muted small", text: `#${turn.turn_index} · ${gameTime(turn.day, turn.time_of_day)}` })),
     h("p", { class: "turn-text", lang: c.language || "ja", text: turn.dialogue }),
+  );
+}
+
+/** A line Unity sent in `history` that this server did not answer (no emotion, no time of its own). */
+function relayedBubble(index, line, c) {
+  const { who, name, text } = relayedSpeaker(line, c);
+  return h(
+    "li",
+    { class: `turn relayed ${who ? side(who.id, c) : "left"}`, "data-turn": String(index), "data-relayed": "" },
+    h("div", { class: "turn-head" },
+      who ? h("span", { class: "dot", style: { background: agentColor(who.id) } }) : null,
+      h("strong", { text: who ? who.name || who.id : name || "?" }),
+      h("span", { class: "chip relayed", title: "sent by Unity in the turn's history; not a turn this server answered",
+        text: "relayed" }),
+      h("span", { class: "muted small", text: `#${index}` })),
+    h("p", { class: "turn-text", lang: c.language || "ja", text }),
   );
 }
 
@@ -49,13 +94,13 @@ async function refresh() {
     return;
   }
   ended = c.ended;
-  const key = JSON.stringify([c.turn_count, c.ended, c.reflected]);
+  const key = JSON.stringify([c.turn_count, c.transcript.length, c.ended, c.reflected]);
   if (key === lastKey) return;
   lastKey = key;
   fill(document.getElementById("conv-meta"), meta(c));
   const transcript = document.getElementById("transcript");
-  if (c.turns.length) fill(transcript, c.turns.map((t) => bubble(t, c)));
-  else if (c.transcript.length) fill(transcript, c.transcript.map((line) => h("li", { class: "turn", text: line })));
+  const rows = transcriptRows(c);
+  if (rows.length) fill(transcript, rows.map((r) => (r.turn ? bubble(r.turn, c) : relayedBubble(r.index, r.line, c))));
   else fill(transcript, h("li", { class: "muted", text: "No turns yet." }));
 }
 

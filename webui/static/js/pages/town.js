@@ -1,6 +1,6 @@
 // Town: the map, the roster, the model's status and a live feed of conversation lines.
 
-import { agentColor, agentLink, ago, api, caps, chip, debounce, emotionChip, fill, gameTime, h, listOf, pageHref, showError } from "../core.js";
+import { agentColor, agentLink, ago, api, caps, chip, debounce, emotionChip, fill, gameTime, h, listOf, pageHref, showError, stateLabel } from "../core.js";
 import { live } from "../live.js";
 import { renderMap } from "../map.js";
 
@@ -17,7 +17,10 @@ async function refreshTown() {
     caps.pois ? api("/v1/pois") : [],
   ]);
   agents = new Map(listOf(agentList, "agents").map((a) => [a.id, a]));
-  renderMap(document.getElementById("town-map"), listOf(pois, "pois"), Array.from(agents.values()));
+  const places = listOf(pois, "pois");
+  const notice = document.getElementById("world-notice");
+  if (notice && (agents.size || places.length)) notice.hidden = true;  // the world began while we watched
+  renderMap(document.getElementById("town-map"), places, Array.from(agents.values()));
   const roster = document.getElementById("roster");
   if (!agents.size) {
     fill(roster, h("li", { class: "muted", text: "No agents in this world yet (PUT /v1/agents/{id})." }));
@@ -32,7 +35,8 @@ async function refreshTown() {
         h("a", { href: pageHref(`/agents/${encodeURIComponent(agent.id)}`) },
           h("span", { class: "avatar small", style: { background: agentColor(agent.id) }, text: Array.from(agent.name)[0] || "?" }),
           h("span", { class: "roster-name", text: agent.name })),
-        h("span", { class: "muted small", text: [agent.state, agent.location_name].filter(Boolean).join(" · ") || "no state yet" }),
+        h("span", { class: "muted small roster-state", title: agent.state || null, "data-state": agent.state || null,
+          text: [stateLabel(agent.state), agent.location_name].filter(Boolean).join(" · ") || "no state yet" }),
       ),
     ),
   );
