@@ -15,7 +15,7 @@ index=0
 IFS=: read -r -a folders <<<"$PATH"
 for folder in "${folders[@]}"; do
     [ -d "$folder" ] || continue
-    if ls "$folder" | grep -Eq "$hidden"; then
+    if ls "$folder" | grep -E "$hidden" >/dev/null; then  # not -q: an early exit would fail ls under pipefail
         index=$((index + 1))
         farm="$work/path/$index"
         mkdir -p "$farm"
