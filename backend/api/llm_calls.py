@@ -40,6 +40,8 @@ class LLMCallPublic(BaseModel):
     error: str | None
     latency_ms: float
     prompt_tokens: int | None
+    #: The prompt as Machi counted it when fitting it to the model's context window.
+    prompt_tokens_counted: int | None = None
     completion_tokens: int | None
     streamed: bool
     repaired: bool = False

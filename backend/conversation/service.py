@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+import unicodedata
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from sqlmodel import Session
@@ -25,7 +26,8 @@ from backend.errors import LLMError
 from backend.events import EventBus
 from backend.jobs.models import Job
 from backend.jobs.runner import JobRunner
-from backend.llm.base import LLM, PRIORITY_TURN, GenerateOptions
+from backend.llm.base import LLM, PRIORITY_TURN, GenerateOptions, find_layer
+from backend.llm.budget import PromptBudgetLLM, count_messages
 from backend.llm.scheduler import find_scheduler
 from backend.logs import reason
 from backend.memory.triggers import TurnAsk
@@ -45,6 +47,8 @@ MAX_DIALOGUE_CHARS = 1000
 STORE_MARGIN_S = 0.5
 #: Part of the turn deadline memory retrieval may use before the turn goes on without memories.
 RETRIEVAL_SHARE = 0.25
+#: History lines a turn prompt keeps however tight its budget (the partner's last line and the one before).
+KEPT_LINES = 2
 #: History lines used (with the partner's name) as the retrieval query.
 QUERY_LINES = 3
 
@@ -192,8 +196,24 @@ class ConversationService:
         )
 
     def messages(self, prepared: PreparedTurn) -> list[dict[str, str]]:
-        assert prepared.ctx is not None
-        return build_messages(prepared.ctx)
+        """The turn prompt, fitted to the model's prompt budget: the oldest history lines go first (the
+        last two stay), then the least relevant memories; the rules and the persona are never cut."""
+        ctx = prepared.ctx
+        assert ctx is not None
+        messages = build_messages(ctx)
+        budgeting = find_layer(self.llm, PromptBudgetLLM)
+        if budgeting is None:
+            return messages
+        budget, count = budgeting.budget(self.options(prepared)), self.llm.count_tokens
+        while count_messages(messages, count) > budget:
+            if len(ctx.history) > KEPT_LINES:
+                ctx = replace(ctx, history=ctx.history[max(1, (len(ctx.history) - KEPT_LINES) // 4) :])
+            elif ctx.memories:
+                ctx = replace(ctx, memories=ctx.memories[:-1])
+            else:
+                break  # what is left is the rules and the moment: the budget wrapper cuts the rest
+            messages = build_messages(ctx)
+        return messages
 
     def remaining(self, prepared: PreparedTurn) -> float:
         """Seconds the model may still use, keeping a margin to store the turn."""

@@ -30,6 +30,8 @@ class LLMCall(SQLModel, table=True):
     error: str | None = None
     latency_ms: float = 0.0
     prompt_tokens: int | None = None
+    #: The prompt's size as Machi counted it when fitting it to the model's context (backend/llm/budget.py).
+    prompt_tokens_counted: int | None = None
     completion_tokens: int | None = None
     streamed: bool = False
     #: The reply needed repair (code fences or prose around the JSON object) before it could be parsed.

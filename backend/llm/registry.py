@@ -84,11 +84,13 @@ def build_embedder(settings: Settings) -> Embedder:
 
 
 def wrap(provider: LLM, settings: Settings, engine: Engine | None) -> LLM:
-    """The standard stack, outermost first: repair/re-ask -> retry -> schedule -> trace -> timeout -> provider.
+    """The standard stack, outermost first: repair/re-ask -> prompt budget -> retry -> schedule -> trace ->
+    timeout -> provider.
 
     The scheduler sits below retry (a call waiting out its backoff holds no slot) and above trace/timeout
     (they measure the provider's work, not the queue); see scheduler.py.
     """
+    from backend.llm.budget import PromptBudgetLLM
     from backend.llm.retry import RepairingLLM, RetryingLLM, TimeoutLLM
     from backend.llm.scheduler import Scheduler, SchedulingLLM
     from backend.llm.trace import DatabaseTraceSink, TracingLLM
@@ -98,4 +100,6 @@ def wrap(provider: LLM, settings: Settings, engine: Engine | None) -> LLM:
         llm = TracingLLM(llm, DatabaseTraceSink(engine))
     llm = SchedulingLLM(llm, Scheduler(settings.resolved_llm_concurrency()))
     llm = RetryingLLM(llm, max_retries=settings.llm_max_retries, backoff_s=settings.llm_retry_backoff_s)
+    # Every prompt, a re-ask's too, is fitted to the model's context (counted in its own tokens).
+    llm = PromptBudgetLLM(llm, context_tokens=settings.resolved_context_tokens(provider.context_window()))
     return RepairingLLM(llm)

@@ -187,6 +187,7 @@ class TracingLLM(LLMWrapper):
                 "error": _describe(error),
                 "latency_ms": round((time.perf_counter() - started) * 1000, 2),
                 "prompt_tokens": completion.prompt_tokens if completion else None,
+                "prompt_tokens_counted": options.prompt_tokens_counted,
                 "completion_tokens": completion.completion_tokens if completion else None,
                 "streamed": streamed,
                 "repaired": bool(schema) and reply is not None and error is None and not _bare_json(reply),
