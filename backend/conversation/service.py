@@ -246,6 +246,7 @@ class ConversationService:
         ctx, req, settings = prepared.ctx, prepared.request, self.settings
         assert ctx is not None
         dialogue = reply.dialogue.strip()[:MAX_DIALOGUE_CHARS].rstrip() if reply is not None else ""
+        dialogue = _without_own_prefix(dialogue, ctx.speaker)
         fallback = not dialogue
         felt = ctx.emotion.get("vrm_emotion") if ctx.emotion else None
         if fallback:
@@ -359,3 +360,13 @@ class ConversationService:
             self.jobs.submit(jobs)
         elif await asyncio.to_thread(store.claim_reflection, self.engine, world_id, session_id):
             self.after.reflect(world_id, session_id)
+
+
+def _without_own_prefix(line: str, speaker: Agent) -> str:
+    """A line the model began with its own name or id and a colon ("葵: こんにちは") loses that prefix."""
+    rest = rules.line_text(line)
+    prefix = line[: len(line) - len(rest)].strip().rstrip(":：")
+    own = {unicodedata.normalize("NFKC", key).casefold().strip() for key in (speaker.id, speaker.name)}
+    if rest != line and unicodedata.normalize("NFKC", prefix).casefold().strip() in own:
+        return rest.strip()
+    return line

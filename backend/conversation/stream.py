@@ -21,8 +21,8 @@ from backend.conversation.extract import FieldExtractor
 from backend.conversation.schemas import TurnReply
 from backend.conversation.service import ConversationService, PreparedTurn
 from backend.errors import LLMError, LLMReplyError, MachiError
-from backend.llm.base import Completion, json_schema_for, parse_reply
-from backend.llm.retry import REASK
+from backend.llm.base import Completion, json_schema_for
+from backend.llm.retry import REASK, checked_reply
 from backend.llm.trace import mark_invalid_reply
 from backend.logs import reason
 from backend.text import StreamCleaner
@@ -103,27 +103,38 @@ async def _dialogue_pieces(service: ConversationService, prepared: PreparedTurn)
 async def _parse_or_reask(
     service: ConversationService, prepared: PreparedTurn, text: str, usage: Completion, stop_at: float
 ) -> TurnReply | None:
-    """Repair and validate the streamed reply; if invalid, re-ask once (not streamed) within the deadline."""
+    """Repair, validate and echo-check the streamed reply; if unusable, re-ask once (not streamed) within
+    the deadline. One re-ask in all, as for the plain turn; then the turn falls back."""
+    messages, options = service.messages(prepared), service.options(prepared)
     try:
-        return parse_reply(text, TurnReply)
+        return checked_reply(text, TurnReply, messages, options)
     except LLMReplyError as exc:
         await mark_invalid_reply(service.llm, usage.trace_id, exc.message)
+        log.info("streamed turn %s: reply unusable (%s); re-asking", prepared.request.session_id, exc.message)
         reask = [
-            *service.messages(prepared),
+            *messages,
             {"role": "assistant", "content": text[:4000]},
             {"role": "user", "content": REASK.format(error=exc.message[:600])},
         ]
-        budget = stop_at - asyncio.get_running_loop().time()
-        if budget <= 0:
-            return None
-        try:
-            call = service.llm.generate_json(reask, TurnReply, options=service.options(prepared))
-            return await asyncio.wait_for(call, timeout=budget)
-        except (LLMError, TimeoutError) as again:
-            log.warning(
-                "streamed turn %s falls back after re-ask: %s", prepared.request.session_id, reason(again)
-            )
-            return None
+    budget = stop_at - asyncio.get_running_loop().time()
+    if budget <= 0:
+        return None
+    try:
+        call = service.llm.complete(reask, options=options, schema=TURN_SCHEMA)
+        completion = await asyncio.wait_for(call, timeout=budget)
+    except (LLMError, TimeoutError) as again:
+        log.warning(
+            "streamed turn %s falls back after re-ask: %s", prepared.request.session_id, reason(again)
+        )
+        return None
+    try:
+        return checked_reply(completion.text, TurnReply, messages, options)
+    except LLMReplyError as again:
+        await mark_invalid_reply(service.llm, completion.trace_id, again.message)
+        log.warning(
+            "streamed turn %s falls back after re-ask: %s", prepared.request.session_id, reason(again)
+        )
+        return None
 
 
 async def _close(iterator: Any) -> None:

@@ -19,13 +19,18 @@ from backend.llm.base import (
     json_schema_for,
     parse_reply,
 )
+from backend.llm.echo import echo_problem
 from backend.llm.trace import mark_invalid_reply
 
 log = logging.getLogger(__name__)
 
 
 class TimeoutLLM(LLMWrapper):
-    """Fails a call with LLMTimeout after `timeout_s` (or the call's own `options.timeout_s`)."""
+    """Fails a call with LLMTimeout after `timeout_s` (or the call's own `options.timeout_s`).
+
+    The late call is cancelled, not abandoned: the provider stops generating (llama.cpp at the next token,
+    HTTP providers close the request), so the next call gets the model at once.
+    """
 
     def __init__(self, inner: LLM, *, timeout_s: float) -> None:
         super().__init__(inner)
@@ -61,17 +66,22 @@ class TimeoutLLM(LLMWrapper):
         loop = asyncio.get_running_loop()
         deadline = loop.time() + limit
         iterator = self.inner.stream(messages, options=options, schema=schema, usage=usage).__aiter__()
-        while True:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                raise LLMTimeout(f"the model did not finish within {limit:g} s")
-            try:
-                piece = await asyncio.wait_for(iterator.__anext__(), timeout=remaining)
-            except StopAsyncIteration:
-                return
-            except TimeoutError as exc:
-                raise LLMTimeout(f"the model did not finish within {limit:g} s") from exc
-            yield piece
+        try:
+            while True:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    raise LLMTimeout(f"the model did not finish within {limit:g} s")
+                try:
+                    piece = await asyncio.wait_for(iterator.__anext__(), timeout=remaining)
+                except StopAsyncIteration:
+                    return
+                except TimeoutError as exc:
+                    raise LLMTimeout(f"the model did not finish within {limit:g} s") from exc
+                yield piece
+        finally:
+            close = getattr(iterator, "aclose", None)
+            if close is not None:
+                await close()  # now, not when collected: the provider stops generating
 
 
 class RetryingLLM(LLMWrapper):
@@ -112,8 +122,23 @@ REASK = (
 )
 
 
+def checked_reply(text: str, schema: type[T], messages: Sequence[Message], options: GenerateOptions) -> T:
+    """Repair and validate a reply, then refuse one that echoes its prompt (see echo.py).
+
+    Raises:
+        LLMReplyError: the reply is not valid, or it copies a placeholder, a field's description, a line
+            of the prompt or a name instead of answering; the message says which field and why.
+    """
+    reply = parse_reply(text, schema)
+    problem = echo_problem(reply, schema, messages, options.facts)
+    if problem is not None:
+        raise LLMReplyError(f"the reply echoes the prompt: {problem}", raw=text)
+    return reply
+
+
 class RepairingLLM(LLMWrapper):
-    """JSON replies: repair (fences, surrounding prose), validate, and re-ask once with the error."""
+    """JSON replies: repair (fences, surrounding prose), validate, refuse echoes of the prompt, and re-ask
+    once with the reason."""
 
     def __init__(self, inner: LLM, *, reasks: int = 1) -> None:
         super().__init__(inner)
@@ -127,7 +152,7 @@ class RepairingLLM(LLMWrapper):
         for attempt in range(self.reasks + 1):
             completion = await self.complete(conversation, options=options, schema=json_schema)
             try:
-                return parse_reply(completion.text, schema)
+                return checked_reply(completion.text, schema, messages, options)
             except LLMReplyError as exc:
                 await mark_invalid_reply(self.inner, completion.trace_id, exc.message)
                 if attempt >= self.reasks:

@@ -35,10 +35,10 @@ REQUIRED = {
 
 def test_full_eight_turn_conversation_ends_with_max_turns(client: TestClient, scripted: ScriptedLLM) -> None:
     add_agents(client)
-    for _ in range(3):  # the writer's replies never end the talk early
+    # The writer's replies never end the talk early (distinct lines: repeating the partner's is an echo).
+    for line in ("うん、そうだね。", "それはいいね。", "なるほどね。"):
         scripted.enqueue(
-            {"dialogue": "うん、そうだね。", "emotion": "joy", "is_conversation_end": False},
-            purpose="dialogue",
+            {"dialogue": line, "emotion": "joy", "is_conversation_end": False}, purpose="dialogue"
         )
     replies = talk(client, "aoi", "hikari", "s-max", NAMES)
     assert [r["turn_index"] for r in replies] == list(range(len(replies)))

@@ -131,7 +131,13 @@ def test_a_split_council_runs_every_round_and_then_revises(
 ) -> None:
     split = [opinion("for", "やろう"), opinion("against", "やめよう"), opinion("against", "まだ早い")]
     scripted.enqueue(*split, purpose="opinion")
-    scripted.enqueue(*split, purpose="response")
+    # Round 2 keeps the stances in new words (a quoted opinion repeated verbatim is an echo, re-asked).
+    again = [
+        opinion("for", "やっぱりやろう"),
+        opinion("against", "やはりやめよう"),
+        opinion("against", "今はまだ早い"),
+    ]
+    scripted.enqueue(*again, purpose="response")
     council = hold(sisters, rounds=2)
     assert len(council["record"]["rounds"]) == 2
     assert council["record"]["rounds"][0]["outcome"] == "another_round"
@@ -165,9 +171,9 @@ def test_failed_aggregation_and_consensus_degrade_with_the_error(
     sisters: TestClient, scripted: ScriptedLLM
 ) -> None:
     scripted.enqueue(
-        opinion("for", "a", ["屋根がない"]),
-        opinion("conditional", "b", [], ["試行"]),
-        opinion("against", "c", ["疲れる"]),
+        opinion("for", "いいと思う", ["屋根がない"]),
+        opinion("conditional", "試してみたい", [], ["試行"]),
+        opinion("against", "やめておこう", ["疲れる"]),
         purpose="opinion",
     )
     scripted.enqueue(LLMReplyError("bad aggregation"), purpose="aggregate")

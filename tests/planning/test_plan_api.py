@@ -44,7 +44,7 @@ def build_world(client: TestClient, world: str | None = None) -> dict[str, str]:
     return headers
 
 
-def it(start: float, end: float, poi: str, activity: str = "a") -> dict[str, Any]:
+def it(start: float, end: float, poi: str, activity: str = "のんびり過ごす") -> dict[str, Any]:
     return {"start": start, "end": end, "poi_id": poi, "activity": activity}
 
 

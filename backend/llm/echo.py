@@ -1,0 +1,215 @@
+"""The echo check: a parsed reply whose free text copies the prompt instead of answering it is refused.
+
+Small models given a grammar or a JSON Schema still fill the fields with what they saw: a placeholder
+("<your line>", "..."), a field's own name or description, a schema word ("string"), a line of the prompt
+(the partner's last line, a memory), or a person's name. `echo_problem` finds the first such value and
+says which field it is and why, in one short sentence the re-ask can quote.
+
+Which strings are checked is decided by the reply's JSON Schema, once per reply class:
+- skipped: strings with an enum, const, pattern or format, and ids (`id`, `*_id`, `*_ids`);
+- vocabulary (a `maxLength` of at most VOCABULARY_MAX_LENGTH: an emotion word, a criterion name): only a
+  structural placeholder ("<...>", dots) is refused; a one-character word such as 愛 is an answer;
+- free text (every other string): all the rules. Items of a string list (concerns, notes) may quote the
+  prompt, since extracting what was said is their job; scalar text (a line, an opinion) may not.
+A property can opt out (`"echo_check": false`) or in (`true`) through `json_schema_extra`.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from backend.llm.base import Message, json_schema_for
+
+#: A string whose maxLength is at most this is a word from a vocabulary, not free text.
+VOCABULARY_MAX_LENGTH = 64
+#: A value shorter than this (normalised) is not compared with the prompt's lines ("はい" may repeat).
+MIN_LINE_ECHO_CHARS = 4
+#: Words prompts used to show as sample values, and schema words: never an answer on their own.
+PLACEHOLDER_WORDS = frozenset(
+    {
+        "意見", "懸念", "まとめ", "賛成の条件", "基準名", "name", "your line", "your view", "a concern",
+        "a condition", "a condition for your support", "string", "integer", "number", "boolean", "object",
+        "array", "null", "true", "false", "json", "schema", "placeholder",
+    }
+)  # fmt: skip
+
+_EDGE = " \t\r\n\"'`“”‘’「」『』()（）[]［］【】<>＜＞.。,，、!！?？:：;；-‐–—~〜・*#…"
+#: "<your line>", "{name}", and a cut-off "<one of: happy, sad": a template slot, not a value.
+_WRAPPED = re.compile(r"^\s*(?:<[^<>]*>?|＜[^＜＞]*＞?|\{[^{}]*\}?)\s*$")
+_DOTS = re.compile(r"^[\s.。…・‥]*$")
+_BULLET = re.compile(r"^\s*(?:[-*•・>]+|\d{1,3}[.)]|\[\d{1,6}\])\s*")
+_SPEAKER = re.compile(r"^[^:：\n]{1,64}[:：]\s*")
+_ASIDE = re.compile(r"\s*\([^()]*\)?\s*$")
+_PHRASE_SPLIT = re.compile(r"[.,;:。、，：；!?！？()（）]|\s[-–—]\s")
+_ID_NAME = re.compile(r"(?:^|_)ids?$")
+_NAME_KEY = re.compile(r"(?:^|_)(?:name|id)$")
+
+
+def normalise(text: str) -> str:
+    """What two texts are compared as: NFKC, case-folded, spaces collapsed, punctuation at the ends off."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split()).strip(_EDGE)
+
+
+@dataclass(frozen=True)
+class _Text:
+    """A checked string location: its own words (name, description phrases) and how strictly to check."""
+
+    words: frozenset[str]
+    vocabulary: bool
+    in_list: bool
+    allow_empty: bool
+
+
+@dataclass(frozen=True)
+class _Rules:
+    tree: Any  # _Text | ("object", {key: tree}) | ("array", tree) | None
+    schema_words: frozenset[str]  # field names and titles of the whole reply schema
+
+
+@functools.lru_cache(maxsize=256)
+def _rules(schema: type[BaseModel]) -> _Rules:
+    json_schema = json_schema_for(schema)
+    names: set[str] = set()
+    tree = _compile(json_schema, "", names, in_list=False)
+    return _Rules(tree, frozenset(names))
+
+
+def _compile(node: dict[str, Any], key: str, names: set[str], *, in_list: bool) -> Any:
+    if node.get("title"):
+        names.add(normalise(str(node["title"])))
+    for branch in ("anyOf", "oneOf"):
+        if branch in node:
+            options = [_compile(sub, key, names, in_list=in_list) for sub in node[branch]]
+            return next((option for option in options if option is not None), None)
+    kind = node.get("type")
+    if kind == "object" or "properties" in node:
+        props = node.get("properties", {})
+        for name in props:
+            names.update({normalise(name), normalise(name.replace("_", " "))})
+        compiled = {name: _compile(sub, name, names, in_list=False) for name, sub in props.items()}
+        kept = {name: sub for name, sub in compiled.items() if sub is not None}
+        return ("object", kept) if kept else None
+    if kind == "array":
+        items = node.get("items")
+        sub = _compile(items, key, names, in_list=True) if isinstance(items, dict) else None
+        return ("array", sub) if sub is not None else None
+    if kind != "string" or node.get("echo_check") is False or _ID_NAME.search(key):
+        return None
+    if node.get("echo_check") is not True and any(k in node for k in ("enum", "const", "pattern", "format")):
+        return None
+    limit = node.get("maxLength")
+    vocabulary = node.get("echo_check") is not True and limit is not None and limit <= VOCABULARY_MAX_LENGTH
+    description = str(node.get("description") or "")
+    phrases = {normalise(p) for p in _PHRASE_SPLIT.split(description)} | {normalise(description)}
+    words = frozenset(p for p in phrases if p) | {normalise(key)}
+    return _Text(words, vocabulary, in_list, node.get("default") == "")
+
+
+def _walk(value: Any, tree: Any, path: str) -> Iterator[tuple[str, str, _Text]]:
+    if isinstance(tree, _Text):
+        if isinstance(value, str):
+            yield path, value, tree
+    elif tree[0] == "object" and isinstance(value, Mapping):
+        for key, sub in tree[1].items():
+            if key in value:
+                yield from _walk(value[key], sub, f"{path}.{key}" if path else key)
+    elif tree[0] == "array" and isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _walk(item, tree[1], f"{path}[{index}]")
+
+
+@functools.lru_cache(maxsize=512)
+def prompt_lines(content: str) -> frozenset[str]:
+    """The normalised lines of one message, each also without its bullet and its "Name: " prefix."""
+    lines: set[str] = set()
+    for raw in content.splitlines():
+        bare = _BULLET.sub("", raw)
+        for line in (raw, bare, _SPEAKER.sub("", bare, count=1)):
+            norm = normalise(line)
+            if len(norm) >= MIN_LINE_ECHO_CHARS:
+                lines.add(norm)
+    return frozenset(lines)
+
+
+def fact_names(facts: Mapping[str, Any], depth: int = 2) -> set[str]:
+    """People's names and ids in a call's facts: `name`, `*_name`, `id`, `*_id` keys, nested dicts too."""
+    found: set[str] = set()
+    for key, value in facts.items():
+        if isinstance(value, str) and _NAME_KEY.search(str(key)) and value.strip():
+            found.add(normalise(value))
+        elif isinstance(value, Mapping) and depth > 0:
+            found |= fact_names(value, depth - 1)
+    found.discard("")
+    return found
+
+
+def echo_problem(
+    reply: BaseModel,
+    schema: type[BaseModel],
+    messages: Sequence[Message],
+    facts: Mapping[str, Any] | None = None,
+) -> str | None:
+    """Why `reply` (a parsed `schema`) copies its prompt instead of answering, or None when it does not.
+
+    Args:
+        reply: the validated reply.
+        schema: its class (the rules are built once per class).
+        messages: the prompt it answers; system and user lines count, earlier assistant replies do not.
+        facts: the call's `options.facts`; the names and ids in it are not a reply on their own.
+
+    Returns:
+        One short sentence naming the field, e.g. 'dialogue is a placeholder ("<your line>")', or None.
+    """
+    rules = _rules(schema)
+    if rules.tree is None:
+        return None
+    names: set[str] | None = None
+    contents = [m.get("content", "") for m in messages if m.get("role") != "assistant"]
+    for path, value, spec in _walk(reply.model_dump(mode="json"), rules.tree, ""):
+        problem = _value_problem(value, spec, rules)
+        if problem is None and not spec.vocabulary:
+            norm = normalise(value)
+            if names is None:
+                names = fact_names(facts or {})
+            if norm in names:
+                problem = f"is only a name ({value.strip()[:40]!r}), not what was asked"
+            elif not spec.in_list and _copies_a_line(norm, value, contents):
+                problem = f"repeats a line of the prompt word for word ({value.strip()[:60]!r})"
+        if problem is not None:
+            return f"{path} {problem}: write it anew, in your own words"
+    return None
+
+
+def _value_problem(value: str, spec: _Text, rules: _Rules) -> str | None:
+    stripped = value.strip()
+    if _WRAPPED.match(stripped) or (stripped and _DOTS.match(stripped)):
+        return f"is a placeholder ({stripped[:40]!r}), not an answer"
+    if spec.vocabulary:
+        return None
+    norm = normalise(stripped)
+    if not stripped:
+        return None if spec.allow_empty else "is empty"
+    if len(norm) <= 1:
+        return f"has at most one character ({stripped!r})"
+    # "意見（2〜4文、あなたの口調で）": an old template's slot with its hint in brackets.
+    bare = _ASIDE.sub("", norm).strip(_EDGE)
+    if norm in PLACEHOLDER_WORDS or bare in PLACEHOLDER_WORDS:
+        return f"is a placeholder ({stripped[:40]!r}), not an answer"
+    if {norm, bare} & (spec.words | rules.schema_words):
+        return f"repeats the field's name or description ({stripped[:40]!r})"
+    return None
+
+
+def _copies_a_line(norm: str, value: str, contents: Sequence[str]) -> bool:
+    if len(norm) < MIN_LINE_ECHO_CHARS:
+        return False
+    unprefixed = normalise(_SPEAKER.sub("", value.strip(), count=1))
+    candidates = {norm, unprefixed} if len(unprefixed) >= MIN_LINE_ECHO_CHARS else {norm}
+    return any(candidate in prompt_lines(content) for content in contents for candidate in candidates)
