@@ -4,7 +4,8 @@ End-rule precedence (when several apply, the reported `end_reason` is the first 
 "most binding first": the rule that would have ended the conversation whatever the model wrote wins.
   1. "max_turns" - the hard limit: history lines plus this one reached MAX_TURNS (content-independent);
   2. "farewell"  - a farewell phrase in the new line or in the partner's last line (a social close);
-  3. "model"     - the model set `is_conversation_end` without a goodbye (its own choice).
+  3. "model"     - the model set `is_conversation_end` without a goodbye (its own choice), from the second line
+                   on: a first line opens a conversation (small models set the flag on 8 of 10 openers).
 Any of them ends the conversation; the order only decides which reason is reported.
 """
 
@@ -18,6 +19,9 @@ from functools import lru_cache
 from typing import Any
 
 from backend.conversation.schemas import EMOTIONS
+
+#: The model's own end flag counts from this line of a conversation on (1 = the opening line).
+MODEL_END_FROM_LINE = 2
 
 #: Labels a model may use instead of a preset (Plutchik names, synonyms, Japanese words) -> preset.
 EMOTION_SYNONYMS = {
@@ -135,12 +139,15 @@ def decide_end(
     max_turns: int,
     phrases: Sequence[str],
 ) -> str | None:
-    """The end reason for a turn (see the module docstring for precedence), or None to go on."""
+    """The end reason for a turn (see the module docstring for precedence), or None to go on.
+
+    `turn_count` counts the lines of the conversation including this one (1 for the opening line).
+    """
     if turn_count >= max_turns:
         return "max_turns"
     if has_farewell(new_line, phrases) or (partner_last and has_farewell(partner_last, phrases)):
         return "farewell"
-    if model_flag:
+    if model_flag and turn_count >= MODEL_END_FROM_LINE:
         return "model"
     return None
 

@@ -70,6 +70,19 @@ def test_end_precedence_max_turns_then_farewell_then_model() -> None:
     )
 
 
+def test_the_models_end_flag_counts_from_the_second_line() -> None:
+    # Small models set the flag on most opening lines: a conversation is not over before it began.
+    common = {"max_turns": 8, "phrases": DEFAULT_FAREWELLS}
+    opener = {"new_line": "こんにちは！", "partner_last": None}
+    assert rules.decide_end(model_flag=True, turn_count=1, **opener, **common) is None
+    assert rules.decide_end(model_flag=True, turn_count=2, **opener, **common) == "model"
+    # A goodbye and the turn limit still end the first line.
+    assert rules.decide_end(
+        model_flag=True, new_line="またね", partner_last=None, turn_count=1, **common
+    ) == ("farewell")
+    assert rules.decide_end(model_flag=False, turn_count=1, **opener, max_turns=1, phrases=[]) == "max_turns"
+
+
 def test_emotion_mapping_keeps_presets_and_maps_synonyms() -> None:
     assert rules.preset_emotion("happy") == "happy"
     assert rules.preset_emotion(" Joy ") == "happy"

@@ -105,6 +105,23 @@ def test_model_flag_ends_with_model(client: TestClient, scripted: ScriptedLLM) -
     assert rows(client, Conversation, session_id="s-model")[0].end_reason == "model"
 
 
+def test_model_flag_on_the_opening_line_does_not_end_the_conversation(
+    client: TestClient, scripted: ScriptedLLM
+) -> None:
+    add_agents(client)
+    scripted.enqueue(
+        {"dialogue": "こんにちは、ひかり！", "emotion": "happy", "is_conversation_end": True},
+        purpose="dialogue",
+    )
+    reply = client.post("/v1/conversation/turn", json=turn("aoi", "hikari", "s-open", [])).json()
+    assert not reply["is_conversation_end"] and reply["end_reason"] is None
+    assert rows(client, Conversation, session_id="s-open")[0].end_reason is None
+    answer = client.post(
+        "/v1/conversation/turn", json=turn("hikari", "aoi", "s-open", [f"葵: {reply['dialogue']}"])
+    )
+    assert answer.status_code == 200 and answer.json()["turn_index"] == 1
+
+
 def test_retried_turn_returns_identical_reply_and_stores_nothing_twice(
     client: TestClient, scripted: ScriptedLLM
 ) -> None:
