@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
+
+from backend.emotion.plutchik import CALM_LABEL, DYADS, INTENSITY_LABELS
+
+#: The longest label the wheel has is 14 characters ("aggressiveness").
+LABEL_MAX_CHARS = 16
+_LABEL_HELP = "one word in the character's language"
 
 
 class EmotionEvaluation(BaseModel):
@@ -18,10 +25,49 @@ class EmotionEvaluation(BaseModel):
     disgust: int = Field(ge=0, le=100)
     anger: int = Field(ge=0, le=100)
     anticipation: int = Field(ge=0, le=100)
-    label: str = Field(min_length=1, max_length=32, description="one word in the character's language")
+    label: str = Field(min_length=1, max_length=LABEL_MAX_CHARS, description=_LABEL_HELP)
 
     def values(self) -> dict[str, float]:
         return {k: float(v) for k, v in self.model_dump(exclude={"label"}).items()}
+
+
+def label_language(language: str | None) -> str:
+    """The label language of `language`: "en" or "ja", the two vocabularies the wheel has."""
+    return "en" if str(language or "ja").startswith("en") else "ja"
+
+
+@functools.cache
+def label_vocabulary(language: str) -> tuple[str, ...]:
+    """Every label `plutchik.label` can give in `language`: calm, the intensity words, the dyads."""
+    lang = label_language(language)
+    words = [CALM_LABEL[lang]]
+    for intensities in INTENSITY_LABELS[lang].values():
+        words += intensities
+    words += [names[lang] for names in DYADS.values()]
+    return tuple(dict.fromkeys(words))
+
+
+@functools.cache
+def evaluation_for(language: str) -> type[EmotionEvaluation]:
+    """The EmotionEvaluation sent for a character of `language`: its schema lists that language's labels.
+
+    Only the schema is narrowed: a word outside it still validates, and the service then labels the
+    values itself (backend/emotion/service.py), so an unruly label never costs the evaluation.
+    """
+    words = label_vocabulary(language)
+
+    class EmotionEvaluationFor(EmotionEvaluation):
+        __doc__ = EmotionEvaluation.__doc__  # the schema's description
+        model_config = ConfigDict(title="EmotionEvaluation")
+
+        label: str = Field(
+            min_length=1,
+            max_length=LABEL_MAX_CHARS,
+            description=_LABEL_HELP,
+            json_schema_extra={"enum": list(words)},
+        )
+
+    return EmotionEvaluationFor
 
 
 class EmotionState(BaseModel):

@@ -1,11 +1,17 @@
-"""Emotion state per agent: read (decayed to now), re-evaluate in the background, keep a history."""
+"""Emotion state per agent: read (decayed to now), re-evaluate in the background, keep a history.
+
+An evaluation is one step, not a leap: each value moves at most `emotion_max_step` from the current
+(decayed) state, so a model that answers all 0 then all 100 moves the face gradually instead of flipping it.
+The label is the model's when it is one of the wheel's words (the schema offers only those) and no value
+was held back; otherwise the one the stored values give (`plutchik.label`), so the label always fits them.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from sqlalchemy import bindparam, delete
 from sqlalchemy import select as core_select
@@ -14,9 +20,9 @@ from sqlmodel import Session, col, select
 
 from backend.config import Settings
 from backend.emotion.models import EmotionRecord
-from backend.emotion.plutchik import baseline_for, clamp_values, decay, label, vrm_preset
+from backend.emotion.plutchik import PLUTCHIK, baseline_for, clamp_values, decay, label, vrm_preset
 from backend.emotion.prompts import evaluation_messages
-from backend.emotion.schemas import EmotionEvaluation, EmotionState
+from backend.emotion.schemas import EmotionEvaluation, EmotionState, evaluation_for, label_vocabulary
 from backend.errors import LLMError
 from backend.events import EMOTION_UPDATED, EmotionPayload, EventBus
 from backend.gametime import game_minutes
@@ -39,6 +45,19 @@ _NEWEST = (
     .order_by(_RECORDS.c.id.desc())
     .limit(1)
 )
+
+
+def settle(
+    reply: EmotionEvaluation, previous: Mapping[str, float], max_step: float, language: str
+) -> tuple[dict[str, float], str]:
+    """The values and label an evaluation leads to from `previous` (see the module docstring)."""
+    wanted = clamp_values(reply.values())
+    before = clamp_values(previous)
+    values = {n: min(before[n] + max_step, max(before[n] - max_step, wanted[n])) for n in PLUTCHIK}
+    word = reply.label.strip()
+    if values == wanted and word in label_vocabulary(language):
+        return values, word
+    return values, label(values, language)
 
 
 class EmotionService:
@@ -185,24 +204,25 @@ class EmotionService:
                 language=agent.language,
             )
             try:
-                reply = await self.llm.generate_json(messages, EmotionEvaluation, options=options)
+                schema = evaluation_for(agent.language)
+                reply = await self.llm.generate_json(messages, schema, options=options)
             except LLMError as exc:
                 log.info("emotion evaluation for %s failed, keeping the previous state: %s", agent.id, exc)
                 return None
-            record = await asyncio.to_thread(self._insert, agent, reply, cause, day, time_of_day)
+            values, word = settle(reply, previous.values, self.settings.emotion_max_step, agent.language)
+            record = await asyncio.to_thread(self._insert, agent, values, word, cause, day, time_of_day)
             return self._announce(agent, record)
 
     def _insert(
-        self, agent: Agent, reply: EmotionEvaluation, cause: str, day: int, time_of_day: float
+        self, agent: Agent, values: dict[str, float], word: str, cause: str, day: int, time_of_day: float
     ) -> EmotionRecord:
-        values = clamp_values(reply.values())
         record = rows.build(
             EmotionRecord,
             {
                 "world_id": agent.world_id,
                 "agent_id": agent.id,
                 "values": values,
-                "label": reply.label.strip()[:32] or label(values, agent.language),
+                "label": word,
                 "cause": cause[:500],
                 "day": day,
                 "time_of_day": time_of_day,

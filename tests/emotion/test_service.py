@@ -7,7 +7,9 @@ from sqlmodel import Session, col, select
 
 from backend.config import Settings
 from backend.emotion.models import EmotionRecord
-from backend.emotion.service import PRUNE_EVERY, EmotionService
+from backend.emotion.plutchik import PLUTCHIK, label
+from backend.emotion.schemas import EmotionEvaluation, EmotionState, label_vocabulary
+from backend.emotion.service import PRUNE_EVERY, EmotionService, settle
 from backend.errors import LLMUnavailable
 from backend.events import Event
 from backend.llm.scripted import ScriptedLLM
@@ -41,7 +43,12 @@ def test_without_evaluation_the_state_is_the_persona_baseline(client: TestClient
     assert body["vrm_emotion"] in {"neutral", "happy", "angry", "sad", "relaxed", "surprised"}
 
 
-def test_evaluation_is_stored_published_and_decays(client: TestClient, scripted: ScriptedLLM) -> None:
+def test_evaluation_is_stored_published_and_decays(settings: Settings, scripted: ScriptedLLM) -> None:
+    with make_client(settings, scripted, emotion_max_step=100) as client:  # one step may go anywhere
+        _stored_published_and_decays(client, scripted)
+
+
+def _stored_published_and_decays(client: TestClient, scripted: ScriptedLLM) -> None:
     agent = _agent(client)
     service: EmotionService = client.app.state.emotion  # type: ignore[attr-defined]
     heard: list[Event[Any]] = []
@@ -74,6 +81,71 @@ def test_evaluation_is_stored_published_and_decays(client: TestClient, scripted:
     assert now["values"]["joy"] > later["values"]["joy"] > now["baseline"]["joy"]
     history = client.get("/v1/agents/aoi/emotion/history", params={"limit": 5}).json()["history"]
     assert [h["label"] for h in history] == ["恍惚"]
+
+
+ALL_ZERO = dict.fromkeys(PLUTCHIK, 0)
+ALL_HUNDRED = dict.fromkeys(PLUTCHIK, 100)
+
+
+def _evaluate(
+    client: TestClient, agent: Agent, values: dict[str, int], label: str, hour: float
+) -> EmotionState:
+    service: EmotionService = client.app.state.emotion  # type: ignore[attr-defined]
+    client.app.state.llm.unwrap().enqueue({**values, "label": label}, purpose="emotion")  # type: ignore[attr-defined]
+    state = client.portal.call(  # type: ignore[union-attr]
+        lambda: service.evaluate(agent, lines=["ヒカリ: ねえ"], cause="会話", day=1, time_of_day=hour)
+    )
+    assert state is not None
+    return state
+
+
+def test_an_evaluation_moves_each_value_by_a_bounded_step(client: TestClient) -> None:
+    agent = _agent(client)
+    step = client.app.state.settings.emotion_max_step  # type: ignore[attr-defined]
+    # All 0, then all 100, at the same moment (no decay between): each value moves one step at a time.
+    low = _evaluate(client, agent, ALL_ZERO, "平静", 10.0)
+    baseline = client.get("/v1/agents/aoi/emotion").json()["baseline"]
+    assert low.values == {n: max(0.0, baseline[n] - step) for n in PLUTCHIK}
+    high = _evaluate(client, agent, ALL_HUNDRED, "恍惚", 10.0)
+    assert high.values == {n: low.values[n] + step for n in PLUTCHIK}
+    assert max(high.values.values()) < 100
+    # The model's label ("ecstasy") no longer fits the held-back values: the values name the state.
+    assert high.label == label(high.values, "ja")
+    again = _evaluate(client, agent, ALL_HUNDRED, "恍惚", 10.0)
+    assert again.values == {n: min(100.0, high.values[n] + step) for n in PLUTCHIK}
+
+
+def test_the_step_is_taken_from_the_decayed_state(client: TestClient) -> None:
+    agent = _agent(client)
+    _evaluate(client, agent, ALL_ZERO, "平静", 8.0)
+    _evaluate(client, agent, ALL_ZERO, "平静", 8.0)  # now at 0 (or the step's floor)
+    # Hours later the state has drifted back up to the baseline: the next step starts from there.
+    later = client.get("/v1/agents/aoi/emotion", params={"day": 1, "time_of_day": 20.0}).json()
+    state = _evaluate(client, agent, ALL_HUNDRED, "恍惚", 20.0)
+    step = client.app.state.settings.emotion_max_step  # type: ignore[attr-defined]
+    assert later["values"]["joy"] > step  # well above the floor the two evaluations left
+    assert state.values["joy"] == min(100.0, later["values"]["joy"] + step)
+
+
+def test_a_label_from_the_wheel_is_kept_and_any_other_word_is_replaced() -> None:
+    previous = dict.fromkeys(PLUTCHIK, 20.0)
+    near = EmotionEvaluation(**{**dict.fromkeys(PLUTCHIK, 20), "joy": 50, "label": "平穏"})  # type: ignore[arg-type]
+    assert settle(near, previous, 35, "ja") == ({**previous, "joy": 50.0}, "平穏")  # the model's own word
+    odd = near.model_copy(update={"label": "嬉しい"})  # a word the wheel does not have
+    assert settle(odd, previous, 35, "ja")[1] == label({**previous, "joy": 50.0}, "ja") == "喜び"
+    english = near.model_copy(update={"label": "serenity"})  # the other language's word
+    assert settle(english, previous, 35, "ja")[1] == "喜び"
+    assert settle(english, previous, 35, "en")[1] == "serenity"
+
+
+def test_the_evaluation_schema_lists_the_labels_of_the_characters_language(client: TestClient) -> None:
+    agent = _agent(client)
+    _evaluate(client, agent, ALL_ZERO, "平静", 10.0)
+    schema = client.app.state.llm.unwrap().calls("emotion")[-1].schema  # type: ignore[attr-defined]
+    words = schema["properties"]["label"]["enum"]
+    assert schema["title"] == "EmotionEvaluation" and set(words) == set(label_vocabulary("ja"))
+    assert {"恍惚", "愛", "平静", "苛立ち"} <= set(words) and "joy" not in words
+    assert "ecstasy" in label_vocabulary("en") and "恍惚" not in label_vocabulary("en")
 
 
 def test_failed_evaluation_keeps_previous_state_and_is_traced(
