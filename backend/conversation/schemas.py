@@ -52,13 +52,36 @@ class TurnRequest(BaseModel):
         return value
 
 
+#: A line is one to three sentences: the grammar ends the model's string here, and a longer line from a
+#: provider that does not enforce `maxLength` is cut at its last sentence end within it.
+MAX_REPLY_CHARS = 300
+_SENTENCE_END = "。！？!?…."
+
+
+def cut_line(text: str, limit: int = MAX_REPLY_CHARS) -> str:
+    """`text` within `limit` characters: whole sentences when they fill at least half of it."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    end = max(head.rfind(mark) for mark in _SENTENCE_END)
+    return head[: end + 1] if end + 1 >= limit // 2 else head.rstrip()
+
+
+# The schema asks for a VRM preset (`enum`) and a bounded line (`maxLength`); validation is kinder, so a
+# reply from a provider that ignores them still gives a line: a synonym ("joy") is mapped onto a preset by
+# `rules.preset_emotion`, an unknown word gives way to the speaker's state, a long line is cut.
+# (The docstring is the schema's description, which providers show the model: it stays about the reply.)
 class TurnReply(BaseModel):
     """What the model is asked to return for one turn (the JSON Schema sent to the provider)."""
 
-    dialogue: str = Field(description="The speaker's next line, in character, one to three sentences.")
+    dialogue: str = Field(
+        description="The speaker's next line, in character, one to three sentences.",
+        json_schema_extra={"maxLength": MAX_REPLY_CHARS},
+    )
     emotion: str = Field(
         description="The speaker's expression while saying it: one of " + ", ".join(EMOTIONS) + ".",
-        max_length=40,
+        max_length=16,
+        json_schema_extra={"enum": list(EMOTIONS)},
     )
     is_conversation_end: bool = Field(
         False, description="true when the speaker ends the conversation with this line."
@@ -67,8 +90,8 @@ class TurnReply(BaseModel):
     @field_validator("dialogue")
     @classmethod
     def _clean(cls, value: str) -> str:
-        # Unity shows this in a speech bubble: control characters out, newlines kept (compose() caps length).
-        return clean_text(value)
+        # Unity shows this in a speech bubble: control characters out, newlines kept.
+        return cut_line(clean_text(value))
 
 
 class TurnResult(BaseModel):

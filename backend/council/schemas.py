@@ -6,6 +6,7 @@ Reply schemas (`MemberOpinion`, `Aggregation`, `Consensus`, `JudgeReply`) are wh
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -26,9 +27,12 @@ RecommendedAction = Literal["accept", "revise", "reject"]
 AgentId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
 #: Model-written text shown to people (dashboard, records): control characters are removed.
 ModelText = Annotated[str, AfterValidator(clean_text)]
+#: A concern, a condition, an agreement: one sentence.
 ShortText = Annotated[
-    str, StringConstraints(strip_whitespace=True, max_length=500), AfterValidator(clean_text)
+    str, StringConstraints(strip_whitespace=True, max_length=200), AfterValidator(clean_text)
 ]
+#: An opinion, a summary: a paragraph.
+MAX_PARAGRAPH_CHARS = 1000
 
 MIN_ROUNDS, MAX_ROUNDS, DEFAULT_ROUNDS = 1, 5, 2
 
@@ -99,7 +103,7 @@ class MemberOpinion(BaseModel):
     """One member's answer in one round."""
 
     stance: Stance
-    opinion: ModelText = Field(min_length=1, max_length=3000)
+    opinion: ModelText = Field(min_length=1, max_length=MAX_PARAGRAPH_CHARS)
     concerns: list[ShortText] = Field(default_factory=list, max_length=8)
     conditions: list[ShortText] = Field(default_factory=list, max_length=8)
 
@@ -115,7 +119,7 @@ class Aggregation(BaseModel):
 class Consensus(BaseModel):
     """The moderator's fair summary of the whole council."""
 
-    summary: ModelText = Field(min_length=1, max_length=3000)
+    summary: ModelText = Field(min_length=1, max_length=2 * MAX_PARAGRAPH_CHARS)
     agreements: list[ShortText] = Field(default_factory=list, max_length=10)
     disagreements: list[ShortText] = Field(default_factory=list, max_length=10)
     actions: list[ShortText] = Field(default_factory=list, max_length=10)
@@ -124,7 +128,7 @@ class Consensus(BaseModel):
 class CriterionScore(BaseModel):
     criterion: str = Field(min_length=1, max_length=64)
     score: int = Field(ge=1, le=10)
-    reason: str = Field(default="", max_length=1000)
+    reason: str = Field(default="", max_length=300)
 
 
 class JudgeReply(BaseModel):
@@ -132,16 +136,38 @@ class JudgeReply(BaseModel):
 
     scores: list[CriterionScore] = Field(min_length=1, max_length=12)
     overall: float = Field(ge=1, le=10)
-    rationale: ModelText = Field(min_length=1, max_length=3000)
+    rationale: ModelText = Field(min_length=1, max_length=MAX_PARAGRAPH_CHARS)
     recommended_action: RecommendedAction
 
 
 def judge_reply_for(criteria: list[str]) -> type[JudgeReply]:
-    """A JudgeReply that also refuses a verdict leaving out a requested criterion (so the model is re-asked)."""
+    """A JudgeReply that also refuses a verdict leaving out a requested criterion (so the model is re-asked).
+
+    Its schema asks for exactly one score per criterion, each naming one of them (`enum`). Cached per list
+    of criteria (the judge's defaults, in practice).
+    """
+    return _judge_reply_for(tuple(criteria))
+
+
+@functools.lru_cache(maxsize=32)
+def _judge_reply_for(criteria: tuple[str, ...]) -> type[JudgeReply]:
     wanted = list(criteria)
+    count = len(dict.fromkeys(wanted))
+
+    class CriterionScoreFor(CriterionScore):
+        __doc__ = CriterionScore.__doc__
+        model_config = ConfigDict(title="CriterionScore")
+
+        criterion: str = Field(min_length=1, max_length=64, json_schema_extra={"enum": list(wanted)})
 
     class JudgeReplyFor(JudgeReply):
+        __doc__ = JudgeReply.__doc__  # the schema's description
         model_config = ConfigDict(title="JudgeReply")
+
+        # An extra criterion still validates (it is ignored); the schema asks for exactly the wanted ones.
+        scores: list[CriterionScoreFor] = Field(  # type: ignore[assignment]
+            min_length=1, max_length=12, json_schema_extra={"minItems": count, "maxItems": count}
+        )
 
         @model_validator(mode="after")
         def _covers_criteria(self) -> JudgeReplyFor:

@@ -4,8 +4,14 @@ Why our own converter rather than `llama_cpp.LlamaGrammar.from_json_schema`:
 - Its string rule is `[^"\\]`, which lets raw control characters (newlines, tabs) into JSON strings
   (llama-cpp-python issue #1259): such replies fail to parse. Here string characters exclude `\\x00-\\x1F`
   and `\\x7F`, as llama.cpp's own C++ converter does; escapes (`\\n`) stay allowed.
-- It ignores `minimum`/`maximum`, so a 1-10 importance may come out as 57. Small integer ranges are
-  enumerated here, and bounded numbers keep their integer part in range.
+- It ignores `minimum`/`maximum`, so a 1-10 importance may come out as 57. Integer ranges are written
+  here as digit patterns (0-100 is `[0-9] | [1-9] [0-9] | "100"`), and bounded numbers keep their integer
+  part in range.
+
+Kept cheap to decode: llama.cpp checks every vocabulary token against every live parse stack at each step,
+and each alternative open at a point is one more stack. So ranges are digit patterns, not one alternative per
+value (0-100 as 101 literals cost a fifth of the decoding speed of an emotion reply, bench/grammar.py), and
+enums are factored by common prefix (`"s" ("ad" | "urprised")`): one stack until the values part ways.
 
 The subset covered is what pydantic emits for Machi's reply models: objects (every property is emitted, in
 order, which is valid whether or not it is required), arrays with min/max items, strings with min/max length,
@@ -23,9 +29,6 @@ from typing import Any
 
 #: A JSON string character: anything but quote, backslash and control characters, or an escape.
 CHAR_RULE = r'[^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})'
-
-#: Integer ranges up to this many values are enumerated exactly.
-MAX_ENUMERATED_RANGE = 256
 
 #: llama.cpp's grammar parser treats a repetition bound above this as unbounded.
 MAX_BOUNDED_REPETITION = 2000
@@ -109,7 +112,9 @@ class _Converter:
         if "const" in schema:
             return self.add(name, f"{json_literal(schema['const'])} {self.primitive('space')}")
         if "enum" in schema:
-            options = " | ".join(json_literal(v) for v in schema["enum"])
+            if not schema["enum"]:
+                raise ValueError(f"an empty enum at {name!r} matches nothing")
+            options = alternatives([_compact(v) for v in schema["enum"]])
             return self.add(name, f"({options}) {self.primitive('space')}")
         for key in ("anyOf", "oneOf"):
             if key in schema:
@@ -180,9 +185,10 @@ class _Converter:
     def integer_rule(self, schema: dict[str, Any], name: str) -> str:
         low, high = _bounds(schema, integer=True)
         space = self.primitive("space")
-        if low is not None and high is not None and 0 <= high - low < MAX_ENUMERATED_RANGE:
-            options = " | ".join(gbnf_literal(str(v)) for v in range(int(low), int(high) + 1))
-            return self.add(name, f"({options}) {space}")
+        if low is not None and high is not None:
+            if low > high:
+                raise ValueError(f"an empty integer range at {name!r}: {low} > {high}")
+            return self.add(name, f"({integer_range(int(low), int(high))}) {space}")
         if low is not None and low >= 1:
             return self.add(name, f"[1-9] [0-9]{{0,15}} {space}")
         if low is not None and low >= 0:
@@ -200,10 +206,9 @@ class _Converter:
             and float(low).is_integer()
             and float(high).is_integer()
             and 0 <= low < high
-            and high - low < MAX_ENUMERATED_RANGE
         ):
             # Integer part in [low, high), any fraction; or exactly `high`, with zero fraction at most.
-            below = " | ".join(gbnf_literal(str(v)) for v in range(int(low), int(high)))
+            below = integer_range(int(low), int(high) - 1)
             top = gbnf_literal(str(int(high)))
             body = f'({below}) ("." [0-9]{{1,6}})? | {top} ("." "0"{{1,6}})?'
             return self.add(name, f"({body}) {space}")
@@ -215,6 +220,104 @@ class _Converter:
         lines = [f"root ::= {root}"]
         lines += [f"{name} ::= {body}" for name, body in self.rules.items()]
         return "\n".join(lines) + "\n"
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def alternatives(texts: list[str]) -> str:
+    """A GBNF alternation matching exactly `texts`, factored by common prefix so that values sharing a
+    start share one parse stack: ["sad", "surprised"] -> `"s" ("ad" | "urprised")`."""
+    trie: dict[str, Any] = {}
+    for text in dict.fromkeys(texts):
+        node = trie
+        for ch in text:
+            node = node.setdefault(ch, {})
+        node[""] = {}  # the end of a value (no character is "")
+    return _trie_rule(trie)
+
+
+def _trie_rule(node: dict[str, Any]) -> str:
+    """The alternation below a trie node (a node never both ends a value and is the root: values differ)."""
+    options = []
+    for ch, child in node.items():
+        if ch == "":
+            continue
+        run = ch
+        while len(child) == 1 and "" not in child:  # a single path: one literal, not one rule per char
+            ((ch, child),) = child.items()
+            run += ch
+        literal = gbnf_literal(run)
+        if list(child) == [""]:
+            options.append(literal)
+        elif "" in child:  # a value ends here and longer ones go on: "1" ("0")?
+            options.append(f"{literal} ({_trie_rule(child)})?")
+        else:
+            options.append(f"{literal} ({_trie_rule(child)})")
+    return " | ".join(options)
+
+
+def integer_range(low: int, high: int) -> str:
+    """A GBNF alternation of the decimal integers from `low` to `high`, as digit patterns: a handful of
+    alternatives whatever the width of the range (0-100: `[0-9] | [1-9] [0-9] | "100"`)."""
+    if low < 0:
+        negative = f'"-" ({_natural_range(max(1, -high), -low)})'
+        return negative if high < 0 else f"{negative} | {_natural_range(0, high)}"
+    return _natural_range(low, high)
+
+
+def _natural_range(low: int, high: int) -> str:
+    parts: list[str] = []
+    full: list[int] = []  # widths of whole blocks (10-99, 100-999...) in a row: one rule for all of them
+    while low <= high:  # split by digit count: [7, 123] -> [7, 9] [10, 99] [100, 123]
+        width = len(str(low))
+        top = min(high, 10**width - 1)
+        if low == (10 ** (width - 1) if width > 1 else 1) and top == 10**width - 1:
+            full.append(width)
+        else:
+            parts += _whole_blocks(full) + _same_width(str(low), str(top))
+            full = []
+        low = top + 1
+    return " | ".join(parts + _whole_blocks(full))
+
+
+def _whole_blocks(widths: list[int]) -> list[str]:
+    """[2, 3, 4] (all of 10-9999) -> `[1-9] [0-9]{1,3}`."""
+    if not widths:
+        return []
+    low, high = widths[0] - 1, widths[-1] - 1  # digits after the first
+    if high == 0:
+        return ["[1-9]"]
+    count = f"{{{low},{high}}}" if low != high else ("" if low == 1 else f"{{{low}}}")
+    return [f"[1-9] [0-9]{count}"]
+
+
+def _same_width(low: str, high: str) -> list[str]:
+    """Digit patterns for the numbers from `low` to `high`, both written with the same number of digits."""
+    if low == high:
+        return [gbnf_literal(low)]
+    if len(low) == 1:
+        return [f"[{low}-{high}]"]
+    if low[0] == high[0]:
+        inner = _same_width(low[1:], high[1:])
+        rest = inner[0] if len(inner) == 1 else f"({' | '.join(inner)})"
+        return [f"{gbnf_literal(low[0])} {rest}"]
+    width = len(low) - 1
+    out: list[str] = []
+    first, last = int(low[0]), int(high[0])
+    if low[1:] != "0" * width:  # the first leading digit only covers part of its block
+        out += _same_width(low, low[0] + "9" * width)
+        first += 1
+    tail_partial = high[1:] != "9" * width
+    if tail_partial:
+        last -= 1
+    if first <= last:
+        lead = gbnf_literal(str(first)) if first == last else f"[{first}-{last}]"
+        out.append(f"{lead} [0-9]" + (f"{{{width}}}" if width > 1 else ""))
+    if tail_partial:
+        out += _same_width(high[0] + "0" * width, high)
+    return out
 
 
 def _repeat(low: int, high: int | None) -> str:

@@ -13,11 +13,30 @@ from backend.errors import LLMError, LLMTimeout, LLMUnavailable
 from backend.llm.base import LLM, Completion, GenerateOptions, Message, fill_usage, models_by_role
 
 _SCHEMA_NAME = re.compile(r"[^a-zA-Z0-9_-]")
+#: Keywords left out of the schema OpenAI's strict mode gets: its supported subset has enum, const,
+#: minimum/maximum and minItems/maxItems but no string lengths. The reply is still validated against the
+#: full schema; vLLM's own `structured_outputs` gets the full schema (its grammar engines enforce lengths).
+STRICT_UNSUPPORTED = frozenset({"minLength", "maxLength"})
 
 
 def schema_name(schema: Mapping[str, Any]) -> str:
     """OpenAI wants `json_schema.name` to match ^[a-zA-Z0-9_-]{1,64}$; pydantic titles usually do."""
     return _SCHEMA_NAME.sub("_", str(schema.get("title") or "reply"))[:64] or "reply"
+
+
+def strict_schema(schema: Any) -> Any:
+    """`schema` without the keywords OpenAI's strict mode refuses (STRICT_UNSUPPORTED); a copy."""
+    if isinstance(schema, list):
+        return [strict_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in ("properties", "$defs"):  # names, not keywords: a property may be called maxLength
+            out[key] = {name: strict_schema(sub) for name, sub in value.items()}
+        elif key not in STRICT_UNSUPPORTED:
+            out[key] = strict_schema(value)
+    return out
 
 
 def map_openai_error(
@@ -122,7 +141,11 @@ class OpenAILLM(LLM):
         if schema is not None:
             request["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"name": schema_name(schema), "schema": schema, "strict": True},
+                "json_schema": {
+                    "name": schema_name(schema),
+                    "schema": strict_schema(schema),
+                    "strict": True,
+                },
             }
         return request
 

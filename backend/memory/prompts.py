@@ -28,14 +28,15 @@ class ImportanceRatings(BaseModel):
     """One 1-10 rating per numbered memory, in the order they were listed (a batch shares one model call)."""
 
     model_config = ConfigDict(extra="ignore")
-    ratings: list[Annotated[int, Field(ge=1, le=10)]] = Field(min_length=1, max_length=64)
+    # One call rates at most MemoryService's RATE_BATCH (16); each call's schema asks for its exact count.
+    ratings: list[Annotated[int, Field(ge=1, le=10)]] = Field(min_length=1, max_length=16)
 
 
 class ConversationReflection(BaseModel):
     """A first-person, one-paragraph summary of a conversation, and how important it was."""
 
     model_config = ConfigDict(extra="ignore")
-    summary: str = Field(min_length=1, max_length=2000)
+    summary: str = Field(min_length=1, max_length=800)
     importance: int = Field(ge=1, le=10)
 
 
@@ -43,13 +44,13 @@ class SalientQuestions(BaseModel):
     """The most salient high-level questions one can answer about the recent memories."""
 
     model_config = ConfigDict(extra="ignore")
-    questions: list[str] = Field(min_length=1, max_length=3)
+    questions: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(min_length=1, max_length=3)
 
 
 class Insight(BaseModel):
     # A reflection is shown on the dashboard and quoted into later prompts: no control characters.
-    content: Annotated[str, AfterValidator(clean_text)] = Field(min_length=1, max_length=1000)
-    evidence_ids: list[int] = Field(min_length=1, max_length=20)
+    content: Annotated[str, AfterValidator(clean_text)] = Field(min_length=1, max_length=300)
+    evidence_ids: list[Annotated[int, Field(ge=1, le=2**63 - 1)]] = Field(min_length=1, max_length=10)
     importance: int = Field(5, ge=1, le=10)
 
 
@@ -141,7 +142,7 @@ def insight_messages(facts: dict[str, Any]) -> list[Message]:
 
 
 # --- person memory (purpose `person`; see person.py) ---
-PersonItem = Annotated[str, Field(min_length=1, max_length=200)]
+PersonItem = Annotated[str, Field(min_length=1, max_length=100)]
 
 
 class PersonUpdate(BaseModel):

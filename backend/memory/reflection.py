@@ -14,9 +14,12 @@ read from the database, so a restart loses nothing.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import Field, create_model
 
 from backend.errors import LLMError
 from backend.gametime import format_clock
@@ -74,6 +77,19 @@ async def rate_importance(llm: LLM, key: Key, row: Memory, name: str, language: 
     return reply.importance
 
 
+@functools.lru_cache(maxsize=32)
+def ratings_for(count: int) -> type[prompts.ImportanceRatings]:
+    """The ImportanceRatings sent to rate `count` memories: its schema asks for exactly that many.
+
+    Only the schema is exact; a reply with another count still validates and `rate_importances` then rates
+    the memories one by one, as before.
+    """
+    base = prompts.ImportanceRatings
+    ratings = Field(min_length=1, max_length=16, json_schema_extra={"minItems": count, "maxItems": count})
+    field = (list[Annotated[int, Field(ge=1, le=10)]], ratings)
+    return create_model("ImportanceRatings", __base__=base, __doc__=base.__doc__, ratings=field)
+
+
 async def rate_importances(
     llm: LLM, key: Key, rows: list[Memory], name: str, language: str
 ) -> list[int] | None:
@@ -88,7 +104,7 @@ async def rate_importances(
     try:
         reply = await llm.generate_json(
             prompts.importance_batch_messages(facts),
-            prompts.ImportanceRatings,
+            ratings_for(len(rows)),
             options=_options("importance", key, language, facts, session_id=rows[0].session_id),
         )
     except LLMError as exc:

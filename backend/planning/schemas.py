@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from backend.world.schemas import PoiPublic
 
@@ -20,13 +21,18 @@ def _hours(value: Any) -> Any:
     return value
 
 
+#: A day's plan holds at most this many items (a 06-23 day in 45-minute blocks), each a short phrase.
+MAX_PLAN_ITEMS = 24
+MAX_ACTIVITY_CHARS = 120
+
+
 class PlanReplyItem(BaseModel):
     """One activity as the model proposes it (times in hours of the day, e.g. 13.5 = 13:30)."""
 
-    start: float
-    end: float
+    start: float = Field(ge=0, le=24)
+    end: float = Field(ge=0, le=24)
     poi_id: str = Field(max_length=64)
-    activity: str = Field(max_length=200)
+    activity: str = Field(max_length=MAX_ACTIVITY_CHARS)
 
     _clock = field_validator("start", "end", mode="before")(_hours)
 
@@ -34,7 +40,25 @@ class PlanReplyItem(BaseModel):
 class PlanReply(BaseModel):
     """The model's reply for purpose `plan`: the day's activities from the start to the end of the window."""
 
-    items: list[PlanReplyItem] = Field(max_length=48)
+    items: list[PlanReplyItem] = Field(max_length=MAX_PLAN_ITEMS)
+
+
+@functools.lru_cache(maxsize=64)
+def plan_reply_for(poi_ids: tuple[str, ...]) -> type[PlanReply]:
+    """The PlanReply sent for a world with these places: its schema lists them as the only `poi_id` values.
+
+    Cached per set of places (one entry per world, in practice). Validation still takes any id: an unknown
+    place is repaired onto the agent's home (backend/planning/validation.py), as for a model that ignores
+    the schema.
+    """
+    if not poi_ids:
+        return PlanReply
+    poi_id = Field(max_length=64, json_schema_extra={"enum": list(poi_ids)})
+    item = create_model(
+        "PlanReplyItem", __base__=PlanReplyItem, __doc__=PlanReplyItem.__doc__, poi_id=(str, poi_id)
+    )
+    items = Field(max_length=MAX_PLAN_ITEMS)
+    return create_model("PlanReply", __base__=PlanReply, __doc__=PlanReply.__doc__, items=(list[item], items))
 
 
 class PlanItem(BaseModel):

@@ -14,7 +14,7 @@ from backend.gametime import format_clock, utcnow
 from backend.llm.base import LLM, PRIORITY_PLAN, GenerateOptions
 from backend.planning import prompts
 from backend.planning.models import Plan
-from backend.planning.schemas import PlanItem, PlanNow, PlanPublic, PlanReply, PlanRequest
+from backend.planning.schemas import PlanItem, PlanNow, PlanPublic, PlanRequest, plan_reply_for
 from backend.planning.validation import PlanUnrepairable, fallback_plan, plan_problems, repair_plan
 from backend.world.models import Agent, PointOfInterest
 from backend.world.service import get_agent, list_pois, poi_public
@@ -168,9 +168,10 @@ async def _ask(
     )
     messages = prompts.build_messages(facts)
     known = {p.id for p in pois}
+    schema = plan_reply_for(tuple(sorted(known)))  # the schema names the world's places
     for attempt in range(2):
         try:
-            reply = await llm.generate_json(messages, PlanReply, options=options)
+            reply = await llm.generate_json(messages, schema, options=options)
         except LLMError as exc:
             log.warning("plan for %s: model failed (%s); using the fallback plan", agent.id, exc.code)
             break

@@ -50,6 +50,11 @@ def test_judge_uses_the_criteria_asked_and_is_traced(client: TestClient, scripte
     assert call.options.stage == "judge"
     prompt = "\n".join(m["content"] for m in call.messages)
     assert GOOD in prompt and "ひかりはカフェの店員" in prompt and "warmth" in prompt
+    # The schema asks for exactly one score per criterion asked, each naming one of them.
+    assert call.schema is not None
+    scores = call.schema["properties"]["scores"]
+    assert (scores["minItems"], scores["maxItems"]) == (2, 2)
+    assert scores["items"]["properties"]["criterion"]["enum"] == ["warmth", "brevity"]
 
 
 def test_the_judge_prompt_names_built_in_criteria_in_the_content_language(

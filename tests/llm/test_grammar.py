@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from backend.council.schemas import JudgeReply, MemberOpinion
 from backend.emotion.schemas import EmotionEvaluation
 from backend.llm.base import json_schema_for
-from backend.llm.grammar import CHAR_RULE, json_schema_to_gbnf
+from backend.llm.grammar import CHAR_RULE, alternatives, integer_range, json_schema_to_gbnf
 from backend.memory.prompts import ImportanceRating, InsightList
 from backend.planning.schemas import PlanReply
 from tests.llm.gbnf_matcher import accepts
@@ -33,6 +33,7 @@ VALID = [
     (ImportanceRating, {"importance": 7}),
     (EmotionEvaluation, {**dict.fromkeys(EmotionEvaluation.model_fields, 0), "joy": 100, "label": "嬉しい"}),
     (PlanReply, {"items": [{"start": 7, "end": 8.5, "poi_id": "cafe", "activity": "朝のコーヒー"}]}),
+    (PlanReply, {"items": [{"start": 0, "end": 24.0, "poi_id": "home", "activity": "寝る"}]}),
     (PlanReply, {"items": []}),
     (
         MemberOpinion,
@@ -124,3 +125,58 @@ def test_unsupported_schemas_are_refused_with_the_reason() -> None:
         json_schema_to_gbnf({"$ref": "https://example.org/schema.json"})
     with pytest.raises(ValueError, match="unsupported JSON Schema type"):
         json_schema_to_gbnf({"type": "tuple"})
+    with pytest.raises(ValueError, match="empty enum"):
+        json_schema_to_gbnf({"enum": []})
+    with pytest.raises(ValueError, match="empty integer range"):
+        json_schema_to_gbnf({"type": "integer", "minimum": 5, "maximum": 4})
+
+
+RANGES = [
+    (0, 100),
+    (1, 10),
+    (0, 23),
+    (7, 123),
+    (10, 19),
+    (123, 129),
+    (5, 50_000),
+    (0, 0),
+    (-30, -4),
+    (-5, 20),
+]
+
+
+@pytest.mark.parametrize(("low", "high"), RANGES)
+def test_integer_ranges_accept_exactly_their_numbers(low: int, high: int) -> None:
+    grammar = f"root ::= {integer_range(low, high)}\n"
+    probes = {*range(low - 12, low + 30), *range(high - 30, high + 12), 10 * high, -low - 1}
+    for value in sorted(probes):
+        assert accepts(grammar, str(value)) is (low <= value <= high), value
+    assert not accepts(grammar, f"0{high}") and not accepts(grammar, "")  # no leading zero, no empty
+
+
+def test_ranges_are_a_few_digit_patterns_not_one_alternative_per_value() -> None:
+    # Each top-level alternative is one more parse stack llama.cpp checks every token against.
+    assert integer_range(0, 100) == '[0-9] | [1-9] [0-9] | "100"'
+    assert integer_range(1, 10) == '[1-9] | "10"'
+    assert integer_range(1, 2**63 - 1).startswith("[1-9] [0-9]{0,17} | [1-8] [0-9]{18} | ")
+    emotion = grammar_of(EmotionEvaluation)
+    assert emotion.count('"37"') == 0 and len(emotion) < 900
+
+
+def test_enums_are_factored_by_common_prefix_and_accept_exactly_their_values() -> None:
+    values = ["sad", "surprised", "happy", 1, 10, 100, "喜び", "恍惚", 'a"b']
+    grammar = f"root ::= {alternatives([compact(v) for v in values])}\n"
+    assert '"s" (' in grammar  # sad and surprised share their first letters
+    for value in values:
+        assert accepts(grammar, compact(value)), value
+    for other in ["su", "sadd", 0, 1000, 11, "喜", "", "happy "]:
+        assert not accepts(grammar, compact(other)), other
+    schema = {"type": "string", "enum": ["neutral", "happy", "angry", "sad", "relaxed", "surprised"]}
+    assert json_schema_to_gbnf(schema).count("|") == 5  # one alternative per value, one shared "s"
+
+
+def test_bounded_numbers_use_digit_patterns_too() -> None:
+    grammar = json_schema_to_gbnf({"type": "number", "minimum": 0, "maximum": 24})
+    for text, ok in [("0", True), ("9.5", True), ("13.25", True), ("23.999", True), ("24", True), ("24.0", True),
+                     ("24.5", False), ("25", False), ("-1", False), ("07", False)]:  # fmt: skip
+        assert accepts(grammar, text) is ok, text

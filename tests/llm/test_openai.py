@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from backend.config import Settings
 from backend.errors import LLMTimeout, LLMUnavailable
 from backend.llm.base import Completion, GenerateOptions, json_schema_for
-from backend.llm.openai_compat import VLLMLLM, OpenAILLM, schema_name
+from backend.llm.openai_compat import VLLMLLM, OpenAILLM, schema_name, strict_schema
 from backend.llm.retry import RetryingLLM
 from tests.llm.conftest import settings_for
 from tests.llm.fakes import FakeModelServer, Reply, Said, closed_port_url
@@ -80,6 +80,36 @@ async def test_vllm_passes_schema_as_structured_outputs_too(
     assert request.body["structured_outputs"] == {"json": json_schema_for(Plan)}
     assert request.body["response_format"]["json_schema"]["schema"] == json_schema_for(Plan)
     assert "guided_json" not in request.body
+    await llm.aclose()
+
+
+class Line(BaseModel):
+    text: str = Field(max_length=300)
+    mood: Literal["busy", "relaxed"]
+    tags: list[str] = Field(min_length=1, max_length=2)
+    maxLength: int = Field(ge=1, le=10)  # a property that happens to bear a keyword's name
+
+
+async def test_strict_mode_gets_no_string_lengths_but_keeps_enums_counts_and_ranges(
+    settings: Settings, fake: FakeModelServer
+) -> None:
+    # OpenAI's strict subset has enum, minItems/maxItems and minimum/maximum, not minLength/maxLength.
+    llm = vllm_llm(settings, fake)
+    fake.say('{"text": "hi", "mood": "busy", "tags": ["a"], "maxLength": 3}')
+    await llm.generate_json(MESSAGES, Line, options=GenerateOptions(purpose="plan"))
+    [request] = [r for r in fake.requests if r.path == CHAT]
+    strict = request.body["response_format"]["json_schema"]["schema"]
+    assert "maxLength" not in strict["properties"]["text"] and "maxLength" in strict["properties"]
+    assert strict["properties"]["mood"]["enum"] == ["busy", "relaxed"]
+    assert (strict["properties"]["tags"]["minItems"], strict["properties"]["tags"]["maxItems"]) == (1, 2)
+    assert (strict["properties"]["maxLength"]["minimum"], strict["properties"]["maxLength"]["maximum"]) == (
+        1,
+        10,
+    )
+    assert strict_schema(json_schema_for(Line)) == strict and strict_schema(strict) == strict
+    # vLLM's own parameter keeps the full schema: its grammar engines enforce lengths.
+    assert request.body["structured_outputs"] == {"json": json_schema_for(Line)}
+    assert json_schema_for(Line)["properties"]["text"]["maxLength"] == 300  # the original is untouched
     await llm.aclose()
 
 

@@ -81,6 +81,9 @@ def test_a_long_batch_is_rated_in_calls_of_at_most_rate_batch(
         assert {source for _, source in stored(client).values()} == {"model"}
     sizes = [len(call.options.facts["memories"]) for call in scripted.calls("importance")]
     assert sizes == [RATE_BATCH, 4]
+    # Each call's schema asks for exactly as many ratings as memories it lists.
+    counts = [call.schema["properties"]["ratings"] for call in scripted.calls("importance") if call.schema]
+    assert [(c["minItems"], c["maxItems"]) for c in counts] == [(RATE_BATCH, RATE_BATCH), (4, 4)]
 
 
 def test_a_memory_stored_while_the_rating_job_runs_gets_a_job_of_its_own(settings: Settings) -> None:

@@ -74,6 +74,8 @@ def test_plan_is_generated_validated_stored_and_remembered(client: TestClient, s
     call = scripted.calls("plan")[-1]
     assert call.options.priority == PRIORITY_PLAN and call.options.agent_id == "aoi"
     assert call.schema is not None and call.schema["title"] == "PlanReply"
+    item = call.schema["properties"]["items"]["items"]["properties"]
+    assert item["poi_id"]["enum"] == sorted(POIS)  # the schema names the world's places
     assert client.get("/v1/agents/aoi/plan", params={"day": 1}).json()["items"] == plan["items"]
     drain(client)
     memories = client.app.state.memory.recent("default", "aoi", types=["plan"])  # type: ignore[attr-defined]
