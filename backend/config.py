@@ -150,6 +150,8 @@ class Settings(BaseSettings):
     #: Seconds between two evaluations of one character: requests in between merge (latest wins) and run
     #: when the interval is up, so fast exchanges cost one evaluation per interval, not one per line.
     emotion_min_interval_s: float = Field(2.0, ge=0, le=3600)
+    #: The most one evaluation may move each Plutchik value (0-100) from the current, decayed state.
+    emotion_max_step: float = Field(35.0, gt=0, le=100)
 
     # --- conversation ---
     max_turns: int = Field(8, ge=2, le=64)
@@ -162,8 +164,6 @@ class Settings(BaseSettings):
     # A failed job is retried after job_backoff_s * 2**(attempts-1) (at most job_backoff_max_s), up to
     # job_max_attempts runs; then it stays `failed` with its error (GET /v1/jobs?status=failed).
     job_max_attempts: int = Field(5, ge=1, le=100)
-    #: The most one evaluation may move each Plutchik value (0-100) from the current, decayed state.
-    emotion_max_step: float = Field(35.0, gt=0, le=100)
     job_backoff_s: float = Field(2.0, ge=0, le=3600)
     job_backoff_max_s: float = Field(300.0, ge=0, le=86_400)
     # How often the runner looks for jobs due again (retries, jobs left by a crash).
