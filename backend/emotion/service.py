@@ -2,8 +2,10 @@
 
 An evaluation is one step, not a leap: each value moves at most `emotion_max_step` from the current
 (decayed) state, so a model that answers all 0 then all 100 moves the face gradually instead of flipping it.
-The label is the model's when it is one of the wheel's words (the schema offers only those) and no value
-was held back; otherwise the one the stored values give (`plutchik.label`), so the label always fits them.
+The label is the model's when it is one of the wheel's words (the schema offers only those) and fits the
+stored values (`label_fits`: it names the strongest emotion, at most one intensity band off, or the dyad of
+the two strongest, or calm when nothing is strong); otherwise the one the values give (`plutchik.label`).
+So a small model's "loathing" for an all-low reading, or "ecstasy" for a joy held back to 30, is replaced.
 """
 
 from __future__ import annotations
@@ -20,9 +22,28 @@ from sqlmodel import Session, col, select
 
 from backend.config import Settings
 from backend.emotion.models import EmotionRecord
-from backend.emotion.plutchik import PLUTCHIK, baseline_for, clamp_values, decay, label, vrm_preset
+from backend.emotion.plutchik import (
+    CALM_BELOW,
+    CALM_LABEL,
+    DYADS,
+    INTENSE_AT,
+    INTENSITY_LABELS,
+    MILD_BELOW,
+    PLUTCHIK,
+    baseline_for,
+    clamp_values,
+    decay,
+    label,
+    vrm_preset,
+)
 from backend.emotion.prompts import evaluation_messages
-from backend.emotion.schemas import EmotionEvaluation, EmotionState, evaluation_for, label_vocabulary
+from backend.emotion.schemas import (
+    EmotionEvaluation,
+    EmotionState,
+    evaluation_for,
+    label_language,
+    label_vocabulary,
+)
 from backend.errors import LLMError
 from backend.events import EMOTION_UPDATED, EmotionPayload, EventBus
 from backend.gametime import game_minutes
@@ -55,9 +76,23 @@ def settle(
     before = clamp_values(previous)
     values = {n: min(before[n] + max_step, max(before[n] - max_step, wanted[n])) for n in PLUTCHIK}
     word = reply.label.strip()
-    if values == wanted and word in label_vocabulary(language):
+    if word in label_vocabulary(language) and label_fits(word, values, language):
         return values, word
     return values, label(values, language)
+
+
+def label_fits(word: str, values: Mapping[str, float], language: str) -> bool:
+    """Whether a word of the wheel describes `values` (see the module docstring)."""
+    lang = label_language(language)
+    top = max(values[n] for n in PLUTCHIK)
+    if word == CALM_LABEL[lang] or top < CALM_BELOW:
+        return word == CALM_LABEL[lang] and top < CALM_BELOW
+    for name in (n for n in PLUTCHIK if values[n] == top):
+        mild, basic, intense = INTENSITY_LABELS[lang][name]
+        if word == basic or (word == mild and top < INTENSE_AT) or (word == intense and top >= MILD_BELOW):
+            return True
+    first, second = sorted(PLUTCHIK, key=lambda n: -values[n])[:2]
+    return DYADS.get(frozenset({first, second}), {}).get(lang) == word and values[second] >= CALM_BELOW
 
 
 class EmotionService:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session, col, select
 
@@ -9,7 +10,7 @@ from backend.config import Settings
 from backend.emotion.models import EmotionRecord
 from backend.emotion.plutchik import PLUTCHIK, label
 from backend.emotion.schemas import EmotionEvaluation, EmotionState, label_vocabulary
-from backend.emotion.service import PRUNE_EVERY, EmotionService, settle
+from backend.emotion.service import PRUNE_EVERY, EmotionService, label_fits, settle
 from backend.errors import LLMUnavailable
 from backend.events import Event
 from backend.llm.scripted import ScriptedLLM
@@ -109,8 +110,8 @@ def test_an_evaluation_moves_each_value_by_a_bounded_step(client: TestClient) ->
     high = _evaluate(client, agent, ALL_HUNDRED, "恍惚", 10.0)
     assert high.values == {n: low.values[n] + step for n in PLUTCHIK}
     assert max(high.values.values()) < 100
-    # The model's label ("ecstasy") no longer fits the held-back values: the values name the state.
-    assert high.label == label(high.values, "ja")
+    # The model's "ecstasy" does not fit the held-back values (anticipation is the strongest): they name it.
+    assert high.label == label(high.values, "ja") != "恍惚"
     again = _evaluate(client, agent, ALL_HUNDRED, "恍惚", 10.0)
     assert again.values == {n: min(100.0, high.values[n] + step) for n in PLUTCHIK}
 
@@ -136,6 +137,29 @@ def test_a_label_from_the_wheel_is_kept_and_any_other_word_is_replaced() -> None
     english = near.model_copy(update={"label": "serenity"})  # the other language's word
     assert settle(english, previous, 35, "ja")[1] == "喜び"
     assert settle(english, previous, 35, "en")[1] == "serenity"
+    # A wheel word that does not fit the values: a small model's "loathing" when joy is the strongest.
+    assert settle(near.model_copy(update={"label": "憎悪"}), previous, 35, "ja")[1] == "喜び"
+
+
+@pytest.mark.parametrize(
+    ("word", "values", "fits"),
+    [
+        ("恍惚", {"joy": 55}, True),  # the strongest emotion's word, one band above its value's
+        ("恍惚", {"joy": 30}, False),  # two bands above: ecstasy is not a joy of 30
+        ("平穏", {"joy": 80}, False),  # nor serenity a joy of 80
+        ("喜び", {"joy": 50, "anger": 50}, True),  # a tie: either emotion's word
+        ("激怒", {"joy": 50, "anger": 50}, True),
+        ("愛", {"joy": 60, "trust": 55}, True),  # the dyad of the two strongest
+        ("愛", {"joy": 60, "anger": 55}, False),
+        ("平静", {"joy": 10}, True),  # calm when nothing is strong...
+        ("平静", {"joy": 40}, False),
+        ("喜び", {"joy": 10}, False),  # ...and only then
+        ("calm", {"joy": 10}, True),  # English words for an English character
+    ],
+)
+def test_label_fits_the_values(word: str, values: dict[str, float], fits: bool) -> None:
+    language = "en" if word.isascii() else "ja"
+    assert label_fits(word, {**dict.fromkeys(PLUTCHIK, 0.0), **values}, language) is fits
 
 
 def test_the_evaluation_schema_lists_the_labels_of_the_characters_language(client: TestClient) -> None:
