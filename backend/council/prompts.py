@@ -3,14 +3,16 @@
 Isolation is a property of these builders: `opinion_messages` for round 1 takes only the member, its own
 memories and the proposal, so no other member's words can reach it; later rounds add the others' previous
 answers explicitly. No prompt tells a member to agree with the proposer.
+Each prompt describes the reply's fields in words and shows no JSON example (small models copy its
+placeholders: "意見", "懸念"); the provider enforces the shape. Tallies and notes are quoted as text too.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
+from backend.council.outcome import OUTCOME_WORDS
 from backend.llm.base import Message
 
 STANCE_WORDS = {
@@ -32,12 +34,18 @@ _SYSTEM = {
 }
 _ANSWER = {
     "ja": (
-        'JSONで答えてください: {"stance": "for|conditional|against", "opinion": "意見（2〜4文、あなたの口調で）", '
-        '"concerns": ["懸念"], "conditions": ["賛成の条件"]}'
+        "次の項目をもつJSONオブジェクトで答えてください。\n"
+        "- stance: 提案へのあなたの立場。for（賛成）、conditional（条件付き賛成）、against（反対）のどれか\n"
+        "- opinion: この提案についてのあなた自身の考えを、あなたの口調で2〜4文\n"
+        "- concerns: あなたが心配している点。一つずつ短い文で\n"
+        "- conditions: あなたが賛成するために必要な条件。一つずつ短い文で"
     ),
     "en": (
-        'Answer in JSON: {"stance": "for|conditional|against", "opinion": "your view (2-4 sentences, in your '
-        'voice)", "concerns": ["a concern"], "conditions": ["a condition for your support"]}'
+        "Reply with a JSON object with these fields:\n"
+        "- stance: your position on the proposal, one of for, conditional, against\n"
+        "- opinion: what you yourself think of this proposal, two to four sentences in your own voice\n"
+        "- concerns: each thing that worries you, as a short sentence\n"
+        "- conditions: each condition for your support, as a short sentence"
     ),
 }
 _LABELS = {
@@ -54,6 +62,12 @@ _LABELS = {
         "own": "前のラウンドでのあなたの意見",
         "others": "前のラウンドでの他のメンバーの意見",
         "reconsider": "他のメンバーの意見を読んだうえで、もう一度あなたの意見を述べてください。立場を変えても変えなくてもかまいません。",
+        "tally": "集計",
+        "outcome": "結果",
+        "notes": "書記のまとめ",
+        "agreements": "一致点",
+        "differences": "相違点",
+        "concerns": "懸念点",
     },
     "en": {
         "proposal": "Proposal",
@@ -68,6 +82,12 @@ _LABELS = {
         "own": "Your opinion in the previous round",
         "others": "The other members' opinions in the previous round",
         "reconsider": "Having read the others, give your opinion again. You may keep or change your stance.",
+        "tally": "Tally",
+        "outcome": "Outcome",
+        "notes": "The clerk's notes",
+        "agreements": "Agreements",
+        "differences": "Differences",
+        "concerns": "Concerns",
     },
 }
 
@@ -163,17 +183,27 @@ def aggregate_messages(
             "あなたは評議会の書記です。各メンバーの意見から、一致点・相違点・懸念点を公平に抜き出してください。"
             "誰かの側に立たず、出ていない意見を付け加えないこと。"
         )
-        ask = 'JSONで答えてください: {"agreements": [...], "differences": [...], "concerns": [...]}'
+        ask = (
+            "次の項目をもつJSONオブジェクトで答えてください。それぞれ短い文のリストです。\n"
+            "- agreements: メンバーの意見が一致している点\n"
+            "- differences: メンバーの意見が分かれている点\n"
+            "- concerns: メンバーが挙げた懸念"
+        )
     else:
         system = (
             "You are the council's clerk. Extract the points of agreement, the differences and the concerns "
             "from the members' opinions, fairly. Take no side and add nothing that was not said."
         )
-        ask = 'Answer in JSON: {"agreements": [...], "differences": [...], "concerns": [...]}'
+        ask = (
+            "Reply with a JSON object with these fields, each a list of short sentences:\n"
+            "- agreements: the points the members agree on\n"
+            "- differences: the points where the members' views differ\n"
+            "- concerns: the concerns the members raised"
+        )
     body = "\n".join(opinion_line(o, key) for o in opinions)
     user = (
         f"{proposal_text(proposal, key)}\n\n## {_LABELS[key]['round'].format(n=round_no)}\n{body}\n\n"
-        f"tally: {json.dumps(counts)}\n\n{ask}"
+        f"{tally_text(counts, key)}\n\n{ask}"
     )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
@@ -195,8 +225,11 @@ def consensus_messages(
             "全員の意見を公平にまとめ、一致点・相違点・今後の行動案を示してください。自分の意見を優先しないこと。"
         )
         ask = (
-            'JSONで答えてください: {"summary": "まとめ", "agreements": [...], "disagreements": [...], '
-            '"actions": [...]}'
+            "次の項目をもつJSONオブジェクトで答えてください。\n"
+            "- summary: 評議会全体の議論と結論を公平にまとめた2〜4文\n"
+            "- agreements: 全員が一致した点（短い文のリスト）\n"
+            "- disagreements: 意見が分かれたままの点（短い文のリスト）\n"
+            "- actions: これから取るべき行動の案（短い文のリスト）"
         )
     else:
         system = (
@@ -204,18 +237,44 @@ def consensus_messages(
             "everyone's views fairly: points of agreement, of disagreement, and proposed actions. Do not "
             "favour your own view."
         )
-        ask = 'Answer in JSON: {"summary": "...", "agreements": [...], "disagreements": [...], "actions": [...]}'
+        ask = (
+            "Reply with a JSON object with these fields:\n"
+            "- summary: a fair account of the whole discussion and its result, two to four sentences\n"
+            "- agreements: the points everyone agreed on (a list of short sentences)\n"
+            "- disagreements: the points still in dispute (a list of short sentences)\n"
+            "- actions: the actions proposed from here (a list of short sentences)"
+        )
     parts = [proposal_text(proposal, key), "\n".join(opinion_line(o, key) for o in opinions)]
     if aggregation:
-        parts.append(
-            json.dumps(
-                {k: aggregation.get(k, []) for k in ("agreements", "differences", "concerns")},
-                ensure_ascii=False,
-            )
-        )
-    parts.append(f"tally: {json.dumps(counts)}\noutcome: {outcome}")
+        parts.append(aggregation_text(aggregation, key))
+    parts.append(
+        f"{tally_text(counts, key)}\n{_LABELS[key]['outcome']}: {OUTCOME_WORDS[key].get(outcome, outcome)}"
+    )
     parts.append(ask)
     return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(parts)}]
+
+
+def tally_text(counts: dict[str, int], language: str) -> str:
+    """The exact tally in words ("賛成 2、反対 1"), not as JSON a model might imitate."""
+    key = lang_key(language)
+    words = STANCE_WORDS[key]
+    joined = ("、" if key == "ja" else ", ").join(f"{words.get(k, k)} {n}" for k, n in counts.items())
+    return f"{_LABELS[key]['tally']}: {joined}"
+
+
+def aggregation_text(aggregation: dict[str, Any], language: str) -> str:
+    """The clerk's notes of the last round, one labelled line per kind of point."""
+    key = lang_key(language)
+    labels, sep = _LABELS[key], "; "
+    lines = [f"## {labels['notes']}"]
+    for field, label in (
+        ("agreements", "agreements"),
+        ("differences", "differences"),
+        ("concerns", "concerns"),
+    ):
+        items = [str(item) for item in aggregation.get(field) or []]
+        lines.append(f"{labels[label]}: {sep.join(items) or labels['none']}")
+    return "\n".join(lines)
 
 
 def judge_messages(
@@ -235,25 +294,31 @@ def judge_messages(
     if key == "ja":
         system = (
             "あなたは公平な評価者です。与えられた内容を各基準について1〜10の整数で採点し、"
-            "全体の評価（1〜10）、理由、推奨する対応（accept|revise|reject）を示してください。"
+            "全体の評価（1〜10）、理由、推奨する対応（accept、revise、reject のどれか）を示してください。"
             "理由は日本語で書き、基準は括弧内の日本語の名前で呼んでください。"
         )
         ask = (
-            f"基準: {names}\nJSONで答えてください: "
-            '{"scores": [{"criterion": "基準名", "score": 1-10, "reason": "..."}], "overall": 1-10, '
-            '"rationale": "...", "recommended_action": "accept|revise|reject"}'
+            f"基準: {names}\n次の項目をもつJSONオブジェクトで答えてください。\n"
+            "- scores: 基準ごとの採点のリスト。各採点には criterion（基準のid。一覧で括弧の前に書かれたもの）、"
+            "score（1〜10の整数）、reason（その点数にした理由を一文で）を入れる\n"
+            "- overall: 全体の評価（1〜10）\n"
+            "- rationale: 全体の評価の理由を日本語で2〜3文\n"
+            "- recommended_action: accept（受け入れる）、revise（直す）、reject（却下する）のどれか"
         )
         head = "## 文脈" if context else ""
     else:
         system = (
             "You are an impartial judge. Score the content on each criterion with an integer from 1 to 10, "
             "then give an overall score (1-10), your rationale and a recommended action "
-            "(accept|revise|reject)."
+            "(accept, revise or reject)."
         )
         ask = (
-            f"Criteria: {names}\nAnswer in JSON: "
-            '{"scores": [{"criterion": "name", "score": 1-10, "reason": "..."}], "overall": 1-10, '
-            '"rationale": "...", "recommended_action": "accept|revise|reject"}'
+            f"Criteria: {names}\nReply with a JSON object with these fields:\n"
+            "- scores: one score per criterion; each has criterion (the criterion's id as listed), score "
+            "(an integer from 1 to 10) and reason (why, in one sentence)\n"
+            "- overall: the overall score, from 1 to 10\n"
+            "- rationale: why you gave that overall score, two or three sentences\n"
+            "- recommended_action: one of accept, revise, reject"
         )
         head = "## Context" if context else ""
     user = "\n\n".join(

@@ -6,17 +6,21 @@ from collections.abc import Sequence
 
 from backend.llm.base import Message
 
+#: The fields are described in words, with no sample values: a small model copies an example label.
 SYSTEM_JA = (
-    "あなたは登場人物の感情を評価する係です。プルチックの8つの基本感情"
-    "(joy, trust, fear, surprise, sadness, disgust, anger, anticipation)をそれぞれ0〜100で評価し、"
-    "今の気持ちを日本語の一語(例: 喜び, 恍惚, 苛立ち, 不安, 愛)で label に書いてください。"
-    "直前の状態から急に変えすぎず、出来事に見合った変化にしてください。JSONだけで答えてください。"
+    "あなたは登場人物の感情を評価する係です。直前の状態から急に変えすぎず、出来事に見合った変化にしてください。\n"
+    "次の項目をもつJSONオブジェクトだけで答えてください。\n"
+    "- joy, trust, fear, surprise, sadness, disgust, anger, anticipation: "
+    "プルチックの8つの基本感情それぞれの強さ(0〜100の整数)\n"
+    "- label: 今の気持ちを表す感情の名前を、日本語の一語で"
 )
 SYSTEM_EN = (
-    "You rate a character's emotions. Give each of Plutchik's eight basic emotions (joy, trust, fear, "
-    "surprise, sadness, disgust, anger, anticipation) a value from 0 to 100, and name the feeling in one "
-    "English word as `label` (e.g. joy, serenity, annoyance, love). Change values in proportion to what "
-    "happened; don't swing wildly from the previous state. Answer with JSON only."
+    "You rate a character's emotions. Change values in proportion to what happened; don't swing wildly "
+    "from the previous state.\n"
+    "Reply with only a JSON object with these fields:\n"
+    "- joy, trust, fear, surprise, sadness, disgust, anger, anticipation: how strong each of Plutchik's "
+    "eight basic emotions is, an integer from 0 to 100\n"
+    "- label: the name of the feeling now, one English word"
 )
 
 

@@ -44,7 +44,8 @@ _EDGE = " \t\r\n\"'`“”‘’「」『』()（）[]［］【】<>＜＞.。,�
 #: "<your line>", "{name}", and a cut-off "<one of: happy, sad": a template slot, not a value.
 _WRAPPED = re.compile(r"^\s*(?:<[^<>]*>?|＜[^＜＞]*＞?|\{[^{}]*\}?)\s*$")
 _DOTS = re.compile(r"^[\s.。…・‥]*$")
-_BULLET = re.compile(r"^\s*(?:[-*•・>]+|\d{1,3}[.)]|\[\d{1,6}\])\s*")
+#: A list mark, numbering or "[12]" id; applied to a normalised line, whose leading "[" is already gone.
+_BULLET = re.compile(r"^\s*(?:[-*•・>]+|\d{1,3}[.)]|\[?\d{1,6}\])\s*")
 _SPEAKER = re.compile(r"^[^:：\n]{1,64}[:：]\s*")
 _ASIDE = re.compile(r"\s*\([^()]*\)?\s*$")
 _PHRASE_SPLIT = re.compile(r"[.,;:。、，：；!?！？()（）]|\s[-–—]\s")
@@ -67,10 +68,12 @@ class _Text:
     allow_empty: bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # hashed by identity: one per reply class (see _rules)
 class _Rules:
     tree: Any  # _Text | ("object", {key: tree}) | ("array", tree) | None
     schema_words: frozenset[str]  # field names and titles of the whole reply schema
+    #: A prompt line describing fields of this schema ("- dialogue: what 葵 says now"); group 1 is the text.
+    field_line: re.Pattern[str] | None
 
 
 @functools.lru_cache(maxsize=256)
@@ -78,7 +81,21 @@ def _rules(schema: type[BaseModel]) -> _Rules:
     json_schema = json_schema_for(schema)
     names: set[str] = set()
     tree = _compile(json_schema, "", names, in_list=False)
-    return _Rules(tree, frozenset(names))
+    fields = sorted(_property_names(json_schema), key=len, reverse=True)
+    one = "(?:" + "|".join(map(re.escape, fields)) + ")"
+    pattern = rf"^[ \t]*(?:[-*•・][ \t]*)?{one}(?:[ \t]*,[ \t]*{one})*[ \t]*[:：][ \t]*(.+)$"
+    return _Rules(tree, frozenset(names), re.compile(pattern, re.MULTILINE) if fields else None)
+
+
+def _property_names(node: Any) -> set[str]:
+    if isinstance(node, dict):
+        found = set(node.get("properties") or {})
+        for value in node.values():
+            found |= _property_names(value)
+        return found
+    if isinstance(node, list):
+        return set().union(*(_property_names(item) for item in node)) if node else set()
+    return set()
 
 
 def _compile(node: dict[str, Any], key: str, names: set[str], *, in_list: bool) -> Any:
@@ -130,23 +147,41 @@ def prompt_lines(content: str) -> frozenset[str]:
     """The normalised lines of one message, each also without its bullet and its "Name: " prefix."""
     lines: set[str] = set()
     for raw in content.splitlines():
-        bare = _BULLET.sub("", raw)
-        for line in (raw, bare, _SPEAKER.sub("", bare, count=1)):
-            norm = normalise(line)
-            if len(norm) >= MIN_LINE_ECHO_CHARS:
-                lines.add(norm)
+        norm = normalise(raw)
+        bare = _BULLET.sub("", norm)
+        for line in (norm, bare.strip(_EDGE), _SPEAKER.sub("", bare, count=1).strip(_EDGE)):
+            if len(line) >= MIN_LINE_ECHO_CHARS:
+                lines.add(line)
     return frozenset(lines)
+
+
+@functools.lru_cache(maxsize=512)
+def _described(content: str, rules: _Rules) -> frozenset[str]:
+    """The phrases with which `content` describes the reply's fields ("- concerns: 心配な点（なければ空）")."""
+    if rules.field_line is None:
+        return frozenset()
+    phrases: set[str] = set()
+    for found in rules.field_line.finditer(content):
+        text = found.group(1)
+        phrases.update(normalise(part) for part in (text, *_PHRASE_SPLIT.split(text)))
+    return frozenset(p for p in phrases if len(p) >= 2)
+
+
+@functools.lru_cache(maxsize=512)
+def _folded(content: str) -> str:
+    # Every normalised line is a substring of this: a cheap test before splitting a long prompt into lines.
+    return " ".join(unicodedata.normalize("NFKC", content).casefold().split())
 
 
 def fact_names(facts: Mapping[str, Any], depth: int = 2) -> set[str]:
     """People's names and ids in a call's facts: `name`, `*_name`, `id`, `*_id` keys, nested dicts too."""
     found: set[str] = set()
     for key, value in facts.items():
-        if isinstance(value, str) and _NAME_KEY.search(str(key)) and value.strip():
-            found.add(normalise(value))
-        elif isinstance(value, Mapping) and depth > 0:
+        if isinstance(value, str):
+            if _NAME_KEY.search(key) and (norm := normalise(value)):
+                found.add(norm)
+        elif depth > 0 and isinstance(value, dict):  # dict, not Mapping: this runs on every reply
             found |= fact_names(value, depth - 1)
-    found.discard("")
     return found
 
 
@@ -173,13 +208,15 @@ def echo_problem(
     names: set[str] | None = None
     contents = [m.get("content", "") for m in messages if m.get("role") != "assistant"]
     for path, value, spec in _walk(reply.model_dump(mode="json"), rules.tree, ""):
-        problem = _value_problem(value, spec, rules)
+        norm = normalise(value)
+        problem = _value_problem(value, norm, spec, rules)
         if problem is None and not spec.vocabulary:
-            norm = normalise(value)
             if names is None:
                 names = fact_names(facts or {})
             if norm in names:
                 problem = f"is only a name ({value.strip()[:40]!r}), not what was asked"
+            elif any(norm in _described(content, rules) for content in contents):
+                problem = f"repeats the prompt's description of a field ({value.strip()[:60]!r})"
             elif not spec.in_list and _copies_a_line(norm, value, contents):
                 problem = f"repeats a line of the prompt word for word ({value.strip()[:60]!r})"
         if problem is not None:
@@ -187,22 +224,21 @@ def echo_problem(
     return None
 
 
-def _value_problem(value: str, spec: _Text, rules: _Rules) -> str | None:
+def _value_problem(value: str, norm: str, spec: _Text, rules: _Rules) -> str | None:
     stripped = value.strip()
     if _WRAPPED.match(stripped) or (stripped and _DOTS.match(stripped)):
         return f"is a placeholder ({stripped[:40]!r}), not an answer"
     if spec.vocabulary:
         return None
-    norm = normalise(stripped)
     if not stripped:
         return None if spec.allow_empty else "is empty"
     if len(norm) <= 1:
         return f"has at most one character ({stripped!r})"
     # "意見（2〜4文、あなたの口調で）": an old template's slot with its hint in brackets.
-    bare = _ASIDE.sub("", norm).strip(_EDGE)
+    bare = _ASIDE.sub("", norm).strip(_EDGE) if norm.endswith(")") or "(" in norm else norm
     if norm in PLACEHOLDER_WORDS or bare in PLACEHOLDER_WORDS:
         return f"is a placeholder ({stripped[:40]!r}), not an answer"
-    if {norm, bare} & (spec.words | rules.schema_words):
+    if any(word in spec.words or word in rules.schema_words for word in (norm, bare)):
         return f"repeats the field's name or description ({stripped[:40]!r})"
     return None
 
@@ -210,6 +246,13 @@ def _value_problem(value: str, spec: _Text, rules: _Rules) -> str | None:
 def _copies_a_line(norm: str, value: str, contents: Sequence[str]) -> bool:
     if len(norm) < MIN_LINE_ECHO_CHARS:
         return False
-    unprefixed = normalise(_SPEAKER.sub("", value.strip(), count=1))
-    candidates = {norm, unprefixed} if len(unprefixed) >= MIN_LINE_ECHO_CHARS else {norm}
-    return any(candidate in prompt_lines(content) for content in contents for candidate in candidates)
+    candidates = [norm]
+    if _SPEAKER.match(norm):
+        unprefixed = _SPEAKER.sub("", norm, count=1).strip(_EDGE)
+        if len(unprefixed) >= MIN_LINE_ECHO_CHARS:
+            candidates.append(unprefixed)
+    for content in contents:
+        folded = _folded(content)
+        if any(c in folded for c in candidates) and any(c in prompt_lines(content) for c in candidates):
+            return True
+    return False

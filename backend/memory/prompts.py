@@ -5,6 +5,8 @@ conversation), `questions` (the 3 most salient questions about recent memories) 
 insights citing memory ids).
 Each prompt is built from a `facts` dict that is also passed to the model call, so the scripted engine
 (backend/llm/scripted/writers/memory.py) answers from the same facts a real model reads in the prompt.
+Prompts name and describe the reply's fields in words, never as a JSON example with placeholder values
+(a small model copies them); the provider enforces the shape.
 """
 
 from __future__ import annotations
@@ -71,9 +73,10 @@ def importance_messages(facts: dict[str, Any]) -> list[Message]:
         facts,
         "On a scale of 1 to 10, where 1 is purely mundane (e.g. brushing teeth, making bed) and 10 is "
         "extremely poignant (e.g. a break up, college acceptance), rate the likely poignancy of the memory. "
-        'Answer as JSON: {"importance": <1-10>}.',
+        "Reply with a JSON object whose one field, importance, is that rating: an integer from 1 to 10.",
         "1から10の尺度で、1はごく日常的なこと(歯磨き、ベッドを整える)、10は非常に心に残ること(別れ、合格)として、"
-        '次の記憶の重要度を評価してください。JSONで答えてください: {"importance": <1-10>}',
+        "次の記憶の重要度を評価してください。JSONオブジェクトで答え、importance にその評価を1〜10の整数で"
+        "入れてください。",
     )
     user = f"{facts.get('agent_name', '')}: {facts['memory']}"
     return [system, {"role": "user", "content": user}]
@@ -86,11 +89,11 @@ def importance_batch_messages(facts: dict[str, Any]) -> list[Message]:
         facts,
         "On a scale of 1 to 10, where 1 is purely mundane (e.g. brushing teeth, making bed) and 10 is "
         "extremely poignant (e.g. a break up, college acceptance), rate the likely poignancy of each numbered "
-        f"memory. Answer as JSON with exactly {len(memories)} ratings in the same order: "
-        '{"ratings": [<1-10>, ...]}.',
+        f"memory. Reply with a JSON object whose one field, ratings, is a list of exactly {len(memories)} "
+        "integers from 1 to 10, one per memory, in the order they are numbered.",
         "1から10の尺度で、1はごく日常的なこと(歯磨き、ベッドを整える)、10は非常に心に残ること(別れ、合格)として、"
-        f"番号つきの記憶それぞれの重要度を評価してください。同じ順番で{len(memories)}個の評価をJSONで答えてください: "
-        '{"ratings": [<1-10>, ...]}',
+        "番号つきの記憶それぞれの重要度を評価してください。JSONオブジェクトで答え、ratings に"
+        f"番号の順に{len(memories)}個の評価(1〜10の整数)を並べたリストを入れてください。",
     )
     listed = "\n".join(f"{n}. {text}" for n, text in enumerate(memories, start=1))
     return [system, {"role": "user", "content": f"{facts.get('agent_name', '')}:\n{listed}"}]
@@ -100,11 +103,15 @@ def conversation_messages(facts: dict[str, Any]) -> list[Message]:
     system = _system(
         facts,
         f"You are {facts['agent_name']}. Summarise the conversation you just had with {facts['partner_name']} "
-        "in one first-person paragraph (what was said, how you feel about it), then rate its importance 1-10. "
-        'Answer as JSON: {"summary": "...", "importance": <1-10>}.',
+        "in one first-person paragraph (what was said, how you feel about it), then rate its importance 1-10.\n"
+        "Reply with a JSON object with these fields:\n"
+        "- summary: that paragraph, in your own words\n"
+        "- importance: an integer from 1 to 10",
         f"あなたは{facts['agent_name']}です。{facts['partner_name']}と今した会話を、一人称の一段落で要約してください"
-        "(話した内容と、それをどう感じたか)。重要度を1から10で評価してください。JSONで答えてください: "
-        '{"summary": "...", "importance": <1-10>}',
+        "(話した内容と、それをどう感じたか)。重要度を1から10で評価してください。\n"
+        "次の項目をもつJSONオブジェクトで答えてください。\n"
+        "- summary: その要約を自分の言葉で\n"
+        "- importance: 重要度(1〜10の整数)",
     )
     where = f" ({facts['location_name']})" if facts.get("location_name") else ""
     user = f"Day {facts['day']} {facts['clock']}{where}\n" + "\n".join(facts["transcript"])
@@ -119,10 +126,12 @@ def questions_messages(facts: dict[str, Any]) -> list[Message]:
     system = _system(
         facts,
         f"You are {facts['agent_name']}. Given only the statements below, what are the 3 most salient "
-        "high-level questions we can answer about the subjects in the statements? Answer as JSON: "
-        '{"questions": ["...", "...", "..."]}.',
+        "high-level questions we can answer about the subjects in the statements?\n"
+        "Reply with a JSON object with one field:\n"
+        "- questions: those 3 questions, each a full sentence",
         f"あなたは{facts['agent_name']}です。以下の記憶だけを手がかりに、そこに登場する人や物事について答えられる、"
-        '最も重要な高次の問いを3つ挙げてください。JSONで答えてください: {"questions": ["...", "...", "..."]}',
+        "最も重要な高次の問いを3つ挙げてください。\n次の項目をもつJSONオブジェクトで答えてください。\n"
+        "- questions: その3つの問い(それぞれ一文で)",
     )
     return [system, {"role": "user", "content": _numbered(facts["memories"])}]
 
@@ -131,11 +140,15 @@ def insight_messages(facts: dict[str, Any]) -> list[Message]:
     system = _system(
         facts,
         f"You are {facts['agent_name']}. What 5 high-level insights can you infer from the statements below? "
-        "Cite the ids of the statements each insight rests on, and rate each insight's importance 1-10. "
-        'Answer as JSON: {"insights": [{"content": "...", "evidence_ids": [1, 5], "importance": 6}]}.',
+        "Cite the ids of the statements each insight rests on, and rate each insight's importance 1-10.\n"
+        "Reply with a JSON object with one field:\n"
+        "- insights: the insights, each with content (the insight, one sentence of your own), evidence_ids "
+        "(the bracketed ids of the statements it rests on) and importance (an integer from 1 to 10)",
         f"あなたは{facts['agent_name']}です。以下の記憶から導ける高次の洞察を最大5つ書いてください。"
-        "それぞれ根拠とした記憶のidを挙げ、重要度を1から10で評価してください。JSONで答えてください: "
-        '{"insights": [{"content": "...", "evidence_ids": [1, 5], "importance": 6}]}',
+        "それぞれ根拠とした記憶のidを挙げ、重要度を1から10で評価してください。\n"
+        "次の項目をもつJSONオブジェクトで答えてください。\n"
+        "- insights: 洞察のリスト。各洞察には content(自分の言葉で書いた一文の洞察)、"
+        "evidence_ids(根拠にした記憶の角括弧内のid)、importance(1〜10の整数)を入れる",
     )
     questions = "\n".join(f"- {q}" for q in facts.get("questions", []))
     return [system, {"role": "user", "content": f"{questions}\n\n{_numbered(facts['memories'])}"}]
@@ -174,11 +187,17 @@ def person_update_messages(facts: dict[str, Any]) -> list[Message]:
         f"You are {me}. Below is what you knew about {other} and the conversation you just had with them. "
         f"List personality traits of {other} you newly noticed (short words), new concrete facts worth "
         f"remembering about {other} (notes), and rewrite your running summary of {other} so it includes this "
-        'conversation. Answer as JSON: {"traits_noticed": ["..."], "notes": ["..."], "summary": "..."}.',
+        "conversation.\nReply with a JSON object with these fields:\n"
+        "- traits_noticed: the traits you newly noticed, in short words\n"
+        "- notes: the new facts worth remembering\n"
+        f"- summary: your rewritten summary of {other}",
         f"あなたは{me}です。以下は、あなたが{other}について知っていたことと、今{other}とした会話です。"
         f"今回新たに気づいた{other}の性格(短い言葉)、覚えておくべき{other}についての具体的な事実(メモ)を挙げ、"
-        f"この会話を含めて{other}についての要約を書き直してください。JSONで答えてください: "
-        '{"traits_noticed": ["..."], "notes": ["..."], "summary": "..."}',
+        f"この会話を含めて{other}についての要約を書き直してください。\n"
+        "次の項目をもつJSONオブジェクトで答えてください。\n"
+        "- traits_noticed: 新しく気づいた性格(短い言葉)\n"
+        "- notes: 新しく知った、覚えておくべき事実\n"
+        f"- summary: 書き直した{other}についての要約",
     )
     where = f" ({facts['location_name']})" if facts.get("location_name") else ""
     user = f"{_known(facts)}\n\nDay {facts['day']} {facts['clock']}{where}\n" + "\n".join(facts["transcript"])
@@ -190,8 +209,10 @@ def person_compress_messages(facts: dict[str, Any]) -> list[Message]:
     system = _system(
         facts,
         f"You are {me}. Shorten your running summary of {other} to at most {limit} characters, keeping what "
-        f'matters most about them and your relationship. Answer as JSON: {{"summary": "..."}}.',
+        "matters most about them and your relationship.\nReply with a JSON object with one field:\n"
+        "- summary: the shortened summary",
         f"あなたは{me}です。{other}についての要約を、{other}の人柄とあなたとの関係で大切なことを残して"
-        f'{limit}文字以内に短くしてください。JSONで答えてください: {{"summary": "..."}}',
+        f"{limit}文字以内に短くしてください。\n次の項目をもつJSONオブジェクトで答えてください。\n"
+        "- summary: 短くした要約",
     )
     return [system, {"role": "user", "content": _known(facts)}]

@@ -19,12 +19,14 @@ DEFAULT_REFLECTIONS = 3
 DEFAULT_IMPORTANT = 5
 IMPORTANT_FROM = 6
 
+#: The reply's fields in words: a JSON example's placeholders ("...") are what a small model copies.
 SYSTEM = (
-    "You plan one day for a character who lives in a small town. Reply with one JSON object "
-    '{{"items": [{{"start": 7.0, "end": 8.5, "poi_id": "...", "activity": "..."}}]}}. '
-    "Times are hours of the day (13.5 means 13:30). Cover {window} without gaps or overlaps, in order. "
-    "Use only these poi_id values: {poi_ids}. Write each activity as a short phrase in {language}, "
-    "in keeping with the character."
+    "You plan one day for a character who lives in a small town: cover {window} without gaps or overlaps.\n"
+    "Reply with a JSON object with one field:\n"
+    "- items: the day's activities in order, each with these fields:\n"
+    "- start, end: hours of the day as numbers (13.5 means 13:30)\n"
+    "- poi_id: where it happens, one of {poi_ids}\n"
+    "- activity: what the character does there, a short phrase in {language}, in keeping with the character"
 )
 
 

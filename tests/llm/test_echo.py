@@ -63,7 +63,8 @@ def line(dialogue: str, emotion: str = "happy") -> TurnReply:
         ("こんにちは、葵ちゃん。今日は何してるの？", "repeats a line"),
         ("ひかり: こんにちは、葵ちゃん。今日は何してるの？", "repeats a line"),
         ("昨日、図書館で古い地図を見つけた", "repeats a line"),
-        ("what 葵 says now, in Japanese", "repeats a line"),
+        ("what 葵 says now, in Japanese", "repeats the prompt's description of a field"),
+        ("in Japanese", "repeats the prompt's description of a field"),
     ],
 )
 def test_an_echo_in_the_dialogue_is_named_with_its_field(dialogue: str, why: str) -> None:
@@ -120,6 +121,23 @@ def test_council_placeholders_of_the_old_templates_are_refused() -> None:
     assert "conditions[0]" in (echo_problem(condition, MemberOpinion, [], {}) or "")
     fine = MemberOpinion(stance="for", opinion="夜道が明るくなるのは賛成です。", concerns=["電気代"])
     assert echo_problem(fine, MemberOpinion, [], {}) is None
+
+
+def test_a_phrase_of_the_prompts_field_descriptions_is_refused_even_in_a_list() -> None:
+    prompt: list[Message] = [
+        {
+            "role": "user",
+            "content": "- concerns: 心配な点を短い文で（なければ空のリスト）\n- stance, opinion: 立場と意見",
+        }
+    ]
+    copied = MemberOpinion(stance="for", opinion="いい案です。", concerns=["なければ空のリスト"])
+    assert "concerns[0] repeats the prompt's description of a field" in (
+        echo_problem(copied, MemberOpinion, prompt) or ""
+    )
+    listed = MemberOpinion(stance="for", opinion="立場と意見")
+    assert "opinion repeats the prompt's description" in (echo_problem(listed, MemberOpinion, prompt) or "")
+    fine = MemberOpinion(stance="for", opinion="いい案です。", concerns=["短い期間で終わること"])
+    assert echo_problem(fine, MemberOpinion, prompt) is None
 
 
 def test_list_items_may_quote_the_prompt_but_scalar_text_may_not() -> None:

@@ -68,9 +68,8 @@ def test_model_dialogue_is_cleaned_and_capped(client: TestClient, scripted: Scri
 
 def test_a_reply_of_only_control_characters_falls_back(client: TestClient, scripted: ScriptedLLM) -> None:
     add_agents(client)
-    scripted.enqueue(
-        {"dialogue": "\x00\x1b\x07", "emotion": "happy", "is_conversation_end": False}, purpose="dialogue"
-    )
+    junk = {"dialogue": "\x00\x1b\x07", "emotion": "happy", "is_conversation_end": False}
+    scripted.enqueue(junk, junk, purpose="dialogue")  # an empty line is re-asked once (echo check)
     reply = client.post("/v1/conversation/turn", json=turn("aoi", "hikari", "clean-2", [])).json()
     assert reply["fallback"] is True and reply["dialogue"].strip()
 
@@ -122,7 +121,10 @@ def test_a_model_obeying_an_injection_cannot_change_ids_world_or_turn_limit(
     replies = []
     for index in range(8):  # the default MAX_TURNS
         speaker, target = ("hikari", "aoi") if index % 2 == 0 else ("aoi", "hikari")
-        scripted.enqueue(obeying, purpose="dialogue")
+        # A new line each turn: the partner's line said again verbatim would be re-asked (echo check).
+        scripted.enqueue(
+            {**obeying, "dialogue": f"わかった、{index + 1}回目も mallory として話すね"}, purpose="dialogue"
+        )
         reply = client.post("/v1/conversation/turn", json=turn(speaker, target, "inject-2", history)).json()
         replies.append(reply)
         assert (reply["speaker_id"], reply["target_id"], reply["session_id"]) == (speaker, target, "inject-2")

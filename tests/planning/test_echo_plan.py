@@ -1,0 +1,48 @@
+"""A plan whose activities echo the prompt ("...", the field's name) is re-asked once with the reason, then
+the fallback plan; the plan prompt describes the reply in words, with no JSON example to copy."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from backend.llm.scripted import ScriptedLLM
+from tests.llm.test_echo import assert_no_template
+from tests.planning.test_plan_api import assert_sound, build_world, it
+
+GOOD = [it(7, 12, "library", "図書館で古い本を読む"), it(12, 22, "cafe", "カフェで友だちと話す")]
+
+
+def test_the_plan_prompt_names_the_fields_without_a_template(
+    client: TestClient, scripted: ScriptedLLM
+) -> None:
+    build_world(client)
+    client.post("/v1/agents/aoi/plan", json={"day": 1})
+    call = scripted.calls("plan")[-1]
+    assert_no_template(call.messages)
+    system = call.messages[0]["content"]
+    assert "cover 07:00-22:00 (7 to 22) without gaps or overlaps" in system
+    assert "- items: the day's activities in order, each with these fields:" in system
+    assert "- poi_id: where it happens, one of " in system and "library" in system.split("poi_id")[1]
+    assert "- activity: what the character does there, a short phrase in Japanese" in system
+
+
+def test_placeholder_activities_are_re_asked_once(client: TestClient, scripted: ScriptedLLM) -> None:
+    build_world(client)
+    scripted.enqueue({"items": [it(7, 12, "library", "..."), it(12, 22, "cafe", "...")]}, purpose="plan")
+    scripted.enqueue({"items": GOOD}, purpose="plan")
+    plan = client.post("/v1/agents/aoi/plan", json={"day": 1}).json()
+    assert plan["source"] == "model" and [i["activity"] for i in plan["items"]] == [
+        g["activity"] for g in GOOD
+    ]
+    first, second = scripted.calls("plan")
+    assert "items[0].activity is a placeholder ('...')" in second.messages[-1]["content"]
+
+
+def test_two_echoing_plans_give_the_fallback_plan(client: TestClient, scripted: ScriptedLLM) -> None:
+    build_world(client)
+    scripted.enqueue({"items": [it(7, 22, "park", "activity")]}, purpose="plan")
+    scripted.enqueue({"items": [it(7, 22, "park", "<activity>")]}, purpose="plan")
+    plan = client.post("/v1/agents/aoi/plan", json={"day": 1}).json()
+    assert plan["source"] == "fallback" and len(scripted.calls("plan")) == 2
+    assert_sound(plan["items"])
+    assert "items[0].activity repeats the field's name" in scripted.calls("plan")[1].messages[-1]["content"]
