@@ -152,6 +152,10 @@ class Settings(BaseSettings):
     emotion_min_interval_s: float = Field(2.0, ge=0, le=3600)
     #: The most one evaluation may move each Plutchik value (0-100) from the current, decayed state.
     emotion_max_step: float = Field(35.0, gt=0, le=100)
+    #: In a conversation the speaker's feeling rides on its own turn reply (a `feeling` field, applied without
+    #: a model call) and each participant's last one on the end-of-conversation call. False: both
+    #: participants are evaluated by the emotion model after every line (for a cheap separate emotion model).
+    emotion_from_turn: bool = True
 
     # --- conversation ---
     max_turns: int = Field(8, ge=2, le=64)

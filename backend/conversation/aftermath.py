@@ -60,11 +60,15 @@ class Aftermath:
         location: str | None,
         *,
         observe: bool = True,
+        feeling: str | None = None,
     ) -> None:
-        """Publish the turn, store both observations (unless a persisted job does), re-evaluate emotion.
+        """Publish the turn, store both observations (unless a persisted job does), update emotion.
 
+        With EMOTION_FROM_TURN the speaker's `feeling` (its reply's wheel word) is applied without a model call
+        and the listener waits for its own reply (or the end of the conversation); a reply without a usable
+        word gets the speaker evaluated. Otherwise both participants are evaluated by the emotion model.
         Emotion stays in-memory fire-and-forget even with persisted jobs: it is latest-wins (the next turn
-        evaluates again) and decays to neutral, so a crash loses nothing a later evaluation would not replace.
+        updates it again) and decays to neutral, so a crash loses nothing a later update would not replace.
         """
         session_id = result["session_id"]
         if self.events is not None:
@@ -89,12 +93,27 @@ class Aftermath:
                 world_id, session_id, self._observe(world_id, ctx, result["dialogue"], location, session_id)
             )
         if self.emotion is not None:
-            lines = [*ctx.history, f"{ctx.speaker.name}: {result['dialogue']}"][-EMOTION_LINES:]
-            for agent in (ctx.speaker, ctx.partner):
-                cause = self._turn_cause(agent, ctx)
-                self.emotion.schedule(
-                    agent, lines=lines, cause=cause, day=ctx.day, time_of_day=ctx.time_of_day
-                )
+            self._turn_emotion(ctx, result["dialogue"], feeling)
+
+    def _turn_emotion(self, ctx: TurnContext, dialogue: str, feeling: str | None) -> None:
+        assert self.emotion is not None
+        lines = [*ctx.history, f"{ctx.speaker.name}: {dialogue}"][-EMOTION_LINES:]
+        evaluate = [ctx.speaker, ctx.partner]
+        if self.emotion.settings.emotion_from_turn:
+            evaluate = [] if feeling else [ctx.speaker]
+            if feeling:
+                self.tasks.spawn(self._feel(ctx, lines, feeling), name=f"feel:{ctx.speaker.id}")
+        for agent in evaluate:
+            cause = self._turn_cause(agent, ctx)
+            self.emotion.schedule(agent, lines=lines, cause=cause, day=ctx.day, time_of_day=ctx.time_of_day)
+
+    async def _feel(self, ctx: TurnContext, lines: list[str], feeling: str) -> None:
+        """The speaker's own word for its feeling; one off the wheel costs an evaluation instead."""
+        assert self.emotion is not None
+        cause, day, time_of_day = self._turn_cause(ctx.speaker, ctx), ctx.day, ctx.time_of_day
+        felt = await self.emotion.feel(ctx.speaker, feeling, cause=cause, day=day, time_of_day=time_of_day)
+        if felt is None:
+            self.emotion.schedule(ctx.speaker, lines=lines, cause=cause, day=day, time_of_day=time_of_day)
 
     @staticmethod
     def _turn_cause(agent: Agent, ctx: TurnContext) -> str:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, StringConstraints, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationInfo, field_validator
 
+from backend.emotion.schemas import LABEL_MAX_CHARS, label_vocabulary
 from backend.text import clean_text
 
 #: The VRM 1.0 expression presets: Unity maps these 1:1 onto the avatar's face.
@@ -92,6 +94,32 @@ class TurnReply(BaseModel):
     def _clean(cls, value: str) -> str:
         # Unity shows this in a speech bubble: control characters out, newlines kept.
         return cut_line(clean_text(value))
+
+
+@functools.cache
+def turn_reply_for(language: str | None) -> type[TurnReply]:
+    """The TurnReply asked for: with `language`, it also asks for the speaker's `feeling` after the line, one
+    word of the Plutchik wheel in that language (EMOTION_FROM_TURN); with None, the plain reply.
+
+    Only the schema lists the words: a word outside them still validates, and the emotion service then asks
+    the emotion model instead (backend/conversation/aftermath.py).
+    """
+    if language is None:
+        return TurnReply
+    words = label_vocabulary(language)
+
+    class TurnReplyFor(TurnReply):
+        __doc__ = TurnReply.__doc__  # the schema's description
+        model_config = ConfigDict(title="TurnReply")
+
+        feeling: str | None = Field(
+            None,
+            description="How the speaker feels after saying it: one word of Plutchik's wheel.",
+            max_length=LABEL_MAX_CHARS,
+            json_schema_extra={"enum": list(words)},
+        )
+
+    return TurnReplyFor
 
 
 class TurnResult(BaseModel):

@@ -21,7 +21,15 @@ from backend.conversation import jobs as turn_jobs
 from backend.conversation import rules, store
 from backend.conversation.aftermath import Aftermath
 from backend.conversation.prompts import TurnContext, build_facts, build_messages
-from backend.conversation.schemas import EndRequest, EndResult, TurnReply, TurnRequest, TurnResult
+from backend.conversation.schemas import (
+    MAX_REPLY_CHARS,
+    EndRequest,
+    EndResult,
+    TurnReply,
+    TurnRequest,
+    TurnResult,
+    turn_reply_for,
+)
 from backend.errors import LLMError
 from backend.events import EventBus
 from backend.jobs.models import Job
@@ -42,7 +50,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: A model line longer than this is cut (a runaway model must not flood Unity's speech bubble).
-MAX_DIALOGUE_CHARS = 1000
+MAX_DIALOGUE_CHARS = MAX_REPLY_CHARS
 #: Part of the turn deadline kept back for storing the turn after the model answers.
 STORE_MARGIN_S = 0.5
 #: Part of the turn deadline memory retrieval may use before the turn goes on without memories.
@@ -138,6 +146,7 @@ class ConversationService:
                 partner_last and rules.has_farewell(partner_last, self.settings.farewell_phrases)
             ),
             person_summary=person_summary,
+            ask_feeling=self.emotion is not None and self.settings.emotion_from_turn,
         )
         if feeling is not None:
             prepared.ctx.emotion = feeling.model_dump(mode="json")
@@ -195,6 +204,12 @@ class ConversationService:
             facts=build_facts(ctx),
         )
 
+    def reply_schema(self, prepared: PreparedTurn) -> type[TurnReply]:
+        """The reply asked for: with the speaker's feeling when it rides on the turn (EMOTION_FROM_TURN)."""
+        ctx = prepared.ctx
+        assert ctx is not None
+        return turn_reply_for(ctx.language if ctx.ask_feeling else None)
+
     def messages(self, prepared: PreparedTurn) -> list[dict[str, str]]:
         """The turn prompt, fitted to the model's prompt budget: the oldest history lines go first (the
         last two stay), then the least relevant memories; the rules and the persona are never cut."""
@@ -228,7 +243,8 @@ class ConversationService:
                 prepared.request.session_id, prepared.turn_index, self.settings.turn_deadline_s,
             )  # fmt: skip
             return None
-        call = self.llm.generate_json(self.messages(prepared), TurnReply, options=self.options(prepared))
+        schema = self.reply_schema(prepared)
+        call = self.llm.generate_json(self.messages(prepared), schema, options=self.options(prepared))
         try:
             return await asyncio.wait_for(call, timeout=budget)
         except (LLMError, TimeoutError) as exc:
@@ -305,7 +321,10 @@ class ConversationService:
                 # A last turn also commits the reflections: they start once its line is remembered.
                 lines = [job for job in jobs if job.kind == turn_jobs.OBSERVE]
                 self.jobs.submit_after(lines, [job for job in jobs if job.kind != turn_jobs.OBSERVE])
-            self.after.after_turn(prepared.world_id, ctx, result, req.location_name, observe=jobs is None)
+            felt = getattr(reply, "feeling", None) if reply is not None and not result["fallback"] else None
+            self.after.after_turn(
+                prepared.world_id, ctx, result, req.location_name, observe=jobs is None, feeling=felt
+            )
             if result["is_conversation_end"]:
                 participants = [req.agent_id, req.target_id]
                 self.after.ended(

@@ -28,8 +28,6 @@ from backend.logs import reason
 from backend.text import StreamCleaner
 
 log = logging.getLogger(__name__)
-#: Built once: turning the pydantic model into a JSON Schema costs more than a scripted reply.
-TURN_SCHEMA = json_schema_for(TurnReply)
 
 
 def sse(event: str, data: dict[str, Any]) -> str:
@@ -76,7 +74,8 @@ async def _dialogue_pieces(service: ConversationService, prepared: PreparedTurn)
     usage = Completion("")
     loop = asyncio.get_running_loop()
     stop_at = loop.time() + service.remaining(prepared)
-    pieces = service.llm.stream(messages, options=options, schema=TURN_SCHEMA, usage=usage)
+    schema = json_schema_for(service.reply_schema(prepared))  # cached per schema class
+    pieces = service.llm.stream(messages, options=options, schema=schema, usage=usage)
     iterator = pieces.__aiter__()
     try:
         while True:
@@ -106,8 +105,9 @@ async def _parse_or_reask(
     """Repair, validate and echo-check the streamed reply; if unusable, re-ask once (not streamed) within
     the deadline. One re-ask in all, as for the plain turn; then the turn falls back."""
     messages, options = service.messages(prepared), service.options(prepared)
+    schema = service.reply_schema(prepared)
     try:
-        return checked_reply(text, TurnReply, messages, options)
+        return checked_reply(text, schema, messages, options)
     except LLMReplyError as exc:
         await mark_invalid_reply(service.llm, usage.trace_id, exc.message)
         log.info("streamed turn %s: reply unusable (%s); re-asking", prepared.request.session_id, exc.message)
@@ -120,7 +120,7 @@ async def _parse_or_reask(
     if budget <= 0:
         return None
     try:
-        call = service.llm.complete(reask, options=options, schema=TURN_SCHEMA)
+        call = service.llm.complete(reask, options=options, schema=json_schema_for(schema))
         completion = await asyncio.wait_for(call, timeout=budget)
     except (LLMError, TimeoutError) as again:
         log.warning(
@@ -128,7 +128,7 @@ async def _parse_or_reask(
         )
         return None
     try:
-        return checked_reply(completion.text, TurnReply, messages, options)
+        return checked_reply(completion.text, schema, messages, options)
     except LLMReplyError as again:
         await mark_invalid_reply(service.llm, completion.trace_id, again.message)
         log.warning(

@@ -91,6 +91,33 @@ def label(values: Mapping[str, float], language: str = "ja") -> str:
     return mild if top_value < MILD_BELOW else basic
 
 
+#: The value a wheel word sets its emotion to: the middle of the word's intensity band.
+BAND_VALUES = (35.0, 60.0, 85.0)  # mild (CALM_BELOW..MILD_BELOW), basic (..INTENSE_AT), intense (above)
+
+
+def feeling_targets(
+    word: str, values: Mapping[str, float], baseline: Mapping[str, float], language: str
+) -> dict[str, float] | None:
+    """The values a wheel word points to from `values`: its emotion at the word's band (both emotions of a
+    dyad at the basic band), the others as they are; calm points to the resting baseline. None for a word
+    the wheel does not have in `language`."""
+    lang = "en" if language.startswith("en") else "ja"
+    word = word.strip()
+    if word == CALM_LABEL[lang]:
+        return clamp_values(baseline)
+    targets = clamp_values(values)
+    for name, words in INTENSITY_LABELS[lang].items():
+        if word in words:
+            targets[name] = BAND_VALUES[words.index(word)]
+            return targets
+    for pair, names in DYADS.items():
+        if names[lang] == word:
+            for name in pair:
+                targets[name] = max(targets[name], BAND_VALUES[1])
+            return targets
+    return None
+
+
 def vrm_preset(values: Mapping[str, float]) -> str:
     """The VRM 1.0 expression preset for a state (see VRM_MAPPING)."""
     best, best_value = "neutral", CALM_BELOW

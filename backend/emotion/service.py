@@ -33,6 +33,7 @@ from backend.emotion.plutchik import (
     baseline_for,
     clamp_values,
     decay,
+    feeling_targets,
     label,
     vrm_preset,
 )
@@ -117,6 +118,7 @@ class EmotionService:
         self._workers: dict[tuple[str, str], asyncio.Task[None]] = {}
         self._inserts: dict[tuple[str, str], int] = {}
         self._started: dict[tuple[str, str], float] = {}  # loop time the agent's last evaluation began
+        self._seen: dict[tuple[str, str], tuple[tuple[str, ...], str]] = {}  # lines and cause last evaluated
 
     # --- reading ---
     def current(
@@ -199,6 +201,9 @@ class EmotionService:
                 if wait > 0:
                     await asyncio.sleep(wait)  # requests arriving meanwhile replace the queued one
                 agent, lines, cause, day, time_of_day = self._queued.pop(key)
+                if self._seen.get(key) == (tuple(lines), cause):
+                    continue  # the same lines for the same cause (a retried job): the answer cannot change
+                self._seen[key] = (tuple(lines), cause)
                 self._started[key] = loop.time()
                 await self.evaluate(agent, lines=lines, cause=cause, day=day, time_of_day=time_of_day)
         finally:
@@ -246,6 +251,26 @@ class EmotionService:
                 return None
             values, word = settle(reply, previous.values, self.settings.emotion_max_step, agent.language)
             record = await asyncio.to_thread(self._insert, agent, values, word, cause, day, time_of_day)
+            return self._announce(agent, record)
+
+    async def feel(
+        self, agent: Agent, word: str, *, cause: str, day: int, time_of_day: float
+    ) -> EmotionState | None:
+        """Apply a feeling the model named elsewhere (a turn reply, the end-of-conversation call) without a
+        model call: the word's emotion(s) at its intensity band are the target, reached by the same bounded
+        step as an evaluation. None (nothing stored) for a word that is not on the wheel in the agent's
+        language: the caller may ask for an evaluation instead."""
+        lock = self._locks.setdefault((agent.world_id, agent.id), asyncio.Lock())
+        async with lock:
+            previous = await asyncio.to_thread(self.current, agent, day=day, time_of_day=time_of_day)
+            targets = feeling_targets(word, previous.values, previous.baseline, agent.language)
+            if targets is None:
+                return None
+            wanted = EmotionEvaluation(**{n: round(v) for n, v in targets.items()}, label=word.strip())
+            values, label_word = settle(
+                wanted, previous.values, self.settings.emotion_max_step, agent.language
+            )
+            record = await asyncio.to_thread(self._insert, agent, values, label_word, cause, day, time_of_day)
             return self._announce(agent, record)
 
     def _insert(

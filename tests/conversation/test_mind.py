@@ -22,7 +22,8 @@ GRUMPY = {"joy": 0, "trust": 5, "fear": 0, "surprise": 0, "sadness": 10, "disgus
 
 def test_turn_completes_while_emotion_evaluation_is_blocked(settings: Settings) -> None:
     llm = GatedLLM("emotion")
-    with make_client(settings, llm) as client:
+    # The separate evaluation after each line (a turn's own feeling needs no call: see test_feeling.py).
+    with make_client(settings.model_copy(update={"emotion_from_turn": False}), llm) as client:
         add_agents(client)
         first = client.post("/v1/conversation/turn", json=turn("aoi", "hikari", "s-e", [])).json()
         assert first["fallback"] is False and first["dialogue"]
@@ -47,7 +48,12 @@ def test_turn_completes_while_emotion_evaluation_is_blocked(settings: Settings) 
     assert "恍惚" in prompt
 
 
-def test_invalid_model_emotion_takes_the_state_preset(client: TestClient, scripted: ScriptedLLM) -> None:
+def test_invalid_model_emotion_takes_the_state_preset(settings: Settings, scripted: ScriptedLLM) -> None:
+    with make_client(settings, scripted, emotion_from_turn=False) as client:  # the state from evaluations
+        _invalid_emotion_takes_the_state_preset(client, scripted)
+
+
+def _invalid_emotion_takes_the_state_preset(client: TestClient, scripted: ScriptedLLM) -> None:
     add_agents(client)
     scripted.enqueue(GRUMPY, purpose="emotion")
     scripted.enqueue(GRUMPY, purpose="emotion")

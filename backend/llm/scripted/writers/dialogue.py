@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from backend.emotion.plutchik import CALM_LABEL, INTENSITY_LABELS
 from backend.llm.scripted.engine import WriterContext
 from backend.text import keywords
 
@@ -151,8 +152,24 @@ def _goodbye(ctx: WriterContext, partner: str, leaving: bool) -> str:
     )
 
 
-def _reply(dialogue: str, emotion: str, end: bool) -> dict[str, Any]:
-    return {"dialogue": dialogue, "emotion": emotion, "is_conversation_end": end}
+#: The wheel word (emotion, band 0 mild / 1 basic / 2 intense) a line's expression stands for, for the
+#: speaker's `feeling` after it; neutral is calm.
+_FEELINGS = {"happy": ("joy", 1), "relaxed": ("joy", 0), "sad": ("sadness", 0), "surprised": ("surprise", 1),
+             "angry": ("anger", 0)}  # fmt: skip
+
+
+def _feeling(ctx: WriterContext, emotion: str) -> str:
+    if emotion not in _FEELINGS:
+        return CALM_LABEL[ctx.language]
+    name, band = _FEELINGS[emotion]
+    return INTENSITY_LABELS[ctx.language][name][band]
+
+
+def _reply(ctx: WriterContext, dialogue: str, emotion: str, end: bool) -> dict[str, Any]:
+    reply = {"dialogue": dialogue, "emotion": emotion, "is_conversation_end": end}
+    if "feeling" in ((ctx.schema or {}).get("properties") or {}):
+        reply["feeling"] = _feeling(ctx, emotion)
+    return reply
 
 
 def write_turn(ctx: WriterContext) -> dict[str, Any]:
@@ -161,20 +178,19 @@ def write_turn(ctx: WriterContext) -> dict[str, Any]:
     partner = str((facts.get("partner") or {}).get("name") or ("あなた" if ctx.ja else "you"))
     turn = int(facts.get("turn_index") or 0)
     if facts.get("partner_said_farewell"):
-        return _reply(_goodbye(ctx, partner, leaving=False), "happy", True)
+        return _reply(ctx, _goodbye(ctx, partner, leaving=False), "happy", True)
     last_turn = turn + 1 >= int(facts.get("max_turns") or 8)
     if last_turn or (turn >= LEAVE_FROM_TURN and ctx.rng.random() < LEAVE_CHANCE):
-        return _reply(_goodbye(ctx, partner, leaving=True), "relaxed", True)
+        return _reply(ctx, _goodbye(ctx, partner, leaving=True), "relaxed", True)
     space = "" if ctx.ja else " "
     last = str(facts.get("partner_last_line") or "")
     if turn == 0 or not last:
         greeting = _greeting(ctx, partner, float(facts.get("time_of_day") or 12.0))
-        return _reply(f"{greeting}{space}{_remark(ctx)}", "happy", False)
+        return _reply(ctx, f"{greeting}{space}{_remark(ctx)}", "happy", False)
     answer, emotion = _answer(ctx, last)
-    # The partner's line said back word for word is an echo the server re-asks: say something more.
-    if answer == last.strip() or ctx.rng.random() < 0.6:
+    if ctx.rng.random() < 0.6:
         answer = f"{answer}{space}{_remark(ctx)}"
-    return _reply(answer, emotion, False)
+    return _reply(ctx, answer, emotion, False)
 
 
 WRITERS = {"TurnReply": write_turn}
