@@ -140,9 +140,11 @@ class Aftermath:
         self, world_id: str, ctx: TurnContext, dialogue: str, location: str | None, session_id: str
     ) -> None:
         """One observation memory for each participant (importance is rated in the background)."""
-        for agent, content in observation_texts(ctx.speaker, ctx.partner, dialogue):
-            item = _observation(content, location, ctx.day, ctx.time_of_day)
-            await self.memory.add(world_id, agent.id, item, session_id=session_id)
+        items = {
+            agent.id: [_observation(content, location, ctx.day, ctx.time_of_day)]
+            for agent, content in observation_texts(ctx.speaker, ctx.partner, dialogue)
+        }
+        await self.memory.add_for(world_id, items, session_id=session_id, rated_later=True)
 
     async def observe_job(self, world_id: str, payload: dict[str, Any], *, rerun: bool = True) -> None:
         """The `conversation.observe` job: both observations of each of its lines, each stored once, with one
@@ -170,7 +172,7 @@ class Aftermath:
                 )
                 items.setdefault(agent.id, []).append(item)
         if items:  # both speakers' memories of the lines in one write
-            await self.memory.add_for(world_id, items, session_id=session_id)
+            await self.memory.add_for(world_id, items, session_id=session_id, rated_later=True)
 
     def ended(self, world_id: str, session_id: str, participants: list[str], reason: str, turns: int) -> None:
         if self.events is not None:
@@ -216,12 +218,10 @@ class Aftermath:
         day = conv.end_day or conv.start_day
         time_of_day = conv.end_time_of_day if conv.end_time_of_day is not None else conv.start_time_of_day
         transcript = list(conv.transcript or [])
-        made = await asyncio.to_thread(turn_jobs.has_reflection, self.engine, world_id, me.id, session_id)
-        if not made:
-            evidence = await asyncio.to_thread(
-                store.observation_ids, self.engine, world_id, me.id, session_id
-            )
-            reflection = await self.memory.reflect_on_conversation(
+        made = await asyncio.to_thread(turn_jobs.reflection_of, self.engine, world_id, me.id, session_id)
+        evidence = await asyncio.to_thread(store.observation_ids, self.engine, world_id, me.id, session_id)
+        if made is None:
+            made = await self.memory.reflect_on_conversation(
                 world_id,
                 me.id,
                 session_id=session_id,
@@ -232,7 +232,8 @@ class Aftermath:
                 time_of_day=time_of_day,
                 language=me.language,
             )
-            made = reflection is not None
+        if made is not None:  # the lines are rated with their conversation (again after a crash: idempotent)
+            await self.memory.rate_lines((world_id, me.id), session_id, evidence, int(made.importance))
         await self.memory.update_person_memory(
             world_id,
             me.id,
@@ -244,7 +245,7 @@ class Aftermath:
             time_of_day=time_of_day,
             language=me.language,
         )
-        if self.emotion is not None:
+        if self.emotion is not None and not self.emotion.settings.emotion_from_turn:
             cause = (
                 f"finished talking with {partner.name}"
                 if me.language == "en"
@@ -254,7 +255,7 @@ class Aftermath:
                 me, lines=transcript[-EMOTION_LINES:], cause=cause, day=day, time_of_day=time_of_day
             )
         await self.memory.maybe_reflect(world_id, me.id, day=day, time_of_day=time_of_day)
-        return made
+        return made is not None
 
 
 def _observation(content: str, location: str | None, day: int, time_of_day: float) -> MemoryCreate:

@@ -111,14 +111,19 @@ def has_observation(engine: Any, world_id: str, agent_id: str, session_id: str, 
 
 
 def has_reflection(engine: Any, world_id: str, agent_id: str, session_id: str) -> bool:
-    query = select(Memory.id).where(
+    return reflection_of(engine, world_id, agent_id, session_id) is not None
+
+
+def reflection_of(engine: Any, world_id: str, agent_id: str, session_id: str) -> Memory | None:
+    """The agent's stored reflection on this conversation, if any (a job run again after a crash)."""
+    query = select(Memory).where(
         Memory.session_id == session_id,
         Memory.world_id == world_id,
         Memory.agent_id == agent_id,
         col(Memory.origin) == "conversation",
     )
-    with Session(engine) as session:
-        return session.exec(query).first() is not None
+    with Session(engine, expire_on_commit=False) as session:
+        return session.exec(query).first()
 
 
 def register(runner: JobRunner, after: Aftermath) -> None:

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from backend.memory.stream import FollowUp
 
 RATE = "memory.rate"
+#: Seconds a conversation line may wait for its conversation's reflection before a rating job rates it.
+LINE_RATING_GRACE_S = 600.0
 
 
 def rate_key(key: Key) -> str:
@@ -75,6 +77,9 @@ async def run_rating(service: MemoryService, job: Job) -> None:
         return  # the agent was deleted: nothing left to rate or reflect into
     # Evicted, deleted, merged away, or already rated by an earlier run: skipped.
     todo = [row for i in ids if (row := rows.get(i)) is not None and row.importance_source == "provisional"]
+    # Lines of a conversation that never ended get no reflection to rate them: rated here once they are old.
+    stale = await asyncio.to_thread(stream.unrated_lines, service.engine, *key, LINE_RATING_GRACE_S)
+    todo += [row for row in stale if row.id not in set(ids)]
     failed = await service.rate(key, todo, agent.name, agent.language)
     day, time_of_day = int(job.payload.get("day", 1)), float(job.payload.get("time_of_day", 0.0))
     await service.maybe_reflect(*key, day=day, time_of_day=time_of_day, auto=True)

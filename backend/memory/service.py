@@ -101,9 +101,14 @@ class MemoryService:
         items: Mapping[str, Sequence[MemoryCreate]],
         *,
         session_id: str | None = None,
+        rated_later: bool = False,
     ) -> dict[str, list[Memory]]:
         """`add_many` for several agents in one write (one transaction for all): a conversation line that both
-        speakers remember. Returns each agent's memories, as `add_many` does."""
+        speakers remember. Returns each agent's memories, as `add_many` does.
+
+        `rated_later`: no rating of their own (a conversation's lines: its end-of-conversation reflection
+        rates them, see `rate_lines`; a line of a conversation that never ends is picked up by the agent's
+        next rating job once older than LINE_RATING_GRACE_S)."""
         created: list[Job] = []
         batches = []
         for agent_id, agent_items in items.items():
@@ -111,12 +116,14 @@ class MemoryService:
             rows = [self._row(world_id, agent_id, item, session_id) for item in agent_items]
             follow_up = (
                 memory_jobs.rating_follow_up(key, created, self.settings.importance_batch_s)
-                if self.jobs is not None
+                if self.jobs is not None and not rated_later
                 else None
             )
             batches.append(writer.Batch(key, rows, follow_up))
         plans = await writer.store_many(self, batches)
-        if self.jobs is not None:
+        if rated_later:
+            pass
+        elif self.jobs is not None:
             self.jobs.submit(created)
         else:
             for batch, plan in zip(batches, plans, strict=True):
@@ -183,6 +190,16 @@ class MemoryService:
             failed += [row.id or 0 for row, v in zip(chunk, values, strict=True) if v is None]
             await self._set_importances(key, rated)
         return failed
+
+    async def rate_lines(self, key: Key, session_id: str, ids: Sequence[int], importance: int) -> None:
+        """Give a conversation's still-provisional line observations its reflection's importance (no call)."""
+        rows = await asyncio.to_thread(stream.by_ids, self.engine, *key, list(ids), embedding=False)
+        todo = [
+            row
+            for row in rows.values()
+            if row.importance_source == "provisional" and row.session_id == session_id
+        ]
+        await self._set_importances(key, [(row, importance) for row in todo])
 
     async def _set_importances(self, key: Key, rated: list[tuple[Memory, int]]) -> None:
         if not rated:

@@ -73,6 +73,27 @@ def _ids_params(world_id: str, agent_id: str, ids: Sequence[int]) -> dict[str, A
     return {"world_id": world_id, "agent_id": agent_id, "ids": list(ids)}
 
 
+def unrated_lines(engine: Engine, world_id: str, agent_id: str, older_than_s: float) -> list[Memory]:
+    """The agent's conversation-line observations still provisional after `older_than_s` seconds: lines of a
+    conversation that never ended (its end-of-conversation reflection rates the others)."""
+    from datetime import timedelta
+
+    query = (
+        select(Memory)
+        .where(
+            Memory.world_id == world_id,
+            Memory.agent_id == agent_id,
+            Memory.type == "observation",
+            Memory.importance_source == "provisional",
+            col(Memory.session_id).is_not(None),
+            col(Memory.created_at) < utcnow() - timedelta(seconds=older_than_s),
+        )
+        .options(defer(Memory.embedding))  # type: ignore[arg-type]
+    )
+    with Session(engine, expire_on_commit=False) as session:
+        return list(session.exec(query.order_by(col(Memory.id)).limit(64)).all())
+
+
 def set_importances(engine: Engine, values: dict[int, int], source: str) -> None:
     """Several ratings in one transaction (one executemany)."""
     if not values:
