@@ -92,10 +92,14 @@ def report(title: str, table: dict[str, dict[str, float]], per: float, unit: str
     print(f"  {'purpose':<12} {'calls':>8} {'prompt tok':>11} {'completion tok':>15}   (per {unit})")
     total = {"calls": 0.0, "prompt": 0.0, "completion": 0.0}
     for purpose, row in sorted(table.items(), key=lambda item: -item[1]["calls"]):
-        print(f"  {purpose:<12} {row['calls'] / per:>8.2f} {row['prompt'] / per:>11.0f} {row['completion'] / per:>15.0f}")
+        print(
+            f"  {purpose:<12} {row['calls'] / per:>8.2f} {row['prompt'] / per:>11.0f} {row['completion'] / per:>15.0f}"
+        )
         for key in total:
             total[key] += row[key]
-    print(f"  {'all':<12} {total['calls'] / per:>8.2f} {total['prompt'] / per:>11.0f} {total['completion'] / per:>15.0f}")
+    print(
+        f"  {'all':<12} {total['calls'] / per:>8.2f} {total['prompt'] / per:>11.0f} {total['completion'] / per:>15.0f}"
+    )
     return total["calls"] / per
 
 
