@@ -143,16 +143,17 @@ class JudgeReply(BaseModel):
 def judge_reply_for(criteria: list[str]) -> type[JudgeReply]:
     """A JudgeReply that also refuses a verdict leaving out a requested criterion (so the model is re-asked).
 
-    Its schema asks for exactly one score per criterion, each naming one of them (`enum`). Cached per list
-    of criteria (the judge's defaults, in practice).
+    Its schema asks for exactly one score per criterion, in the order given (`prefixItems`, each naming its
+    criterion; `items` names any of them, for providers without tuple schemas). Cached per list of criteria
+    (the judge's defaults, in practice).
     """
     return _judge_reply_for(tuple(criteria))
 
 
 @functools.lru_cache(maxsize=32)
 def _judge_reply_for(criteria: tuple[str, ...]) -> type[JudgeReply]:
-    wanted = list(criteria)
-    count = len(dict.fromkeys(wanted))
+    wanted = list(dict.fromkeys(criteria))
+    count = len(wanted)
 
     class CriterionScoreFor(CriterionScore):
         __doc__ = CriterionScore.__doc__
@@ -160,13 +161,18 @@ def _judge_reply_for(criteria: tuple[str, ...]) -> type[JudgeReply]:
 
         criterion: str = Field(min_length=1, max_length=64, json_schema_extra={"enum": list(wanted)})
 
+    item = CriterionScoreFor.model_json_schema()
+    prefix = [{**item, "properties": {**item["properties"], "criterion": {"const": name}}} for name in wanted]
+
     class JudgeReplyFor(JudgeReply):
         __doc__ = JudgeReply.__doc__  # the schema's description
         model_config = ConfigDict(title="JudgeReply")
 
         # An extra criterion still validates (it is ignored); the schema asks for exactly the wanted ones.
         scores: list[CriterionScoreFor] = Field(  # type: ignore[assignment]
-            min_length=1, max_length=12, json_schema_extra={"minItems": count, "maxItems": count}
+            min_length=1,
+            max_length=12,
+            json_schema_extra={"minItems": count, "maxItems": count, "prefixItems": prefix},
         )
 
         @model_validator(mode="after")

@@ -14,9 +14,10 @@ from backend.llm.base import LLM, Completion, GenerateOptions, Message, fill_usa
 
 _SCHEMA_NAME = re.compile(r"[^a-zA-Z0-9_-]")
 #: Keywords left out of the schema OpenAI's strict mode gets: its supported subset has enum, const,
-#: minimum/maximum and minItems/maxItems but no string lengths. The reply is still validated against the
-#: full schema; vLLM's own `structured_outputs` gets the full schema (its grammar engines enforce lengths).
-STRICT_UNSUPPORTED = frozenset({"minLength", "maxLength"})
+#: minimum/maximum and minItems/maxItems but no string lengths and no tuples (`prefixItems`: `items` still
+#: applies). The reply is still validated against the full schema; vLLM's own `structured_outputs` gets the
+#: full schema (its grammar engines enforce lengths).
+STRICT_UNSUPPORTED = frozenset({"minLength", "maxLength", "prefixItems"})
 
 
 def schema_name(schema: Mapping[str, Any]) -> str:

@@ -156,14 +156,16 @@ def insight_messages(facts: dict[str, Any]) -> list[Message]:
 
 # --- person memory (purpose `person`; see person.py) ---
 PersonItem = Annotated[str, Field(min_length=1, max_length=100)]
+#: A trait is a few words ("cheerful", "好奇心旺盛").
+PersonTrait = Annotated[str, Field(min_length=1, max_length=40)]
 
 
 class PersonUpdate(BaseModel):
     """What one conversation taught an agent about a person: new traits, new notes, the updated summary."""
 
     model_config = ConfigDict(extra="ignore")
-    traits_noticed: list[PersonItem] = Field(default_factory=list, max_length=8)
-    notes: list[PersonItem] = Field(default_factory=list, max_length=8)
+    traits_noticed: list[PersonTrait] = Field(default_factory=list, max_length=5)
+    notes: list[PersonItem] = Field(default_factory=list, max_length=5)
     summary: str = Field(min_length=1, max_length=2000)
 
 

@@ -19,6 +19,7 @@ from backend.council.schemas import Aggregation, Consensus, MemberOpinion, judge
 from backend.emotion.schemas import evaluation_for, label_vocabulary
 from backend.llm.base import GenerateOptions, json_schema_for
 from backend.llm.grammar import json_schema_to_gbnf
+from backend.llm.openai_compat import strict_schema
 from backend.llm.scripted import ScriptedLLM
 from backend.memory.prompts import (
     ConversationReflection,
@@ -108,6 +109,22 @@ def test_closed_sets_are_enums() -> None:
         3,
         3,
     )
+
+
+def test_the_judge_grammar_asks_for_each_criterion_once_in_order() -> None:
+    # SmolLM2 scored "fairness" three times when three criteria were asked (the reply is then re-asked).
+    grammar = json_schema_to_gbnf(json_schema_for(REPLY_SCHEMAS["judge"]))
+
+    def verdict(names: list[str]) -> str:
+        scores = [{"criterion": name, "score": 7, "reason": "ok"} for name in names]
+        reply = {"scores": scores, "overall": 7, "rationale": "fine", "recommended_action": "accept"}
+        return json.dumps(reply, separators=(",", ":"))
+
+    assert accepts(grammar, verdict(CRITERIA))
+    assert not accepts(grammar, verdict(["fairness"] * 3))
+    assert not accepts(grammar, verdict(CRITERIA[:2]))
+    strict = strict_schema(json_schema_for(REPLY_SCHEMAS["judge"]))["properties"]["scores"]
+    assert "prefixItems" not in strict and strict["items"]["properties"]["criterion"]["enum"] == CRITERIA
 
 
 def test_per_call_schemas_keep_their_title_and_are_cached() -> None:
