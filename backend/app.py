@@ -21,6 +21,7 @@ from backend.jobs.handlers import install as install_job_handlers
 from backend.jobs.runner import JobRunner
 from backend.llm.base import LLM, Embedder, find_layer
 from backend.llm.registry import build_embedder, build_provider, check_dependencies, wrap
+from backend.llm.scheduler import find_scheduler
 from backend.memory.service import MemoryService
 from backend.security import install as install_security
 from backend.storage.db import check_driver, create_db_engine, init_db
@@ -141,6 +142,8 @@ async def _running(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
     finally:
         probe.cancel()
         await app.state.jobs.stop()
+        if (scheduler := find_scheduler(app.state.llm)) is not None:
+            scheduler.shutdown()  # model work is cancelled, not waited for: its jobs run after the restart
         try:
             await app.state.tasks.drain(timeout=10)
         except TimeoutError as exc:  # unfinished jobs stay in the job table and run after the restart

@@ -23,6 +23,10 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
+#: Seconds open requests may still take after SIGTERM before they are cancelled.
+SHUTDOWN_GRACE_S = 3
+
+
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
@@ -32,12 +36,24 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         uvicorn.run("backend.app:create_app", factory=True, host=host, port=port, reload=True)
         return 0
     from backend.app import create_app
+    from backend.llm.registry import build_provider, check_dependencies
     from backend.storage.lock import hold_database
 
     # Taken here as well as in the app's start-up, so a second server is refused with one line, not a
     # traceback from inside uvicorn (with --reload the server process takes it itself).
     with hold_database(settings.database_url, role="server"):
-        uvicorn.run(create_app(settings), host=host, port=port, log_level=settings.log_level)
+        # Built before uvicorn starts, so a model it cannot load is one config-error line, not a traceback.
+        check_dependencies(settings)
+        provider = build_provider(settings)
+        # On SIGTERM open requests get SHUTDOWN_GRACE_S, then are cancelled (a model call stops at its next
+        # token); uvicorn's default waits for them however long the model takes.
+        uvicorn.run(
+            create_app(settings, llm=provider),
+            host=host,
+            port=port,
+            log_level=settings.log_level,
+            timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+        )
     return 0
 
 

@@ -69,6 +69,9 @@ class Settings(BaseSettings):
     llm_max_retries: int = Field(2, ge=0, le=10)
     llm_retry_backoff_s: float = Field(0.5, ge=0, le=30)
     llm_temperature: float = Field(0.7, ge=0, le=2)
+    # Sampling seed of every model call (llama.cpp, Ollama, OpenAI/vLLM): with one, the same inputs give the
+    # same replies, so a run on a real model can be reproduced. None: a fresh random seed per call.
+    llm_seed: int | None = Field(None, ge=0, le=2**31 - 1)
     # Model calls the provider works on at once (the scheduler's slots). None: 1 for ollama/llamacpp (one
     # GPU, one model: a second call only slows the first), 4 for openai/vllm (batched servers), 8 scripted.
     llm_concurrency: int | None = Field(None, ge=1, le=256)
@@ -92,6 +95,9 @@ class Settings(BaseSettings):
     llamacpp_n_ctx: int = Field(8192, ge=256, le=262_144)
     llamacpp_threads: int | None = Field(None, ge=1, le=512)  # None = llama.cpp's choice
     llamacpp_embedding_model_path: str | None = None  # None = LLAMACPP_MODEL_PATH
+    # A llama-cpp-python chat format (gemma, chatml, llama-3...) for a GGUF without a chat template (start-up
+    # refuses one otherwise); when set it also replaces the GGUF's own template. None: the GGUF's template.
+    llamacpp_chat_format: str | None = Field(None, min_length=1, max_length=64)
 
     # Model per role; empty means "the provider's model".
     model_dialogue: str | None = None

@@ -45,6 +45,32 @@ PURPOSE_ROLES = {
     "judge": "judge",
 }
 
+#: Completion tokens a call may generate when `options.max_tokens` is None, per purpose (a council call's
+#: purpose is its stage). The cap bounds the work of one call (a runaway or stale call frees the model); it is
+#: not a length control. Each is sized so that a reply at its schema's limits fits at 2 tokens a character
+#: (Japanese costs about 0.5 with Gemma's vocabulary, 2 with byte-level ones such as SmolLM2's), up to
+#: MAX_COMPLETION_CAP for schemas that allow more (tests/llm/test_completion_caps.py checks both).
+MAX_COMPLETION_CAP = 1024
+COMPLETION_CAPS: dict[str, int] = {
+    "dialogue": 640,
+    "turn": 640,
+    "fallback": 640,
+    "emotion": 160,
+    "reflection": MAX_COMPLETION_CAP,
+    "questions": MAX_COMPLETION_CAP,
+    "insight": MAX_COMPLETION_CAP,
+    "person": MAX_COMPLETION_CAP,
+    "plan": MAX_COMPLETION_CAP,
+    "opinion": MAX_COMPLETION_CAP,
+    "response": MAX_COMPLETION_CAP,
+    "aggregate": MAX_COMPLETION_CAP,
+    "consensus": MAX_COMPLETION_CAP,
+    "judge": MAX_COMPLETION_CAP,
+}
+#: Importance ratings are capped per memory rated in the call (`facts["memories"]`, one when absent).
+IMPORTANCE_CAP_BASE, IMPORTANCE_CAP_PER_ITEM = 16, 8
+DEFAULT_COMPLETION_CAP = 512
+
 
 class GenerateOptions(BaseModel):
     """Per-call options. Unknown keys are an error, so a typo never becomes a silent default."""
@@ -72,6 +98,16 @@ class GenerateOptions(BaseModel):
     @property
     def role(self) -> str:
         return PURPOSE_ROLES.get(self.purpose, PURPOSE_ROLES.get(self.stage or "", "dialogue"))
+
+
+def completion_cap(options: GenerateOptions) -> int:
+    """The completion-token limit of a call: `options.max_tokens`, else its purpose's COMPLETION_CAPS entry."""
+    if options.max_tokens is not None:
+        return options.max_tokens
+    if options.purpose == "importance":
+        items = options.facts.get("memories")
+        return IMPORTANCE_CAP_BASE + IMPORTANCE_CAP_PER_ITEM * (len(items) if isinstance(items, list) else 1)
+    return COMPLETION_CAPS.get(options.purpose, DEFAULT_COMPLETION_CAP)
 
 
 @dataclass
@@ -172,6 +208,11 @@ class LLM(abc.ABC):
     """A language model. Implement `complete` (and `stream` if the provider streams)."""
 
     name: str = "llm"
+    #: Optional capability: True when the provider works on one call at a time and cancelling a `complete`
+    #: stops its work at once (llama.cpp in process: a stop flag checked per token; Ollama: the HTTP request
+    #: is closed). The scheduler may then cancel a running background call for a live turn and run it again
+    #: later (scheduler.py). False (the default) for batched servers, where a turn only waits in the queue.
+    preemptible: bool = False
 
     @abc.abstractmethod
     async def complete(
@@ -248,6 +289,7 @@ class LLMWrapper(LLM):
     def __init__(self, inner: LLM) -> None:
         self.inner = inner
         self.name = inner.name
+        self.preemptible = inner.preemptible
 
     async def complete(
         self,

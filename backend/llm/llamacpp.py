@@ -4,6 +4,11 @@ The model is loaded once. JSON replies are decoded under a GBNF grammar built fr
 (`backend.llm.grammar`), so the model can only write tokens that keep the reply valid. A `Llama` instance
 is not thread-safe and every call blocks, so calls run one at a time in a worker thread, most urgent
 first (a live turn before a background rating), and the event loop never waits on the model.
+
+Every generation streams inside the worker and checks a stop flag per token, and the prompt is evaluated
+EVAL_CHUNK tokens at a time with the same check in between: a call whose caller gave up (a timeout, a
+preempting turn, a consumer that stopped reading, shutdown) frees the model within a token or a chunk of
+prompt. That is why the provider is `preemptible`.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from backend.llm.base import (
     Embedder,
     GenerateOptions,
     Message,
+    completion_cap,
     normalise_rows,
 )
 from backend.llm.grammar import json_schema_to_gbnf
@@ -51,8 +57,13 @@ def llama_cpp_module() -> Any:
     return llama_cpp
 
 
-#: Replies longer than this many tokens are cut (a grammar-bound reply always closes well before).
-DEFAULT_MAX_TOKENS = 1024
+#: Prompt tokens evaluated between two looks at the stop flag. Without the chunks a stop would wait for the
+#: whole prompt (a 1,000-token prompt takes seconds on a CPU); on a CPU smaller batches cost nothing.
+EVAL_CHUNK = 64
+
+
+class Stopped(RuntimeError):
+    """A generation ended by its stop flag before it finished, or a call made while the model closes."""
 
 
 class PriorityGate:
@@ -93,26 +104,66 @@ class _Engine:
         self.gate = PriorityGate()
         self.lock = threading.Lock()  # belt and braces: the gate already serialises
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="llamacpp")
+        self.stops: set[threading.Event] = set()  # the stop flags of the calls at or past the gate
+        self.closing = False
+        self.stopping: threading.Event | None = None  # the running call's flag (worker thread only)
+        if callable(getattr(llama, "eval", None)):
+            llama.eval = self._chunked(llama.eval)  # Llama.generate evaluates prompt and tokens through it
 
-    async def run(self, fn: Callable[[Any], R], priority: int) -> R:
-        """Run `fn(llama)` in the worker thread; the gate is released when the thread is done, even if the
-        caller was cancelled meanwhile (the thread cannot be interrupted mid-call)."""
+    def _chunked(self, evaluate: Callable[[Sequence[int]], None]) -> Callable[[Sequence[int]], None]:
+        def chunked(tokens: Sequence[int]) -> None:
+            for start in range(0, len(tokens), EVAL_CHUNK):
+                if self.stopping is not None and self.stopping.is_set():
+                    raise Stopped("stopped while reading the prompt")
+                evaluate(tokens[start : start + EVAL_CHUNK])
+
+        return chunked
+
+    async def run(self, fn: Callable[[Any], R], priority: int, stop: threading.Event | None = None) -> R:
+        """Run `fn(llama)` in the worker thread, most urgent first; the gate is released when the thread is
+        done. With a `stop` flag (which `fn` checks per token), a cancelled caller sets it and waits for the
+        thread to return, so that when this returns or raises the model is free for the next call."""
         await self.gate.acquire(priority)
         loop = asyncio.get_running_loop()
         try:
-            future = self.pool.submit(self._locked, fn)
+            if self.closing:
+                raise Stopped("the model is shutting down")
+            future = self.pool.submit(self._locked, fn, stop)
         except BaseException:
             self.gate.release()
             raise
         future.add_done_callback(lambda _: loop.call_soon_threadsafe(self.gate.release))
-        return await asyncio.wrap_future(future)
+        done = asyncio.wrap_future(future)
+        if stop is None:
+            return await done
+        self.stops.add(stop)
+        try:
+            return await asyncio.shield(done)
+        except asyncio.CancelledError:
+            stop.set()
+            with contextlib.suppress(Exception):
+                await done  # within a token
+            raise
+        finally:
+            self.stops.discard(stop)
 
-    def _locked(self, fn: Callable[[Any], R]) -> R:
+    def _locked(self, fn: Callable[[Any], R], stop: threading.Event | None) -> R:
         with self.lock:
-            return fn(self.llama)
+            self.stopping = stop
+            try:
+                return fn(self.llama)
+            finally:
+                self.stopping = None
+
+    def stop_all(self) -> None:
+        """Refuse new calls and stop every running one at its next token (call in the event loop)."""
+        self.closing = True
+        for stop in self.stops:
+            stop.set()
 
     def close(self) -> None:
-        self.pool.shutdown(wait=True)
+        """Wait for the worker thread (after `stop_all`: within a token), then release the model."""
+        self.pool.shutdown(wait=True, cancel_futures=True)
         closer = getattr(self.llama, "close", None)
         if closer is not None:
             closer()
@@ -129,39 +180,100 @@ def load_llama(model_path: str, **params: Any) -> Any:
         raise ConfigError(f"llama.cpp could not load {model_path!r}: {exc}") from exc
 
 
+def chat_formats() -> list[str]:
+    """The chat format names llama-cpp-python knows (what LLAMACPP_CHAT_FORMAT may name)."""
+    registry = llama_cpp_module().llama_chat_format.LlamaChatCompletionHandlerRegistry()
+    return sorted(registry._chat_handlers)  # noqa: SLF001 - the registry has no public listing
+
+
+def chosen_chat_format(settings: Settings) -> tuple[str | None, str]:
+    """The chat format to pass to llama.cpp (None: the GGUF's template) and how /health describes it.
+
+    Raises:
+        ConfigError: LLAMACPP_CHAT_FORMAT names a format llama-cpp-python does not know.
+    """
+    configured = settings.llamacpp_chat_format
+    if configured:
+        known = chat_formats()
+        if configured not in known:
+            raise ConfigError(
+                f"LLAMACPP_CHAT_FORMAT {configured!r} is not a llama-cpp-python chat format; "
+                f"choose one of {', '.join(known)}"
+            )
+        return configured, f"chat format {configured} (LLAMACPP_CHAT_FORMAT)"
+    packaged_format = packaged.chat_format_for(settings.llamacpp_model_path)
+    if packaged_format:
+        return packaged_format, f"chat format {packaged_format} ({settings.llamacpp_model_path})"
+    return None, "chat template from the GGUF"
+
+
 class LlamaCppLLM(LLM):
     """A GGUF model run in-process by llama.cpp, replies constrained by a grammar from the JSON Schema.
 
     The chat template is the one stored in the GGUF (llama-cpp-python picks it up when `chat_format` is
-    None). MODEL_<ROLE> settings do not apply: there is one model in the process.
+    None) unless LLAMACPP_CHAT_FORMAT names one; a GGUF without a template is refused without it (llama-cpp-
+    python would silently fall back to llama-2's, which a model then imitates). MODEL_<ROLE> settings do
+    not apply: there is one model in the process.
     """
 
     name = "llamacpp"
+    preemptible = True
 
-    def __init__(self, llama: Any, *, model_name: str, temperature: float = 0.7) -> None:
+    def __init__(
+        self,
+        llama: Any,
+        *,
+        model_name: str,
+        temperature: float = 0.7,
+        seed: int | None = None,
+        chat: str = "chat template from the GGUF",
+    ) -> None:
         self.engine = _Engine(llama)
         self.model = model_name
         self.temperature = temperature
+        self.seed = seed
+        self.chat = chat  # which template formats the prompts, for /health
         self._grammars: dict[str, str] = {}
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LlamaCppLLM:
+        """Load the model of LLAMACPP_MODEL_PATH.
+
+        Raises:
+            ConfigError: the file cannot be loaded, LLAMACPP_CHAT_FORMAT is unknown, or the GGUF has no chat
+                template and LLAMACPP_CHAT_FORMAT is unset.
+        """
         path = settings.llamacpp_model_path or ""
+        chat_format, chat = chosen_chat_format(settings)
         llama = load_llama(
             path,
+            chat_format=chat_format,
             n_gpu_layers=settings.llamacpp_n_gpu_layers,
             n_ctx=settings.llamacpp_n_ctx,
             n_threads=settings.llamacpp_threads,
             n_threads_batch=settings.llamacpp_threads,
         )
-        return cls(llama, model_name=Path(path).name, temperature=settings.llm_temperature)
+        if chat_format is None and not llama.metadata.get("tokenizer.chat_template"):
+            llama.close()
+            raise ConfigError(
+                f"{Path(path).name} has no chat template (tokenizer.chat_template): set LLAMACPP_CHAT_FORMAT "
+                f"to the one the model was trained with, e.g. gemma, chatml or llama-3"
+            )
+        return cls(
+            llama,
+            model_name=Path(path).name,
+            temperature=settings.llm_temperature,
+            seed=settings.llm_seed,
+            chat=chat,
+        )
 
     def resolve_model(self, options: GenerateOptions) -> str:
         return self.model
 
     async def check(self) -> str:
-        """One line for /health: the model is loaded in this process (nothing to reach)."""
-        return f"{self.name}: {self.model} loaded in-process, context {self.engine.llama.n_ctx()} tokens"
+        """One line for /health: the model is loaded in this process (nothing to reach), and its template."""
+        context = self.engine.llama.n_ctx()
+        return f"{self.name}: {self.model} loaded in-process, context {context} tokens, {self.chat}"
 
     def grammar_for(self, schema: dict[str, Any]) -> str:
         """The GBNF for a schema, converted once per distinct schema."""
@@ -177,15 +289,20 @@ class LlamaCppLLM(LLM):
         request: dict[str, Any] = {
             "messages": [dict(m) for m in messages],
             "temperature": self.temperature if options.temperature is None else options.temperature,
-            "max_tokens": options.max_tokens or DEFAULT_MAX_TOKENS,
-            # llama-cpp-python keeps the last seed it was given: a fresh one per call keeps replies varied.
-            "seed": random.getrandbits(31) if options.seed is None else options.seed,
+            "max_tokens": completion_cap(options),
+            "seed": self.seed_for(options),
         }
         if schema is not None:
             request["grammar"] = llama_cpp_module().LlamaGrammar.from_string(
                 self.grammar_for(schema), verbose=False
             )
         return request
+
+    def seed_for(self, options: GenerateOptions) -> int:
+        """The call's seed, else LLM_SEED, else a fresh one (llama.cpp keeps the last seed it was given)."""
+        if options.seed is not None:
+            return options.seed
+        return self.seed if self.seed is not None else random.getrandbits(31)
 
     async def complete(
         self,
@@ -194,23 +311,22 @@ class LlamaCppLLM(LLM):
         options: GenerateOptions,
         schema: dict[str, Any] | None = None,
     ) -> Completion:
+        """One reply, generated piece by piece in the worker so that a cancelled call stops at once."""
         request = self.request(messages, options, schema)
+        pieces: list[str] = []
+        stop = threading.Event()
         try:
-            response = await self.engine.run(
-                lambda llama: llama.create_chat_completion(**request), options.priority
+            prompt_tokens, completion_tokens, finish = await self.engine.run(
+                lambda llama: _generate(llama, request, pieces.append, stop), options.priority, stop
             )
-        except ValueError as exc:  # e.g. the prompt does not fit the context: asking again won't help
-            raise LLMUnavailable(f"llama.cpp refused the call: {exc}", retryable=False) from exc
-        except RuntimeError as exc:
-            raise LLMUnavailable(f"llama.cpp failed: {exc}") from exc
-        choice = response["choices"][0]
-        usage = response.get("usage") or {}
+        except (ValueError, RuntimeError) as exc:
+            raise _failure(exc) from exc
         return Completion(
-            text=choice["message"].get("content") or "",
+            text="".join(pieces),
             model=self.model,
-            prompt_tokens=usage.get("prompt_tokens"),
-            completion_tokens=usage.get("completion_tokens"),
-            meta={"finish_reason": choice.get("finish_reason")},
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            meta={"finish_reason": finish},
         )
 
     async def stream(
@@ -221,12 +337,12 @@ class LlamaCppLLM(LLM):
         schema: dict[str, Any] | None = None,
         usage: Completion | None = None,
     ) -> AsyncIterator[str]:
-        """Pieces as llama.cpp produces them: the worker thread pumps them into a queue.
+        """Pieces as llama.cpp produces them: the worker thread hands them to a queue.
 
         llama-cpp-python streams no usage; the token counts in `usage` are read from the context as the
-        stream goes (see `_pump`), and match what a non-streamed call reports.
+        stream goes (see `_generate`), and are those a non-streamed call reports.
         """
-        request = {**self.request(messages, options, schema), "stream": True}
+        request = self.request(messages, options, schema)
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         stop = threading.Event()
@@ -234,20 +350,29 @@ class LlamaCppLLM(LLM):
         def put(item: tuple[str, Any]) -> None:
             loop.call_soon_threadsafe(queue.put_nowait, item)
 
-        job = asyncio.ensure_future(
-            self.engine.run(lambda llama: _pump(llama, request, put, stop), options.priority)
-        )
+        def work(llama: Any) -> None:
+            try:
+                put(("done", _generate(llama, request, lambda piece: put(("piece", piece)), stop)))
+            except Exception as exc:  # handed to the consumer, which raises it
+                put(("error", exc))
+
+        def ended(job: asyncio.Future[None]) -> None:
+            if not job.cancelled() and job.exception() is not None:  # it never reached the worker
+                queue.put_nowait(("error", job.exception()))
+
+        job = asyncio.ensure_future(self.engine.run(work, options.priority, stop))
+        job.add_done_callback(ended)
         try:
             while True:
                 kind, value = await queue.get()
                 if kind == "piece":
                     yield value
                 elif kind == "error":
-                    raise LLMUnavailable(f"llama.cpp failed: {value}") from value
+                    raise _failure(value) from value
                 else:
                     if usage is not None:
                         usage.model = self.model
-                        usage.prompt_tokens, usage.completion_tokens = value
+                        usage.prompt_tokens, usage.completion_tokens, _ = value
                     return
         finally:
             stop.set()  # a consumer that stops early frees the model at the next token
@@ -255,24 +380,33 @@ class LlamaCppLLM(LLM):
                 await asyncio.shield(job)
 
     async def aclose(self) -> None:
+        """Stop the running generation at its next token (shutdown must not wait for it), then close."""
+        self.engine.stop_all()
         await asyncio.to_thread(self.engine.close)
 
 
-def _pump(
-    llama: Any, request: dict[str, Any], put: Callable[[tuple[str, Any]], None], stop: threading.Event
-) -> None:
-    """Worker thread: stream a completion into `put` as ("piece", text)..., then ("done", (prompt_tokens,
-    completion_tokens)) or ("error", exc). Stops at the next token once `stop` is set."""
-    if stop.is_set():  # the consumer gave up while waiting for its turn
-        put(("done", (None, None)))
-        return
-    chunks = llama.create_chat_completion(**request)
+def _failure(exc: BaseException) -> LLMUnavailable:
+    if isinstance(exc, Stopped):
+        return LLMUnavailable(f"llama.cpp stopped the call: {exc}", retryable=False)
+    if isinstance(exc, ValueError):  # e.g. the prompt does not fit the context: asking again won't help
+        return LLMUnavailable(f"llama.cpp refused the call: {exc}", retryable=False)
+    return LLMUnavailable(f"llama.cpp failed: {exc}")
+
+
+def _generate(
+    llama: Any, request: dict[str, Any], put: Callable[[str], None], stop: threading.Event
+) -> tuple[int | None, int | None, str | None]:
+    """Worker thread: stream a completion, handing each piece of text to `put`; returns (prompt_tokens,
+    completion_tokens, finish_reason). Raises Stopped at the next token once `stop` is set."""
+    if stop.is_set():  # the caller gave up while waiting for its turn
+        raise Stopped("stopped before it started")
+    chunks = llama.create_chat_completion(**request, stream=True)
     prompt_tokens: int | None = None
     finish = None
     try:
         for chunk in chunks:
             if stop.is_set():
-                break
+                raise Stopped("the model is shutting down")  # (a caller that gave up never reads this)
             if prompt_tokens is None:
                 # The first chunk comes right after the first token is sampled, before it is evaluated:
                 # the context then holds exactly the prompt.
@@ -281,17 +415,15 @@ def _pump(
                 finish = choice.get("finish_reason") or finish
                 content = (choice.get("delta") or {}).get("content")
                 if content:
-                    put(("piece", content))
+                    put(content)
+    finally:
         chunks.close()
-    except Exception as exc:  # handed to the consumer, which raises it
-        put(("error", exc))
-        return
     # Every token but the last is evaluated before the next is sampled; an end-of-text token is not
     # counted, while a reply cut at max_tokens ends on a counted token that was never evaluated.
     completion_tokens = None
     if prompt_tokens is not None:
         completion_tokens = int(llama.n_tokens) - prompt_tokens + (1 if finish == "length" else 0)
-    put(("done", (prompt_tokens, completion_tokens)))
+    return prompt_tokens, completion_tokens, finish
 
 
 class LlamaCppEmbedder(Embedder):

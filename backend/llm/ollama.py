@@ -11,7 +11,15 @@ import ollama
 
 from backend.config import Settings
 from backend.errors import LLMError, LLMTimeout, LLMUnavailable
-from backend.llm.base import LLM, Completion, GenerateOptions, Message, fill_usage, models_by_role
+from backend.llm.base import (
+    LLM,
+    Completion,
+    GenerateOptions,
+    Message,
+    completion_cap,
+    fill_usage,
+    models_by_role,
+)
 
 #: Connecting to a local Ollama takes milliseconds; failing fast lets the retry wrapper take over.
 CONNECT_TIMEOUT_S = 5.0
@@ -53,6 +61,9 @@ class OllamaLLM(LLM):
     """
 
     name = "ollama"
+    # One call at a time per loaded model (OLLAMA_NUM_PARALLEL=1, the exhibition's setup), and a cancelled
+    # call closes its HTTP request, which makes Ollama stop generating: a live turn may preempt.
+    preemptible = True
 
     def __init__(
         self,
@@ -63,12 +74,14 @@ class OllamaLLM(LLM):
         keep_alive: str | float | None = "30m",
         timeout_s: float = 30.0,
         temperature: float = 0.7,
+        seed: int | None = None,
     ) -> None:
         self.host = host
         self.model = model
         self.role_models = dict(role_models or {})
         self.keep_alive = keep_alive
         self.temperature = temperature
+        self.seed = seed  # LLM_SEED: the seed of every call that names none
         timeout = httpx.Timeout(timeout_s, connect=min(CONNECT_TIMEOUT_S, timeout_s))
         self.client = ollama.AsyncClient(host=host, timeout=timeout)
 
@@ -81,6 +94,7 @@ class OllamaLLM(LLM):
             keep_alive=settings.ollama_keep_alive,
             timeout_s=settings.llm_timeout_s,
             temperature=settings.llm_temperature,
+            seed=settings.llm_seed,
         )
 
     def resolve_model(self, options: GenerateOptions) -> str:
@@ -91,12 +105,12 @@ class OllamaLLM(LLM):
     ) -> dict[str, Any]:
         """The keyword arguments of `AsyncClient.chat` for one call (without `stream`)."""
         sampling: dict[str, Any] = {
-            "temperature": self.temperature if options.temperature is None else options.temperature
+            "temperature": self.temperature if options.temperature is None else options.temperature,
+            "num_predict": completion_cap(options),
         }
-        if options.max_tokens is not None:
-            sampling["num_predict"] = options.max_tokens
-        if options.seed is not None:
-            sampling["seed"] = options.seed
+        seed = self.seed if options.seed is None else options.seed
+        if seed is not None:
+            sampling["seed"] = seed
         return {
             "model": self.resolve_model(options),
             "messages": [dict(m) for m in messages],

@@ -10,7 +10,15 @@ import openai
 
 from backend.config import Settings
 from backend.errors import LLMError, LLMTimeout, LLMUnavailable
-from backend.llm.base import LLM, Completion, GenerateOptions, Message, fill_usage, models_by_role
+from backend.llm.base import (
+    LLM,
+    Completion,
+    GenerateOptions,
+    Message,
+    completion_cap,
+    fill_usage,
+    models_by_role,
+)
 
 _SCHEMA_NAME = re.compile(r"[^a-zA-Z0-9_-]")
 #: Keywords left out of the schema OpenAI's strict mode gets: its supported subset has enum, const,
@@ -102,10 +110,12 @@ class OpenAILLM(LLM):
         role_models: Mapping[str, str] | None = None,
         timeout_s: float = 30.0,
         temperature: float = 0.7,
+        seed: int | None = None,
     ) -> None:
         self.model = model
         self.role_models = dict(role_models or {})
         self.temperature = temperature
+        self.seed = seed  # LLM_SEED: the seed of every call that names none
         self.client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s)
         self.base_url = str(self.client.base_url).rstrip("/")
 
@@ -119,6 +129,7 @@ class OpenAILLM(LLM):
             role_models=models_by_role(settings, settings.openai_model),
             timeout_s=settings.llm_timeout_s,
             temperature=settings.llm_temperature,
+            seed=settings.llm_seed,
         )
 
     def resolve_model(self, options: GenerateOptions) -> str:
@@ -132,11 +143,11 @@ class OpenAILLM(LLM):
             "model": self.resolve_model(options),
             "messages": [dict(m) for m in messages],
             "temperature": self.temperature if options.temperature is None else options.temperature,
+            "max_completion_tokens": completion_cap(options),
         }
-        if options.max_tokens is not None:
-            request["max_completion_tokens"] = options.max_tokens
-        if options.seed is not None:
-            request["seed"] = options.seed
+        seed = self.seed if options.seed is None else options.seed
+        if seed is not None:
+            request["seed"] = seed
         if options.timeout_s is not None:
             request["timeout"] = options.timeout_s
         if schema is not None:
@@ -246,6 +257,7 @@ class VLLMLLM(OpenAILLM):
             role_models=models_by_role(settings, settings.vllm_model),
             timeout_s=settings.llm_timeout_s,
             temperature=settings.llm_temperature,
+            seed=settings.llm_seed,
         )
 
     def request(

@@ -11,16 +11,28 @@ a call waiting out its backoff holds no slot; above trace and timeout, so the tr
 timeout measure the provider's work, not the time spent queued (a background call may queue for minutes under
 load without timing out). A live turn's own deadline (conversation service) does include the queue wait:
 cancelling a waiter removes it from the queue.
+
+Preemption, on a one-slot engine (a provider that is `preemptible`: llama.cpp in process, Ollama): the queue
+alone orders only calls that wait; a reflection already generating would hold the model until it ends. So
+a live turn (PREEMPTING_PRIORITY) that must wait stops the least urgent running `complete` call below its
+priority: the call is cancelled (the provider stops at the next token), its slot goes to the turn, and the
+call is queued again, first of its priority, to run from the start; its caller only waits longer. Each
+waiting turn stops at most one call. Streams (streamed turns) are never preempted.
+
+Shutdown (`Scheduler.shutdown`, from the app's lifespan): every task waiting for or holding a slot is
+cancelled, and so is any that asks for one later. Model work is not waited for: a job it interrupts stays in
+the job table and runs after the restart, and the drain that follows only waits for the rest.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +59,10 @@ PRIORITY_NAMES = {
 RECENT_WAITS = 512
 #: Grant records kept for inspection (tests, the stats endpoint's `recent`).
 RECORDS = 256
+#: Waiters this urgent (or more) preempt a less urgent running call on a preemptible provider.
+PREEMPTING_PRIORITY = PRIORITY_TURN
+#: The cancel message of a preempted call (the trace records it).
+PREEMPTED = "preempted by a live turn; run again"
 
 
 def priority_name(priority: int) -> str:
@@ -70,6 +86,7 @@ class PriorityStats:
     granted: int = 0
     completed: int = 0
     errors: int = 0
+    preempted: int = 0  # running calls stopped for a more urgent one (and run again)
     wait_total_s: float = 0.0
     recent: deque[float] = field(default_factory=lambda: deque(maxlen=RECENT_WAITS))
 
@@ -80,6 +97,7 @@ class PriorityStats:
             "granted": self.granted,
             "completed": self.completed,
             "errors": self.errors,
+            "preempted": self.preempted,
             "wait_total_s": round(self.wait_total_s, 4),
             "wait_p50_s": round(_quantile(waits, 0.5), 4),
             "wait_p95_s": round(_quantile(waits, 0.95), 4),
@@ -92,13 +110,26 @@ def _quantile(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
+@dataclass(eq=False)
+class Running:
+    """A call holding a slot; `stop` cancels it (False: it had already finished) to run it again later."""
+
+    priority: int
+    stop: Callable[[], bool]
+    preempted: bool = False
+
+
 class Scheduler:
-    """The queue itself (no LLM knowledge): `async with scheduler.slot(priority, purpose): ...`."""
+    """The queue itself (no LLM knowledge): `acquire` a slot, `release` it; an urgent waiter stops a less
+    urgent call registered with `running` and a `stop`."""
 
     def __init__(self, concurrency: int) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.concurrency = concurrency
+        self._running: list[Running] = []
+        self._callers: set[asyncio.Task[Any]] = set()  # tasks waiting for or holding a slot
+        self.closed = False
         self.in_flight = 0
         self.granted = 0
         self.fallbacks = 0  # turns answered with a fallback line (the conversation service counts them)
@@ -110,15 +141,17 @@ class Scheduler:
     def _stats(self, priority: int) -> PriorityStats:
         return self.stats.setdefault(priority, PriorityStats())
 
-    async def acquire(self, priority: int, purpose: str = "generic") -> None:
-        """Wait for a slot. Cancelling the waiter leaves the queue cleanly (a granted slot is handed on)."""
+    async def acquire(self, priority: int, purpose: str = "generic", *, again: bool = False) -> None:
+        """Wait for a slot. Cancelling the waiter leaves the queue cleanly (a granted slot is handed on).
+        `again`: a preempted call, queued before the others of its priority."""
         arrived, start = self.granted, time.perf_counter()
         stats = self._stats(priority)
         if self.in_flight >= self.concurrency or self._heap:
             future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            entry = (priority, next(self._order), future)
+            entry = (priority, -next(self._order) if again else next(self._order), future)
             heapq.heappush(self._heap, entry)
             stats.waiting += 1
+            self._preempt_for(priority)
             try:
                 await future
             except BaseException:
@@ -138,6 +171,46 @@ class Scheduler:
         stats.wait_total_s += waited
         stats.recent.append(waited)
         self.records.append(Grant(purpose, priority, arrived, self.granted, waited))
+
+    @contextlib.contextmanager
+    def caller(self) -> Iterator[None]:
+        """Marks the current task as one that shutdown cancels while it waits for or holds a slot."""
+        task = asyncio.current_task()
+        if task is None:
+            yield
+            return
+        if self.closed:
+            task.cancel("the server is shutting down")
+        self._callers.add(task)
+        try:
+            yield
+        finally:
+            self._callers.discard(task)
+
+    def shutdown(self) -> None:
+        """Cancel every task waiting for or holding a slot, now and from now on (the server is stopping)."""
+        self.closed = True
+        for task in list(self._callers):
+            task.cancel("the server is shutting down")
+
+    def running(self, priority: int, stop: Callable[[], bool]) -> Running:
+        """Register a preemptible call that now holds a slot (`stop` cancels it)."""
+        call = Running(priority, stop)
+        self._running.append(call)
+        return call
+
+    def done(self, call: Running) -> None:
+        self._running.remove(call)
+
+    def _preempt_for(self, priority: int) -> None:
+        """Stop the least urgent, latest preemptible call below `priority`, if a waiter this urgent may."""
+        if priority > PREEMPTING_PRIORITY:
+            return
+        victims = [c for c in self._running if not c.preempted and c.priority > priority]
+        if victims:
+            victim = max(reversed(victims), key=lambda c: c.priority)
+            victim.preempted = victim.stop()
+            self._stats(victim.priority).preempted += victim.preempted
 
     def release(self) -> None:
         """Give a slot back: straight to the most urgent waiter, else back to the pool."""
@@ -179,15 +252,42 @@ class SchedulingLLM(LLMWrapper):
         options: GenerateOptions,
         schema: dict[str, Any] | None = None,
     ) -> Completion:
-        await self.scheduler.acquire(options.priority, options.purpose)
-        ok = False
+        with self.scheduler.caller():
+            again = False
+            while True:
+                await self.scheduler.acquire(options.priority, options.purpose, again=again)
+                ok = again = False
+                try:
+                    completion = await self._attempt(messages, options, schema)
+                    if completion is None:  # preempted: queue again, run from the start
+                        again = True
+                        continue
+                    ok = True
+                    return completion
+                finally:
+                    self.scheduler.release()
+                    if not again:
+                        self.scheduler.finished(options.priority, ok)
+        raise AssertionError("unreachable")
+
+    async def _attempt(
+        self, messages: Sequence[Message], options: GenerateOptions, schema: dict[str, Any] | None
+    ) -> Completion | None:
+        """The provider call, as a task a more urgent waiter may cancel (when the provider is preemptible).
+        Returns None when it was preempted."""
+        if not self.inner.preemptible:
+            return await self.inner.complete(messages, options=options, schema=schema)
+        call = asyncio.ensure_future(self.inner.complete(messages, options=options, schema=schema))
+        running = self.scheduler.running(options.priority, lambda: call.cancel(PREEMPTED))
         try:
-            completion = await self.inner.complete(messages, options=options, schema=schema)
-            ok = True
-            return completion
+            return await call
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if running.preempted and call.cancelled() and not (task and task.cancelling()):
+                return None
+            raise
         finally:
-            self.scheduler.release()
-            self.scheduler.finished(options.priority, ok)
+            self.scheduler.done(running)
 
     async def stream(
         self,
@@ -197,15 +297,16 @@ class SchedulingLLM(LLMWrapper):
         schema: dict[str, Any] | None = None,
         usage: Completion | None = None,
     ) -> AsyncIterator[str]:
-        await self.scheduler.acquire(options.priority, options.purpose)
-        ok = False
-        try:
-            async for piece in self.inner.stream(messages, options=options, schema=schema, usage=usage):
-                yield piece
-            ok = True
-        finally:
-            self.scheduler.release()
-            self.scheduler.finished(options.priority, ok)
+        with self.scheduler.caller():
+            await self.scheduler.acquire(options.priority, options.purpose)
+            ok = False
+            try:
+                async for piece in self.inner.stream(messages, options=options, schema=schema, usage=usage):
+                    yield piece
+                ok = True
+            finally:
+                self.scheduler.release()
+                self.scheduler.finished(options.priority, ok)
 
 
 def find_scheduler(llm: Any) -> Scheduler | None:

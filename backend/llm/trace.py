@@ -205,7 +205,7 @@ def _bare_json(reply: str) -> bool:
 def _describe(error: BaseException | None) -> str | None:
     if error is None:
         return None
-    if isinstance(error, asyncio.CancelledError):
-        return "cancelled (deadline reached)"
+    if isinstance(error, asyncio.CancelledError):  # a preempted call says so (scheduler.PREEMPTED)
+        return f"cancelled ({error.args[0] if error.args else 'deadline reached'})"
     code = getattr(error, "code", type(error).__name__)
     return f"{code}: {error}"[:2000]

