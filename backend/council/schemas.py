@@ -172,7 +172,7 @@ def _judge_reply_for(criteria: tuple[str, ...]) -> type[JudgeReply]:
         scores: list[CriterionScoreFor] = Field(  # type: ignore[assignment]
             min_length=1,
             max_length=12,
-            json_schema_extra={"minItems": count, "maxItems": count, "prefixItems": prefix},
+            json_schema_extra={"minItems": count, "maxItems": count, "prefixItems": list(prefix)},
         )
 
         @model_validator(mode="after")
