@@ -101,18 +101,19 @@ def test_control_characters_break_llama_cpp_pythons_grammar_but_not_ours(tmp_pat
 
     model = open_llama(write_tiny_gguf(tmp_path / "newlines.gguf", favour={"<0x0A>": 4.0, "<0x09>": 4.0}))
     # (TurnReply: its converter nests a paren per character of a maxLength, which crashes llama.cpp's
-    # parser for lengths in the thousands, e.g. a reflection's summary; the dialogue line has no maxLength)
+    # parser for lengths in the thousands, e.g. a reflection's summary; a line's 300 are fine. With the emotion
+    # an enum and the line bounded there is less room for a newline: 40 seeds, not 20.)
     schema = json_schema_for(TurnReply)
     ours = llama_cpp.LlamaGrammar.from_string(json_schema_to_gbnf(schema), verbose=False)
     theirs = llama_cpp.LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
     broken = {"ours": 0, "theirs": 0}
-    for seed in range(20):
+    for seed in range(40):
         for name, grammar in (("ours", ours), ("theirs", theirs)):
             reply = model.create_chat_completion(
                 MESSAGES, grammar=grammar, seed=seed, temperature=1.0, max_tokens=MAX_TOKENS
             )
             broken[name] += not _valid(reply["choices"][0]["message"]["content"], TurnReply)
     model.close()
-    print(f"replies that fail to parse out of 20: {broken}")
+    print(f"replies that fail to parse out of 40: {broken}")
     assert broken["ours"] == 0
     assert broken["theirs"] >= 10
