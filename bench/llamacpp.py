@@ -1,0 +1,209 @@
+"""The in-process llama.cpp engine on a real small model: streaming, and turns beside background work.
+
+Run: `.venv/bin/python bench/llamacpp.py` (options: `--model package:smollm2 --turns 3 --threads 1`).
+
+Serves the app with uvicorn on a loopback port in this process (two English characters, a temporary SQLite file,
+LLM_PROVIDER=llamacpp on SmolLM2-135M from its PyPI package, LLM_SEED fixed so every phase gets the same
+replies) and talks HTTP to it as Unity does:
+1. streamed turns (`/v1/conversation/turn/stream`): time to the first `delta` event against the time to the
+   final `reply` event;
+2. plain turns, idle;
+3. plain turns while a background generation holds the model (a long reflection-priority call, restarted
+   whenever it ends), with preemption (the llamacpp provider as shipped) and without it (the same provider
+   marked not preemptible: the turn queues behind the running call, as before).
+Prints figures only; nothing is asserted (tests/real_engine asserts the behaviour).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import json
+import socket
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+
+from backend.app import create_app
+from backend.config import Settings
+from backend.llm.base import PRIORITY_BACKGROUND, PRIORITY_TURN, GenerateOptions
+from backend.llm.llamacpp import LlamaCppLLM
+from backend.llm.scheduler import find_scheduler
+
+#: SmolLM2 is an English model: two English characters (the demo town speaks Japanese).
+AGENTS = {
+    "mia": {"name": "Mia", "language": "en", "backstory": "A student who loves the library.",
+            "speaking_style": "Warm and brief."},
+    "leo": {"name": "Leo", "language": "en", "backstory": "The barista of the corner cafe.",
+            "speaking_style": "Cheerful, short sentences."},
+}  # fmt: skip
+BACKGROUND = [{"role": "user", "content": "Write a very long story about a cat who sails around the world."}]
+
+
+def turn_body(session: str) -> dict[str, Any]:
+    return {"agent_id": "mia", "target_id": "leo", "session_id": session, "location_name": "the cafe",
+            "history": [], "time_of_day": 10.0}  # fmt: skip
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def serve(settings: Settings, *, preemptible: bool) -> Iterator[tuple[str, Any, asyncio.AbstractEventLoop]]:
+    """The app on a loopback port, served from a thread; yields (url, app, the server's loop)."""
+    provider = LlamaCppLLM.from_settings(settings)
+    provider.preemptible = preemptible
+    app = create_app(settings, llm=provider)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_until_complete, args=(server.serve(),), daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    url = f"http://127.0.0.1:{port}"
+    for agent_id, persona in AGENTS.items():
+        httpx.put(f"{url}/v1/agents/{agent_id}", json=persona, timeout=30).raise_for_status()
+    try:
+        yield url, app, loop
+    finally:
+        server.should_exit = True
+        thread.join(60)
+
+
+def streamed_turn(url: str, session: str) -> tuple[float, float, bool]:
+    """(seconds to the first delta, seconds to the reply event, fallback) of one streamed turn."""
+    start, first = time.perf_counter(), None
+    with httpx.stream(
+        "POST", f"{url}/v1/conversation/turn/stream", json=turn_body(session), timeout=300
+    ) as r:
+        event = ""
+        for line in r.iter_lines():
+            if line.startswith("event: "):
+                event = line[7:]
+            elif line.startswith("data: ") and event == "delta" and first is None:
+                first = time.perf_counter() - start
+            elif line.startswith("data: ") and event == "reply":
+                return first or 0.0, time.perf_counter() - start, bool(json.loads(line[6:])["fallback"])
+    raise RuntimeError("the stream ended without a reply event")
+
+
+def plain_turn(url: str, session: str) -> tuple[float, bool]:
+    start = time.perf_counter()
+    reply = httpx.post(f"{url}/v1/conversation/turn", json=turn_body(session), timeout=300).json()
+    return time.perf_counter() - start, bool(reply["fallback"])
+
+
+class BackgroundLoad:
+    """Keeps one long background-priority generation on the model, starting a new one when it ends."""
+
+    def __init__(self, app: Any, loop: asyncio.AbstractEventLoop) -> None:
+        self.app, self.loop, self.stop = app, loop, False
+        self.future = asyncio.run_coroutine_threadsafe(self._run(), loop)
+
+    async def _run(self) -> None:
+        options = GenerateOptions(purpose="reflection", priority=PRIORITY_BACKGROUND, max_tokens=400)
+        while not self.stop:
+            await self.app.state.llm.complete(BACKGROUND, options=options)
+
+    def generating(self) -> bool:
+        return find_scheduler(self.app.state.llm).in_flight > 0  # type: ignore[union-attr]
+
+    def close(self) -> None:
+        self.stop = True
+        self.future.result(timeout=600)
+
+
+def phase_with_background(url: str, app: Any, loop: Any, turns: int, tag: str) -> list[tuple[float, bool]]:
+    load = BackgroundLoad(app, loop)
+    results = []
+    try:
+        for index in range(turns):
+            while not load.generating():
+                time.sleep(0.05)
+            time.sleep(1.0)  # well into the background generation
+            results.append(plain_turn(url, f"{tag}-{index}"))
+    finally:
+        load.close()
+    return results
+
+
+def turn_waits(app: Any) -> list[float]:
+    """Every live turn's wait for the model so far (the scheduler's queue; a preempting turn's wait is the
+    running call's last token)."""
+    return list(find_scheduler(app.state.llm).stats[PRIORITY_TURN].recent)  # type: ignore[union-attr]
+
+
+def line(label: str, values: list[float], fallbacks: int | None = None) -> None:
+    figures = " ".join(f"{v:6.2f}" for v in values)
+    extra = "" if fallbacks is None else f"  fallbacks {fallbacks}/{len(values)}"
+    print(f"  {label:<58} median {statistics.median(values):6.2f} s   [{figures}]{extra}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="package:smollm2")
+    parser.add_argument("--turns", type=int, default=3)
+    parser.add_argument(
+        "--threads", type=int, default=1, help="LLAMACPP_THREADS (1 is fastest on 2 shared cores)"
+    )
+    args = parser.parse_args()
+    if importlib.util.find_spec("llama_cpp") is None:
+        print("skipped: needs the llamacpp extra and a model: pip install -e '.[llamacpp,smollm2]'")
+        return
+    folder = Path(tempfile.mkdtemp(prefix="machi-bench-llamacpp-"))
+
+    def settings(name: str) -> Settings:
+        return Settings(
+            _env_file=None,  # type: ignore[call-arg]
+            database_url=f"sqlite:///{folder / name}.db",
+            llm_provider="llamacpp",
+            llamacpp_model_path=args.model,
+            llamacpp_threads=args.threads,
+            llamacpp_n_gpu_layers=0,
+            llamacpp_n_ctx=2048,
+            llm_seed=7,
+            load_demo_world=False,
+            log_level="warning",
+        )
+
+    print(f"model {args.model}, {args.threads} thread(s), n_ctx 2048, LLM_SEED 7, {args.turns} turns a phase")
+    with serve(settings("preemptive"), preemptible=True) as (url, app, loop):
+        streamed = [streamed_turn(url, f"stream-{i}") for i in range(args.turns)]
+        print("streamed turn (/v1/conversation/turn/stream):")
+        line("time to first delta", [s[0] for s in streamed])
+        line("time to the reply event (whole line)", [s[1] for s in streamed], sum(s[2] for s in streamed))
+        seen = len(turn_waits(app))
+        idle = [plain_turn(url, f"idle-{i}") for i in range(args.turns)]
+        idle_waits, seen = turn_waits(app)[seen:], len(turn_waits(app))
+        busy = phase_with_background(url, app, loop, args.turns, "busy")
+        busy_waits = turn_waits(app)[seen:]
+        preempted = find_scheduler(app.state.llm).snapshot()["priorities"]["background"]["preempted"]  # type: ignore[union-attr]
+    with serve(settings("queued"), preemptible=False) as (url, app, loop):
+        queued = phase_with_background(url, app, loop, args.turns, "queued")
+        queued_waits = turn_waits(app)
+    print("plain turn latency (/v1/conversation/turn), and each model call's wait for the model within it:")
+    for label, turns, waits in [
+        ("idle model", idle, idle_waits),
+        ("background generation running, preempted", busy, busy_waits),
+        ("background generation running, not preempted", queued, queued_waits),
+    ]:
+        line(f"{label}: turn", [t for t, _ in turns], sum(f for _, f in turns))
+        line(f"{label}: wait", waits)
+    print(f"  background generations preempted: {preempted}")
+
+
+if __name__ == "__main__":
+    main()
