@@ -20,8 +20,8 @@ import argparse
 import asyncio
 import importlib.util
 import json
-import socket
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -39,6 +39,9 @@ from backend.llm.base import PRIORITY_BACKGROUND, PRIORITY_TURN, GenerateOptions
 from backend.llm.llamacpp import LlamaCppLLM
 from backend.llm.scheduler import find_scheduler
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.serverproc import free_port  # noqa: E402
+
 #: SmolLM2 is an English model: two English characters (the demo town speaks Japanese).
 AGENTS = {
     "mia": {"name": "Mia", "language": "en", "backstory": "A student who loves the library.",
@@ -52,12 +55,6 @@ BACKGROUND = [{"role": "user", "content": "Write a very long story about a cat w
 def turn_body(session: str) -> dict[str, Any]:
     return {"agent_id": "mia", "target_id": "leo", "session_id": session, "location_name": "the cafe",
             "history": [], "time_of_day": 10.0}  # fmt: skip
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextmanager

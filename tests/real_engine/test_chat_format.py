@@ -7,41 +7,26 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from backend.config import Settings
 from backend.errors import ConfigError
 from backend.llm.base import GenerateOptions
 from backend.llm.llamacpp import LlamaCppLLM
-from tests.real_engine.conftest import REAL_N_CTX, REAL_THREADS
+from tests.real_engine.conftest import REAL_N_CTX, REAL_THREADS, real_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def gemma_settings(tmp_path: Path, model: str, **extra: Any) -> Settings:
-    return Settings(
-        _env_file=None,  # type: ignore[call-arg]
-        database_url=f"sqlite:///{tmp_path / 'm.db'}",
-        llm_provider="llamacpp",
-        llamacpp_model_path=model,
-        llamacpp_threads=REAL_THREADS,
-        llamacpp_n_gpu_layers=0,
-        llamacpp_n_ctx=REAL_N_CTX,
-        **extra,
-    )
-
-
 def test_a_gguf_without_a_template_is_refused_naming_the_setting(gemma3: Path, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no chat template.*set LLAMACPP_CHAT_FORMAT"):
-        LlamaCppLLM.from_settings(gemma_settings(tmp_path, str(gemma3)))
+        LlamaCppLLM.from_settings(real_settings(tmp_path, str(gemma3)))
 
 
 async def test_with_a_chat_format_it_loads_formats_with_it_and_health_says_so(
     gemma3: Path, tmp_path: Path
 ) -> None:
-    provider = LlamaCppLLM.from_settings(gemma_settings(tmp_path, str(gemma3), llamacpp_chat_format="gemma"))
+    provider = LlamaCppLLM.from_settings(real_settings(tmp_path, str(gemma3), llamacpp_chat_format="gemma"))
     try:
         assert provider.engine.llama.chat_format == "gemma"
         assert (await provider.check()).endswith("chat format gemma (LLAMACPP_CHAT_FORMAT)")
@@ -54,7 +39,7 @@ async def test_with_a_chat_format_it_loads_formats_with_it_and_health_says_so(
 
 
 async def test_the_packaged_gemma_brings_its_format(gemma3: Path, tmp_path: Path) -> None:
-    provider = LlamaCppLLM.from_settings(gemma_settings(tmp_path, "package:gemma3-270m"))
+    provider = LlamaCppLLM.from_settings(real_settings(tmp_path, "package:gemma3-270m"))
     try:
         assert provider.engine.llama.chat_format == "gemma"
         assert (await provider.check()).endswith("chat format gemma (package:gemma3-270m)")
@@ -63,7 +48,7 @@ async def test_the_packaged_gemma_brings_its_format(gemma3: Path, tmp_path: Path
 
 
 async def test_a_gguf_with_a_template_says_it_uses_it(smollm2: Path, tmp_path: Path) -> None:
-    provider = LlamaCppLLM.from_settings(gemma_settings(tmp_path, str(smollm2)))
+    provider = LlamaCppLLM.from_settings(real_settings(tmp_path, str(smollm2)))
     try:
         assert (await provider.check()).endswith("chat template from the GGUF")
     finally:
@@ -75,7 +60,7 @@ def test_an_unknown_format_is_refused_listing_the_known_ones(tmp_path: Path) -> 
     model = tmp_path / "never-read.gguf"
     model.write_bytes(b"x")
     with pytest.raises(ConfigError, match=r"LLAMACPP_CHAT_FORMAT 'gemmma' .*chatml.*gemma.*llama-3"):
-        LlamaCppLLM.from_settings(gemma_settings(tmp_path, str(model), llamacpp_chat_format="gemmma"))
+        LlamaCppLLM.from_settings(real_settings(tmp_path, str(model), llamacpp_chat_format="gemmma"))
 
 
 def test_machi_serve_refuses_in_one_line(gemma3: Path, tmp_path: Path) -> None:
@@ -108,7 +93,7 @@ def test_health_names_the_template_in_use(gemma3: Path, tmp_path: Path) -> None:
 
     from backend.app import create_app
 
-    settings = gemma_settings(tmp_path, str(gemma3), llamacpp_chat_format="gemma", load_demo_world=False)
+    settings = real_settings(tmp_path, str(gemma3), llamacpp_chat_format="gemma", load_demo_world=False)
     with TestClient(create_app(settings, llm=LlamaCppLLM.from_settings(settings))) as client:
         for _ in range(200):  # the start-up probe fills it in moments after start
             detail = client.get("/health").json()["llm_detail"]

@@ -23,7 +23,7 @@ from backend.llm.base import PRIORITY_BACKGROUND, PRIORITY_TURN, GenerateOptions
 from backend.llm.llamacpp import LlamaCppLLM
 from backend.llm.retry import TimeoutLLM
 from backend.llm.scheduler import Scheduler, SchedulingLLM
-from tests.real_engine.conftest import REAL_N_CTX, REAL_THREADS, open_real
+from tests.real_engine.conftest import REAL_N_CTX, open_real, real_settings
 
 LONG = [{"role": "user", "content": "Write a very long story about a cat who sails around the world."}]
 SHORT = [{"role": "user", "content": "Say hello."}]
@@ -173,19 +173,6 @@ async def test_a_live_turn_preempts_a_background_generation_which_answers_later(
     assert scheduler.snapshot()["priorities"]["background"]["preempted"] == 1
 
 
-def seeded_settings(tmp_path: Path, seed: int) -> Settings:
-    return Settings(
-        _env_file=None,  # type: ignore[call-arg]
-        database_url=f"sqlite:///{tmp_path / 'm.db'}",
-        llm_provider="llamacpp",
-        llamacpp_model_path="package:smollm2",
-        llamacpp_threads=REAL_THREADS,
-        llamacpp_n_gpu_layers=0,
-        llamacpp_n_ctx=REAL_N_CTX,
-        llm_seed=seed,
-    )
-
-
 async def _run(settings: Settings) -> list[str]:
     provider = LlamaCppLLM.from_settings(settings)
     try:
@@ -199,7 +186,7 @@ async def _run(settings: Settings) -> list[str]:
 
 
 async def test_llm_seed_makes_two_runs_give_the_same_replies(smollm2: Path, tmp_path: Path) -> None:
-    settings = seeded_settings(tmp_path, 1234)
+    settings = real_settings(tmp_path, "package:smollm2", llm_seed=1234)
     first, second = await _run(settings), await _run(settings)  # two processes' worth: two loaded models
     assert first == second
     assert all(first)
