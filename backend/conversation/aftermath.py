@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from backend.conversation import jobs as turn_jobs
 from backend.conversation import store
 from backend.conversation.prompts import TurnContext, observation_texts
+from backend.errors import LLMError
 from backend.events import (
     CONVERSATION_ENDED,
     CONVERSATION_TURN,
@@ -20,12 +21,13 @@ from backend.events import (
     EventBus,
     TurnPayload,
 )
+from backend.memory import afterthought
 from backend.tasks import TaskRunner
 from backend.world.models import Agent
 
 if TYPE_CHECKING:
     from backend.emotion.service import EmotionService
-    from backend.memory.models import MemoryCreate
+    from backend.memory.models import Memory, MemoryCreate
     from backend.memory.service import MemoryService
 
 log = logging.getLogger(__name__)
@@ -202,10 +204,11 @@ class Aftermath:
                 log.exception("conversation reflection for %s in %s failed", agent_id, session_id)
 
     async def reflect_participant(self, world_id: str, session_id: str, agent_id: str) -> bool:
-        """One participant's reflection, person memory, emotion and threshold check.
+        """One participant's end-of-conversation call (reflection, person memory, feeling) and threshold check.
 
-        Idempotent (the `conversation.reflect` job runs it again after a crash): a reflection already stored
-        for this session is not asked for again, and person memory skips a session it has folded in.
+        Idempotent (the `conversation.reflect` job runs it again after a crash): the call is asked only while
+        the session's reflection or its fold into person memory is missing, and only the missing one is
+        written (backend/memory/afterthought.py).
         Returns False when the model failed to reflect (the caller may retry), True otherwise.
         """
         conv, agents = await asyncio.to_thread(
@@ -220,42 +223,49 @@ class Aftermath:
         transcript = list(conv.transcript or [])
         made = await asyncio.to_thread(turn_jobs.reflection_of, self.engine, world_id, me.id, session_id)
         evidence = await asyncio.to_thread(store.observation_ids, self.engine, world_id, me.id, session_id)
-        if made is None:
-            made = await self.memory.reflect_on_conversation(
-                world_id,
-                me.id,
-                session_id=session_id,
-                partner_name=partner.name,
-                transcript=transcript,
-                evidence_ids=evidence,
-                day=day,
-                time_of_day=time_of_day,
-                language=me.language,
-            )
+        about = afterthought.Conversation(
+            session_id, partner.id, partner.name, transcript, evidence, day, time_of_day, me.language
+        )
+        made = await self._afterthought(me, partner, about, made)
         if made is not None:  # the lines are rated with their conversation (again after a crash: idempotent)
             await self.memory.rate_lines((world_id, me.id), session_id, evidence, int(made.importance))
-        await self.memory.update_person_memory(
-            world_id,
-            me.id,
-            other_id=partner.id,
-            other_name=partner.name,
-            transcript=transcript,
-            session_id=session_id,
-            day=day,
-            time_of_day=time_of_day,
-            language=me.language,
-        )
-        if self.emotion is not None and not self.emotion.settings.emotion_from_turn:
-            cause = (
-                f"finished talking with {partner.name}"
-                if me.language == "en"
-                else f"{partner.name}との会話が終わった"
-            )
-            self.emotion.schedule(
-                me, lines=transcript[-EMOTION_LINES:], cause=cause, day=day, time_of_day=time_of_day
-            )
         await self.memory.maybe_reflect(world_id, me.id, day=day, time_of_day=time_of_day)
         return made is not None
+
+    async def _afterthought(
+        self, me: Agent, partner: Agent, about: afterthought.Conversation, made: Memory | None
+    ) -> Memory | None:
+        """The one end-of-conversation call, asked only while a half of it is not stored; its feeling is
+        applied like a turn's (with EMOTION_FROM_TURN), else the emotion model evaluates the conversation."""
+        key = (me.world_id, me.id)
+        state = await afterthought.done(self.memory, key, about, made)
+        if state.complete:
+            return state.reflection
+        from_reply = self.emotion is not None and self.emotion.settings.emotion_from_turn
+        reply = await afterthought.ask(
+            self.memory, key, about, state.person, me.language if from_reply else None
+        )
+        made = await afterthought.apply(self.memory, key, about, state, reply)
+        if self.emotion is not None and not isinstance(reply, LLMError):
+            await self._felt_at_end(me, partner, about, reply.feeling if from_reply else None)
+        return made
+
+    async def _felt_at_end(
+        self, me: Agent, partner: Agent, about: afterthought.Conversation, word: str | None
+    ) -> None:
+        """The participant's feeling once it is over, from its own word (so a listener who did not speak
+        last gets one too); no usable word, or EMOTION_FROM_TURN off, costs an evaluation instead."""
+        assert self.emotion is not None
+        cause = (
+            f"finished talking with {partner.name}"
+            if me.language == "en"
+            else f"{partner.name}との会話が終わった"
+        )
+        day, time_of_day = about.day, about.time_of_day
+        if word and await self.emotion.feel(me, word, cause=cause, day=day, time_of_day=time_of_day):
+            return
+        lines = about.transcript[-EMOTION_LINES:]
+        self.emotion.schedule(me, lines=lines, cause=cause, day=day, time_of_day=time_of_day)
 
 
 def _observation(content: str, location: str | None, day: int, time_of_day: float) -> MemoryCreate:

@@ -1,6 +1,8 @@
 """Person memory: what each agent knows of each other agent or player it has talked with.
 
-After a conversation, `PersonBook.update` asks the model (purpose `person`, background priority) to fold the
+After a conversation, the end-of-conversation call (afterthought.py) learns traits, notes and the summary
+rewritten within `person_summary_chars` together with the reflection, and `PersonBook.fold` applies them:
+no call of its own, no recompression call. `PersonBook.update`, for a transcript on its own, asks the model (purpose `person`, background priority) to fold the
 transcript into the running summary and to name newly noticed traits and notes; traits and notes are merged
 into the record (duplicates dropped, the newest `MAX_ITEMS` kept). An *exchange* is one line of a conversation
 with that person, whichever of the two said it; when more than `person_compress_exchanges` (20) lines have been
@@ -142,10 +144,8 @@ class PersonBook:
             row = await asyncio.to_thread(get, self.engine, *key, other_id)
             if row is not None and session_id is not None and row.last_session_id == session_id:
                 return row  # this conversation is already folded in
-            row = row or _new_row(key, other_id, day, time_of_day)
-            row.other_name, row.language, row.last_session_id = other_name, language, session_id
-            row.interaction_count += 1
-            row.last_met_day, row.last_met_time_of_day, row.last_met_at = day, time_of_day, utcnow()
+            row = _met(row or _new_row(key, other_id, day, time_of_day), other_name, language, session_id)
+            row.last_met_day, row.last_met_time_of_day = day, time_of_day
             lines = [line for line in transcript if line.strip()]
             agent = await asyncio.to_thread(self.agents.read_one, self.engine, *key)
             base = {
@@ -156,6 +156,43 @@ class PersonBook:
             await self._fold(key, row, base, lines, day, time_of_day, session_id)
             if row.exchanges_since_compress > self.settings.person_compress_exchanges:
                 await self._compress(key, row, base, session_id)
+            return await asyncio.to_thread(_save, self.engine, row)
+
+    async def fold(
+        self,
+        key: Key,
+        *,
+        other_id: str,
+        other_name: str,
+        transcript: list[str],
+        session_id: str,
+        day: int,
+        time_of_day: float,
+        language: str,
+        learned: tuple[list[str], list[str], str] | None,
+        error: str | None = None,
+    ) -> PersonMemory:
+        """Fold one conversation in from what the end-of-conversation call learned (traits, notes, the
+        summary already rewritten within `person_summary_chars`: no recompression call), or, with `learned`
+        None, record only the meeting and `error`. A session already folded in is left as it is."""
+        async with self._locks.setdefault((*key, other_id), asyncio.Lock()):
+            row = await asyncio.to_thread(get, self.engine, *key, other_id)
+            if row is not None and row.last_session_id == session_id:
+                return row
+            row = _met(row or _new_row(key, other_id, day, time_of_day), other_name, language, session_id)
+            row.last_met_day, row.last_met_time_of_day = day, time_of_day
+            lines = [line for line in transcript if line.strip()]
+            if learned is None:
+                row.last_error = f"afterthought: {error}"[:500] if error else row.last_error
+            elif lines:
+                traits, notes, summary = learned
+                row.traits_noticed = _merge_items(row.traits_noticed, traits)
+                row.notes = _merge_items(row.notes, notes)
+                row.summary, row.last_error = summary.strip(), None
+                row.exchanges_since_compress += len(lines)
+                # Every summary is asked for within the limit: past the count it counts as the recompression.
+                if row.exchanges_since_compress > self.settings.person_compress_exchanges:
+                    row.exchanges_since_compress, row.compressions = 0, row.compressions + 1
             return await asyncio.to_thread(_save, self.engine, row)
 
     async def _fold(
@@ -216,6 +253,19 @@ def _new_row(key: Key, other_id: str, day: int, time_of_day: float) -> PersonMem
         first_met_day=day,
         first_met_time_of_day=time_of_day,
     )
+
+
+def _met(row: PersonMemory, other_name: str, language: str, session_id: str | None) -> PersonMemory:
+    """The meeting itself, recorded whatever the model answers."""
+    row.other_name, row.language, row.last_session_id = other_name, language, session_id
+    row.interaction_count += 1
+    row.last_met_at = utcnow()
+    return row
+
+
+def known(row: PersonMemory) -> dict[str, Any]:
+    """What the record knows, as a prompt's facts."""
+    return _known(row)
 
 
 def _known(row: PersonMemory) -> dict[str, Any]:

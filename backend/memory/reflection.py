@@ -1,7 +1,8 @@
 """Importance rating and the two kinds of reflection.
 
 1. Conversation reflection (purpose `reflection`): after a conversation, a first-person summary plus an
-   importance, stored as a `reflection` citing the conversation's observations.
+   importance, stored as a `reflection` citing the conversation's observations. A conversation's end asks
+   for it in its one end-of-conversation call (afterthought.py), which stores it with `store_conversation`.
 2. Threshold reflection (purposes `questions` then `insight`, Generative Agents): when the summed importance of
    the observations stored since the agent's last insight reaches `reflection_threshold`, ask for the 3 most
    salient questions, retrieve for each, and store up to 5 insights; an insight citing an id that was not
@@ -150,11 +151,29 @@ async def conversation(
     except LLMError as exc:
         log.warning("conversation reflection for %s/%s failed: %s", *key, exc)
         return None
+    return await store_conversation(
+        service, key, reply.summary, reply.importance, evidence_ids, day, time_of_day, session_id=session_id
+    )
+
+
+async def store_conversation(
+    service: MemoryService,
+    key: Key,
+    summary: str,
+    importance: int,
+    evidence_ids: list[int],
+    day: int,
+    time_of_day: float,
+    *,
+    session_id: str,
+) -> Memory:
+    """Store a conversation reflection the model wrote (here, or in the end-of-conversation call of
+    afterthought.py), citing those of `evidence_ids` that still exist."""
     known = await asyncio.to_thread(stream.existing_ids, service.engine, *key, evidence_ids)
     row = _reflection_row(
         key,
-        reply.summary,
-        reply.importance,
+        summary,
+        importance,
         [i for i in evidence_ids if i in known],
         day,
         time_of_day,

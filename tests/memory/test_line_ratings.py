@@ -23,8 +23,12 @@ def _lines(client: TestClient, agent_id: str) -> list[Memory]:
 
 def test_lines_take_the_conversations_importance(client: TestClient, scripted: ScriptedLLM) -> None:
     add_agents(client)
-    scripted.enqueue({"summary": "ひかりと話せてうれしかった。", "importance": 8}, purpose="reflection")
-    scripted.enqueue({"summary": "葵と話した。", "importance": 4}, purpose="reflection")
+    # One end-of-conversation call per participant (the reflection and person memory in one reply).
+    learned = {"traits_noticed": [], "notes": [], "person_summary": "よく話す相手。"}
+    scripted.enqueue(
+        {"reflection": "ひかりと話せてうれしかった。", "importance": 8, **learned}, purpose="reflection"
+    )
+    scripted.enqueue({"reflection": "葵と話した。", "importance": 4, **learned}, purpose="reflection")
     first = client.post("/v1/conversation/turn", json=turn("aoi", "hikari", "s-r", [])).json()
     client.post("/v1/conversation/turn", json=turn("hikari", "aoi", "s-r", [f"葵: {first['dialogue']}"]))
     client.post("/v1/conversation/end", json={"session_id": "s-r", "reason": "distance"})

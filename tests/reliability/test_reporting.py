@@ -22,8 +22,10 @@ def test_health_stats_and_metrics_report_the_queue(settings: Settings) -> None:
         stats = client.get("/v1/llm-calls/stats", params={"window_s": 600}).json()
         purposes = {p["purpose"]: p for p in stats["purposes"]}
         assert purposes["dialogue"]["calls"] == len(replies) and purposes["dialogue"]["errors"] == 0
-        # A conversation's lines are rated by its reflection: no importance call of their own.
-        assert {"reflection", "person"} <= set(purposes) and "importance" not in purposes
+        # A conversation's lines are rated by its reflection: no importance call of their own; person memory
+        # rides on the same end-of-conversation call: no person call of its own.
+        assert "reflection" in purposes and not {"importance", "person"} & set(purposes)
+        assert purposes["reflection"]["calls"] == 2  # one per participant
         assert stats["turns"] == len(replies) and stats["fallback_turns"] == 0
         other = client.get("/v1/llm-calls/stats", headers={"X-Machi-World": "elsewhere"}).json()
         assert other["purposes"] == [] and other["turns"] == 0  # per world
