@@ -54,3 +54,21 @@ async def test_writer_output_validates_and_is_deterministic(
     again = await ScriptedLLM(seed=3).complete(messages, options=options, schema=json_schema_for(schema))
     assert first.text == again.text
     parse_reply(first.text, schema)
+
+
+@pytest.mark.parametrize("seed", range(12))
+async def test_the_turn_writer_never_says_a_line_of_its_prompt_again(seed: int) -> None:
+    from backend.conversation.schemas import TurnReply
+    from backend.llm.echo import prompt_lines
+    from backend.text import normalise
+
+    said = "うんうん、わかるよ。"  # the generic answer, already said earlier in this conversation
+    facts = {"turn_index": 3, "max_turns": 8, "partner": {"name": "ひかり"}, "partner_last_line": "うん。",
+             "history": [f"葵: {said}", "ひかり: うん。"]}  # fmt: skip
+    messages = [{"role": "user", "content": f"葵: {said}\nひかり: うん。"}]
+    options = GenerateOptions(purpose="dialogue", language="ja", facts=facts)
+    reply = await ScriptedLLM(seed=seed).complete(
+        messages, options=options, schema=json_schema_for(TurnReply)
+    )
+    dialogue = parse_reply(reply.text, TurnReply).dialogue
+    assert normalise(dialogue).strip("。") not in prompt_lines(messages[0]["content"])

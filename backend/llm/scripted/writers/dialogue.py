@@ -12,8 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from backend.emotion.plutchik import CALM_LABEL, INTENSITY_LABELS
+from backend.llm.echo import prompt_lines
 from backend.llm.scripted.engine import WriterContext
-from backend.text import keywords
+from backend.text import keywords, normalise
 
 #: From this turn on the speaker may decide to leave; the chance per turn.
 LEAVE_FROM_TURN = 4
@@ -165,7 +166,22 @@ def _feeling(ctx: WriterContext, emotion: str) -> str:
     return INTENSITY_LABELS[ctx.language][name][band]
 
 
+def _in_prompt(ctx: WriterContext, text: str) -> bool:
+    """Whether `text` is a whole line of the prompt (a history line, a memory): the echo check re-asks it."""
+    norm = normalise(text).strip(" .。,、!！?？")  # the prompt's lines are held without their end marks
+    return any(
+        norm in prompt_lines(str(m.get("content") or ""))
+        for m in ctx.messages
+        if m.get("role") != "assistant"
+    )
+
+
 def _reply(ctx: WriterContext, dialogue: str, emotion: str, end: bool) -> dict[str, Any]:
+    space = "" if ctx.ja else " "
+    for _ in range(len(_remarks(ctx))):  # never a line of the prompt said again word for word
+        if not _in_prompt(ctx, dialogue):
+            break
+        dialogue = f"{dialogue}{space}{_remark(ctx)}"
     reply = {"dialogue": dialogue, "emotion": emotion, "is_conversation_end": end}
     if "feeling" in ((ctx.schema or {}).get("properties") or {}):
         reply["feeling"] = _feeling(ctx, emotion)
