@@ -36,6 +36,9 @@ DEFAULT_FAREWELLS = [
 
 
 #: Scheduler slots per provider when LLM_CONCURRENCY is unset.
+#: Context windows assumed when neither LLM_CONTEXT_TOKENS nor the provider says: Ollama's default num_ctx,
+#: a common vLLM max_model_len, gpt-4o-mini's window; the scripted engine has no limit worth fitting to.
+DEFAULT_CONTEXT_TOKENS = {"ollama": 4096, "vllm": 8192, "openai": 128_000, "scripted": 1_000_000}
 DEFAULT_LLM_CONCURRENCY = {"ollama": 1, "llamacpp": 1, "openai": 4, "vllm": 4, "scripted": 8}
 
 
@@ -75,6 +78,9 @@ class Settings(BaseSettings):
     # Model calls the provider works on at once (the scheduler's slots). None: 1 for ollama/llamacpp (one
     # GPU, one model: a second call only slows the first), 4 for openai/vllm (batched servers), 8 scripted.
     llm_concurrency: int | None = Field(None, ge=1, le=256)
+    # The model's context window in tokens, which every prompt is fitted to (backend/llm/budget.py). None:
+    # what the provider reports (llama.cpp's LLAMACPP_N_CTX), else DEFAULT_CONTEXT_TOKENS for the provider.
+    llm_context_tokens: int | None = Field(None, ge=512, le=2_000_000)
     scripted_seed: int = 0
 
     ollama_host: str = "http://127.0.0.1:11434"
@@ -241,6 +247,10 @@ class Settings(BaseSettings):
                     f"is llamacpp (got {path!r})"
                 )
         return self
+
+    def resolved_context_tokens(self, reported: int | None) -> int:
+        """LLM_CONTEXT_TOKENS, or the window the provider `reported`, or the provider's usual one."""
+        return self.llm_context_tokens or reported or DEFAULT_CONTEXT_TOKENS.get(self.llm_provider, 4096)
 
     def resolved_llm_concurrency(self) -> int:
         """LLM_CONCURRENCY, or the provider's default when unset."""

@@ -43,5 +43,7 @@ def test_the_level_filters() -> None:
 
 def test_a_reason_is_never_empty() -> None:
     assert reason(TimeoutError()) == "the deadline passed before the model answered"
-    assert reason(LLMTimeout("the model did not answer within 30 s")) == "the model did not answer within 30 s"
+    assert (
+        reason(LLMTimeout("the model did not answer within 30 s")) == "the model did not answer within 30 s"
+    )
     assert reason(KeyError()) == "KeyError"

@@ -91,6 +91,8 @@ class GenerateOptions(BaseModel):
     stage: str | None = None
     round: int | None = None
     language: str | None = None
+    #: The prompt's size in the model's tokens once fitted to its budget (set by llm/budget.py; traced).
+    prompt_tokens_counted: int | None = Field(None, ge=0)
     #: The structured facts the caller built the prompt from (speaker, place, memories...). Real models
     #: read the prompt; the scripted engine reads these, and the tracer keeps them for the dashboard.
     facts: dict[str, Any] = Field(default_factory=dict)
@@ -279,6 +281,17 @@ class LLM(abc.ABC):
         """The model name a call with these options goes to (the tracer records it, even for failures)."""
         return options.model or ""
 
+    def context_window(self) -> int | None:
+        """The model's context window in tokens, when the provider knows it (llama.cpp's n_ctx)."""
+        return None
+
+    def count_tokens(self, text: str) -> int:
+        """`text`'s length in the model's tokens: its own tokenizer where the provider has one at hand,
+        otherwise a generous estimate (backend/llm/budget.py)."""
+        from backend.llm.budget import estimate_tokens
+
+        return estimate_tokens(text)
+
     async def aclose(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
         """Release clients and connections."""
 
@@ -313,6 +326,12 @@ class LLMWrapper(LLM):
 
     def resolve_model(self, options: GenerateOptions) -> str:
         return self.inner.resolve_model(options)
+
+    def context_window(self) -> int | None:
+        return self.inner.context_window()
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
 
     async def aclose(self) -> None:
         await self.inner.aclose()

@@ -14,14 +14,12 @@ import math
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from backend.llm.base import LLM, Completion, GenerateOptions, LLMWrapper, Message
+from backend.llm.base import LLM, Completion, GenerateOptions, LLMWrapper, Message, completion_cap
 
 #: Tokens a chat template adds around each message (role markers, separators), counted generously.
 MESSAGE_OVERHEAD = 8
 #: Kept free beyond the reply's cap: template tokens around the reply, rounding of the estimate.
 MARGIN = 32
-#: The reply's room when a call names no max_tokens.
-DEFAULT_REPLY_TOKENS = 512
 #: Where a message is cut, the cut is marked so that a model (and a person reading the trace) sees it.
 CUT_MARK = "…"
 #: The budget never falls below this many tokens, however small the context: a prompt needs its rules.
@@ -71,9 +69,9 @@ class PromptBudgetLLM(LLMWrapper):
         self.context_tokens = context_tokens
 
     def budget(self, options: GenerateOptions) -> int:
-        """Prompt tokens a call may use: the context less the reply's cap and a margin."""
-        reply = options.max_tokens or DEFAULT_REPLY_TOKENS
-        return max(MIN_BUDGET, self.context_tokens - reply - MARGIN)
+        """Prompt tokens a call may use: the context less the reply's cap (its max_tokens, else its purpose's
+        completion cap) and a margin."""
+        return max(MIN_BUDGET, self.context_tokens - completion_cap(options) - MARGIN)
 
     def _fit(self, messages: Sequence[Message], options: GenerateOptions) -> tuple[list[Message], Any]:
         fitted, tokens = fit_messages(messages, self.budget(options), self.inner.count_tokens)

@@ -270,6 +270,13 @@ class LlamaCppLLM(LLM):
     def resolve_model(self, options: GenerateOptions) -> str:
         return self.model
 
+    def context_window(self) -> int | None:
+        return int(self.engine.llama.n_ctx())
+
+    def count_tokens(self, text: str) -> int:
+        """The model's own tokenizer (reads the vocabulary only: safe beside a running generation)."""
+        return len(self.engine.llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
     async def check(self) -> str:
         """One line for /health: the model is loaded in this process (nothing to reach), and its template."""
         context = self.engine.llama.n_ctx()

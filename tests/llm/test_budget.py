@@ -50,7 +50,9 @@ async def test_the_wrapper_fits_each_call_and_says_what_it_counted() -> None:
     options = GenerateOptions(purpose="generic", max_tokens=200)
     assert llm.budget(options) == 1024 - 200 - 32
     long = "\n".join("とても長い話の一行です。" * 5 for _ in range(200))
-    await llm.complete([{"role": "system", "content": "規則"}, {"role": "user", "content": long}], options=options)
+    await llm.complete(
+        [{"role": "system", "content": "規則"}, {"role": "user", "content": long}], options=options
+    )
     call = scripted.history[-1]
     assert call.options.prompt_tokens_counted is not None
     assert call.options.prompt_tokens_counted <= llm.budget(options)

