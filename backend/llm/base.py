@@ -6,7 +6,7 @@ import abc
 import functools
 import json
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
@@ -266,16 +266,30 @@ class LLM(abc.ABC):
         return (await self.complete(messages, options=options)).text
 
     async def generate_json(
-        self, messages: Sequence[Message], schema: type[T], *, options: GenerateOptions
+        self,
+        messages: Sequence[Message],
+        schema: type[T],
+        *,
+        options: GenerateOptions,
+        check: Callable[[T], None] | None = None,
     ) -> T:
         """A reply validated against a pydantic model.
 
+        Args:
+            messages, options: as `complete`.
+            schema: the reply's model; its JSON Schema constrains the provider.
+            check: what the schema cannot say (a plan that fits the day): raises LLMReplyError with the
+                reason, which the repairing wrapper traces as a failed reply and re-asks with.
+
         Raises:
-            LLMReplyError: the reply could not be repaired into a valid instance.
+            LLMReplyError: the reply could not be repaired into a valid instance, or `check` refused it.
             LLMUnavailable, LLMTimeout: as `complete`.
         """
         completion = await self.complete(messages, options=options, schema=json_schema_for(schema))
-        return parse_reply(completion.text, schema)
+        reply = parse_reply(completion.text, schema)
+        if check is not None:
+            check(reply)
+        return reply
 
     def resolve_model(self, options: GenerateOptions) -> str:
         """The model name a call with these options goes to (the tracer records it, even for failures)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from backend.errors import LLMReplyError, LLMTimeout, LLMUnavailable
@@ -145,14 +145,22 @@ class RepairingLLM(LLMWrapper):
         self.reasks = reasks
 
     async def generate_json(
-        self, messages: Sequence[Message], schema: type[T], *, options: GenerateOptions
+        self,
+        messages: Sequence[Message],
+        schema: type[T],
+        *,
+        options: GenerateOptions,
+        check: Callable[[T], None] | None = None,
     ) -> T:
         json_schema = json_schema_for(schema)
         conversation = list(messages)
         for attempt in range(self.reasks + 1):
             completion = await self.complete(conversation, options=options, schema=json_schema)
             try:
-                return checked_reply(completion.text, schema, messages, options)
+                reply = checked_reply(completion.text, schema, messages, options)
+                if check is not None:
+                    check(reply)  # the caller's own rules: a refusal is a failed reply like any other
+                return reply
             except LLMReplyError as exc:
                 await mark_invalid_reply(self.inner, completion.trace_id, exc.message)
                 if attempt >= self.reasks:

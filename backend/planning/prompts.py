@@ -110,12 +110,11 @@ def build_messages(facts: dict[str, Any]) -> list[Message]:
     return [{"role": "system", "content": system}, {"role": "user", "content": "\n".join(lines)}]
 
 
-def reask_message(problem: str) -> Message:
-    return {
-        "role": "user",
-        "content": f"That plan could not be used: {problem}. Answer again with a complete plan that follows "
-        "the rules: known poi_id values only, in order, no overlaps, covering the whole window.",
-    }
+#: What a plan must be, said with the reason when one is beyond repair (the re-ask).
+PLAN_RULES = (
+    "answer again with a complete plan that follows the rules: known poi_id values only, in order, "
+    "no overlaps, covering the whole window"
+)
 
 
 def _section(title: str, entries: list[str]) -> list[str]:

@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
-from backend.errors import LLMError, NotFound
+from backend.errors import LLMError, LLMReplyError, NotFound
 from backend.events import PLAN_UPDATED, EventBus, PlanPayload
 from backend.gametime import format_clock, utcnow
 from backend.llm.base import LLM, PRIORITY_PLAN, GenerateOptions
 from backend.planning import prompts
 from backend.planning.models import Plan
-from backend.planning.schemas import PlanItem, PlanNow, PlanPublic, PlanRequest, plan_reply_for
+from backend.planning.schemas import PlanItem, PlanNow, PlanPublic, PlanReply, PlanRequest, plan_reply_for
 from backend.planning.validation import PlanUnrepairable, fallback_plan, plan_problems, repair_plan
 from backend.world.models import Agent, PointOfInterest
 from backend.world.service import get_agent, list_pois, poi_public
@@ -169,29 +169,26 @@ async def _ask(
     messages = prompts.build_messages(facts)
     known = {p.id for p in pois}
     schema = plan_reply_for(tuple(sorted(known)))  # the schema names the world's places
-    for attempt in range(2):
+
+    def repaired(reply: PlanReply) -> tuple[list[PlanItem], list[str]]:
+        return repair_plan(
+            reply.items, known_pois=known, home=home, start=window[0], end=window[1], language=agent.language
+        )
+
+    def check(reply: PlanReply) -> None:
+        # A plan beyond repair is a failed reply: traced as one, and re-asked once with the reason.
         try:
-            reply = await llm.generate_json(messages, schema, options=options)
-        except LLMError as exc:
-            log.warning("plan for %s: model failed (%s); using the fallback plan", agent.id, exc.code)
-            break
-        try:
-            items, repairs = repair_plan(
-                reply.items,
-                known_pois=known,
-                home=home,
-                start=window[0],
-                end=window[1],
-                language=agent.language,
-            )
-            return items, ("repaired" if repairs else "model"), repairs
+            repaired(reply)
         except PlanUnrepairable as exc:
-            log.info("plan for %s beyond repair (%s), attempt %d", agent.id, exc, attempt + 1)
-            messages = [
-                *messages,
-                {"role": "assistant", "content": reply.model_dump_json()[:4000]},
-                prompts.reask_message(str(exc)),
-            ]
+            raise LLMReplyError(f"{exc}; {prompts.PLAN_RULES}", raw=reply.model_dump_json()) from exc
+
+    try:
+        reply = await llm.generate_json(messages, schema, options=options, check=check)
+    except LLMError as exc:
+        log.warning("plan for %s: no usable plan from the model (%s); using the fallback plan", agent.id, exc)
+    else:
+        items, repairs = repaired(reply)
+        return items, ("repaired" if repairs else "model"), repairs
     return _fallback(agent, pois, home, *window), "fallback", []
 
 
