@@ -23,6 +23,21 @@ ENV_PREFIXES = ("MACHI_", "LLM_", "OLLAMA_", "OPENAI_", "VLLM_", "EMBEDDING_", "
 SESSION_ID = "webui-cafe-1"
 
 
+#: How the browser tests start Debian's chromium headless as root on a machine with no network.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
+#: Where the browser tests leave a screenshot of each page.
+SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots"
+TIMEOUT_MS = 15_000
+
+
 @contextmanager
 def running_server(tmp: Path) -> Iterator[str]:
     """Start the app with uvicorn on a free port; yields its base URL and stops it afterwards."""

@@ -8,7 +8,6 @@ import re
 import shutil
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -26,21 +25,11 @@ if not CHROMIUM:  # pragma: no cover
         allow_module_level=True,
     )
 
-from tests.webui.server import SESSION_ID, running_server, simulate, wait_idle  # noqa: E402
+from tests.webui.server import CHROMIUM_ARGS as ARGS  # noqa: E402
+from tests.webui.server import SESSION_ID, SHOTS, TIMEOUT_MS, running_server, simulate, wait_idle  # noqa: E402
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-]
-SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots"
-TIMEOUT_MS = 15_000
 # Live views refresh at once on an event, and at the latest on their safety-net poll (about 10 s).
 expect.set_options(timeout=TIMEOUT_MS)
 

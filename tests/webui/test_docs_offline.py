@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -18,25 +17,15 @@ except ImportError:  # pragma: no cover - depends on the machine
 if CHROMIUM is None:  # pragma: no cover - depends on the machine
     pytest.skip("chromium is missing (.ci/webui.sh installs Debian chromium)", allow_module_level=True)
 
-from tests.webui.server import running_server  # noqa: E402
+from tests.webui.server import CHROMIUM_ARGS as ARGS  # noqa: E402
+from tests.webui.server import SHOTS, TIMEOUT_MS, running_server  # noqa: E402
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-]
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 #: ReDoc 2's sidebar footer ("API docs by Redocly") always asks for this logo and hides it when it fails to
 #: load; it is the one request off the machine either page makes, and nothing else depends on it.
 REDOC_LOGO = "https://cdn.redoc.ly/redoc/logo-mini.svg"
-SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots"
-TIMEOUT_MS = 15_000
 expect.set_options(timeout=TIMEOUT_MS)
 
 
