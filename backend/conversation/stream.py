@@ -22,7 +22,7 @@ from backend.conversation.schemas import TurnReply
 from backend.conversation.service import ConversationService, PreparedTurn
 from backend.errors import LLMError, LLMReplyError, MachiError
 from backend.llm.base import Completion, json_schema_for
-from backend.llm.retry import REASK, checked_reply
+from backend.llm.retry import checked_reply, reask
 from backend.llm.trace import mark_invalid_reply
 from backend.logs import reason
 from backend.text import StreamCleaner
@@ -111,16 +111,12 @@ async def _parse_or_reask(
     except LLMReplyError as exc:
         await mark_invalid_reply(service.llm, usage.trace_id, exc.message)
         log.info("streamed turn %s: reply unusable (%s); re-asking", prepared.request.session_id, exc.message)
-        reask = [
-            *messages,
-            {"role": "assistant", "content": text[:4000]},
-            {"role": "user", "content": REASK.format(error=exc.message[:600])},
-        ]
+        reasked, reask_options = reask(messages, text, exc.message, options)
     budget = stop_at - asyncio.get_running_loop().time()
     if budget <= 0:
         return None
     try:
-        call = service.llm.complete(reask, options=options, schema=json_schema_for(schema))
+        call = service.llm.complete(reasked, options=reask_options, schema=json_schema_for(schema))
         completion = await asyncio.wait_for(call, timeout=budget)
     except (LLMError, TimeoutError) as again:
         log.warning(

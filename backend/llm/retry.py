@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
@@ -116,6 +117,8 @@ class RetryingLLM(LLMWrapper):
                 await asyncio.sleep(delay)
 
 
+#: How an echo refusal begins (the re-ask treats it apart: see `reask`).
+ECHO_PREFIX = "the reply echoes the prompt: "
 REASK = (
     "Your previous reply could not be used: {error}\n"
     "Answer again with only one JSON object that matches the schema exactly. No prose, no code fences."
@@ -132,7 +135,7 @@ def checked_reply(text: str, schema: type[T], messages: Sequence[Message], optio
     reply = parse_reply(text, schema)
     problem = echo_problem(reply, schema, messages, options.facts)
     if problem is not None:
-        raise LLMReplyError(f"the reply echoes the prompt: {problem}", raw=text)
+        raise LLMReplyError(f"{ECHO_PREFIX}{problem}", raw=text)
     return reply
 
 
@@ -166,9 +169,31 @@ class RepairingLLM(LLMWrapper):
                 if attempt >= self.reasks:
                     raise
                 log.info("reply for %s invalid (%s); re-asking", options.purpose, exc.message)
-                conversation = [
-                    *messages,
-                    {"role": "assistant", "content": completion.text[:4000]},
-                    {"role": "user", "content": REASK.format(error=exc.message[:600])},
-                ]
+                conversation, options = reask(messages, completion.text, exc.message, options)
         raise AssertionError("unreachable")
+
+
+#: A re-ask samples this much hotter than the call it repeats: the same sampling tends to the same reply.
+REASK_HEAT = 0.3
+_QUOTED = re.compile(r"\s*\((['\"]).*?\1\)")
+
+
+def reask(
+    messages: Sequence[Message], reply: str, error: str, options: GenerateOptions
+) -> tuple[list[Message], GenerateOptions]:
+    """The conversation and options of the one re-ask after an unusable `reply`.
+
+    A reply that broke the schema is shown back with the error, so the model can mend it. A reply that
+    echoed its prompt is not, and the reason loses its quote of the echo: a small model shown a copy copies
+    it again. Either way the re-ask samples a little hotter (REASK_HEAT).
+    """
+    if error.startswith(ECHO_PREFIX):
+        asked = [*messages, {"role": "user", "content": REASK.format(error=_QUOTED.sub("", error)[:600])}]
+    else:
+        asked = [
+            *messages,
+            {"role": "assistant", "content": reply[:4000]},
+            {"role": "user", "content": REASK.format(error=error[:600])},
+        ]
+    heat = min(2.0, (options.temperature if options.temperature is not None else 0.7) + REASK_HEAT)
+    return asked, options.model_copy(update={"temperature": heat})

@@ -15,7 +15,7 @@ from backend.emotion.schemas import EmotionEvaluation
 from backend.errors import LLMReplyError
 from backend.llm.base import GenerateOptions, Message
 from backend.llm.echo import echo_problem, fact_names, normalise, prompt_lines
-from backend.llm.retry import RepairingLLM, checked_reply
+from backend.llm.retry import REASK_HEAT, RepairingLLM, checked_reply
 from backend.llm.scripted import ScriptedLLM
 from backend.memory.prompts import PersonUpdate
 from backend.planning.schemas import PlanReply
@@ -206,8 +206,19 @@ async def test_the_repairing_wrapper_re_asks_once_with_the_echo_reason() -> None
     assert reply.dialogue == "地図の話です。"
     first, second = scripted.calls()
     assert first.messages == PROMPT
-    assert second.messages[-2] == {"role": "assistant", "content": first.reply}
+    # The echo is not shown back (a small model shown a copy copies it again), and its quote is left out.
+    assert second.messages[:-1] == PROMPT and "<your line>" not in second.messages[-1]["content"]
     assert "dialogue is a placeholder" in second.messages[-1]["content"]
+    assert second.options.temperature == pytest.approx(0.7 + REASK_HEAT)  # sampled a little hotter
+
+
+async def test_a_reply_that_breaks_the_schema_is_shown_back_with_the_error() -> None:
+    scripted = ScriptedLLM()
+    scripted.enqueue({"emotion": "happy"}, {"dialogue": "地図の話です。", "emotion": "happy"})
+    await RepairingLLM(scripted).generate_json(PROMPT, TurnReply, options=GenerateOptions(facts=FACTS))
+    first, second = scripted.calls()
+    assert second.messages[-2] == {"role": "assistant", "content": first.reply}
+    assert "dialogue" in second.messages[-1]["content"]
 
 
 async def test_two_echoes_give_up_with_the_reason() -> None:
