@@ -100,16 +100,15 @@ def real_settings(tmp_path: Path, model: str, **extra: Any) -> Any:
     """Settings for the llamacpp provider on `model` (a path or `package:NAME`), CPU, small context."""
     from backend.config import Settings
 
-    return Settings(
-        _env_file=None,  # type: ignore[call-arg]
-        database_url=f"sqlite:///{tmp_path / 'm.db'}",
-        llm_provider="llamacpp",
-        llamacpp_model_path=model,
-        llamacpp_threads=REAL_THREADS,
-        llamacpp_n_gpu_layers=0,
-        llamacpp_n_ctx=REAL_N_CTX,
-        **extra,
-    )
+    values: dict[str, Any] = {
+        "database_url": f"sqlite:///{tmp_path / 'm.db'}",
+        "llm_provider": "llamacpp",
+        "llamacpp_model_path": model,
+        "llamacpp_threads": REAL_THREADS,
+        "llamacpp_n_gpu_layers": 0,
+        "llamacpp_n_ctx": REAL_N_CTX,
+    }
+    return Settings(_env_file=None, **{**values, **extra})  # type: ignore[call-arg]
 
 
 def open_real(path: Path, **params: Any) -> Any:
