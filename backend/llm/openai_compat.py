@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 import openai
 
@@ -21,11 +22,14 @@ from backend.llm.base import (
 )
 
 _SCHEMA_NAME = re.compile(r"[^a-zA-Z0-9_-]")
-#: Keywords left out of the schema OpenAI's strict mode gets: its supported subset has enum, const,
-#: minimum/maximum and minItems/maxItems but no string lengths and no tuples (`prefixItems`: `items` still
-#: applies). The reply is still validated against the full schema; vLLM's own `structured_outputs` gets the
-#: full schema (its grammar engines enforce lengths).
+#: Keywords left out of the schema sent to OpenAI's own API (strict mode): the subset its documentation lists
+#: has enum, const, minimum/maximum and minItems/maxItems but no string lengths and no tuples (`prefixItems`;
+#: `items` still applies). The reply is still validated against the full schema. Other servers speaking the
+#: API (llama-server, vLLM, LM Studio) get the full schema: their grammar engines enforce all of it, and
+#: llama-server without `minLength` let a small model answer an empty label.
 STRICT_UNSUPPORTED = frozenset({"minLength", "maxLength", "prefixItems"})
+#: Hosts of OpenAI's own API (and Azure OpenAI), which get the strict subset.
+OPENAI_HOSTS = ("api.openai.com", ".openai.azure.com")
 
 
 def schema_name(schema: Mapping[str, Any]) -> str:
@@ -46,6 +50,12 @@ def strict_schema(schema: Any) -> Any:
         elif key not in STRICT_UNSUPPORTED:
             out[key] = strict_schema(value)
     return out
+
+
+def openai_hosted(base_url: str) -> bool:
+    """Whether `base_url` is OpenAI's own API (or Azure OpenAI), not another server speaking it."""
+    host = urlsplit(base_url).hostname or ""
+    return any(host == name or (name.startswith(".") and host.endswith(name)) for name in OPENAI_HOSTS)
 
 
 def map_openai_error(
@@ -155,7 +165,7 @@ class OpenAILLM(LLM):
                 "type": "json_schema",
                 "json_schema": {
                     "name": schema_name(schema),
-                    "schema": strict_schema(schema),
+                    "schema": strict_schema(schema) if openai_hosted(self.base_url) else schema,
                     "strict": True,
                 },
             }

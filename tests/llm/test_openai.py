@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from backend.config import Settings
 from backend.errors import LLMTimeout, LLMUnavailable
 from backend.llm.base import Completion, GenerateOptions, json_schema_for
-from backend.llm.openai_compat import VLLMLLM, OpenAILLM, schema_name, strict_schema
+from backend.llm.openai_compat import VLLMLLM, OpenAILLM, openai_hosted, schema_name, strict_schema
 from backend.llm.retry import RetryingLLM
 from tests.llm.conftest import settings_for
 from tests.llm.fakes import FakeModelServer, Reply, Said, closed_port_url
@@ -90,27 +90,40 @@ class Line(BaseModel):
     maxLength: int = Field(ge=1, le=10)  # a property that happens to bear a keyword's name
 
 
-async def test_strict_mode_gets_no_string_lengths_but_keeps_enums_counts_and_ranges(
+def test_openai_itself_gets_no_string_lengths_but_keeps_enums_counts_and_ranges(settings: Settings) -> None:
+    # The strict subset OpenAI documents has enum, minItems/maxItems and minimum/maximum, not string lengths.
+    for url in ("https://api.openai.com/v1", "https://machi.openai.azure.com/openai/v1"):
+        llm = OpenAILLM.from_settings(settings_for(settings, "openai", url))
+        sent = llm.request(MESSAGES, GenerateOptions(), json_schema_for(Line))["response_format"][
+            "json_schema"
+        ]
+        strict = sent["schema"]
+        assert "maxLength" not in strict["properties"]["text"] and "maxLength" in strict["properties"], url
+        assert strict["properties"]["mood"]["enum"] == ["busy", "relaxed"]
+        assert (strict["properties"]["tags"]["minItems"], strict["properties"]["tags"]["maxItems"]) == (1, 2)
+        assert (
+            strict["properties"]["maxLength"]["minimum"],
+            strict["properties"]["maxLength"]["maximum"],
+        ) == (1, 10)
+        assert strict == strict_schema(json_schema_for(Line)) and sent["strict"] is True
+    assert json_schema_for(Line)["properties"]["text"]["maxLength"] == 300  # the original is untouched
+    assert not openai_hosted("http://127.0.0.1:8080/v1") and not openai_hosted(
+        "https://api.openai.com.evil.example"
+    )
+
+
+async def test_other_servers_speaking_the_api_get_the_full_schema(
     settings: Settings, fake: FakeModelServer
 ) -> None:
-    # OpenAI's strict subset has enum, minItems/maxItems and minimum/maximum, not minLength/maxLength.
-    llm = vllm_llm(settings, fake)
-    fake.say('{"text": "hi", "mood": "busy", "tags": ["a"], "maxLength": 3}')
-    await llm.generate_json(MESSAGES, Line, options=GenerateOptions(purpose="plan"))
-    [request] = [r for r in fake.requests if r.path == CHAT]
-    strict = request.body["response_format"]["json_schema"]["schema"]
-    assert "maxLength" not in strict["properties"]["text"] and "maxLength" in strict["properties"]
-    assert strict["properties"]["mood"]["enum"] == ["busy", "relaxed"]
-    assert (strict["properties"]["tags"]["minItems"], strict["properties"]["tags"]["maxItems"]) == (1, 2)
-    assert (strict["properties"]["maxLength"]["minimum"], strict["properties"]["maxLength"]["maximum"]) == (
-        1,
-        10,
-    )
-    assert strict_schema(json_schema_for(Line)) == strict and strict_schema(strict) == strict
-    # vLLM's own parameter keeps the full schema: its grammar engines enforce lengths.
-    assert request.body["structured_outputs"] == {"json": json_schema_for(Line)}
-    assert json_schema_for(Line)["properties"]["text"]["maxLength"] == 300  # the original is untouched
-    await llm.aclose()
+    # llama-server, vLLM...: their grammars enforce lengths (without minLength a small model wrote an empty label).
+    for make in (openai_llm, vllm_llm):
+        llm = make(settings, fake)
+        fake.say('{"text": "hi", "mood": "busy", "tags": ["a"], "maxLength": 3}')
+        await llm.generate_json(MESSAGES, Line, options=GenerateOptions(purpose="plan"))
+        sent = fake.posts(CHAT)[-1]
+        assert sent["response_format"]["json_schema"]["schema"] == json_schema_for(Line)
+        await llm.aclose()
+    assert sent["structured_outputs"] == {"json": json_schema_for(Line)}  # vLLM's own parameter too
 
 
 @pytest.mark.parametrize("make", [openai_llm, vllm_llm])
