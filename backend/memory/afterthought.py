@@ -37,14 +37,26 @@ log = logging.getLogger(__name__)
 Key = tuple[str, str]
 
 
+#: One paragraph: the grammar ends the reflection here (a small model otherwise writes to the limit).
+REFLECTION_CHARS = 400
+#: Tokens per character a reply's text may cost (a byte-level vocabulary spends about 2 on Japanese).
+TOKENS_PER_CHAR = 2
+
+
+def reply_tokens(max_chars: int) -> int:
+    """Completion tokens an Afterthought at every limit needs, so a valid reply is never cut off."""
+    chars = REFLECTION_CHARS + 3 * 40 + 3 * 100 + max_chars + 2 * LABEL_MAX_CHARS
+    return TOKENS_PER_CHAR * chars + 64  # the JSON around the text
+
+
 class Afterthought(BaseModel):
     """A participant's thoughts once a conversation is over: the reflection, the partner, the feeling."""
 
     model_config = ConfigDict(extra="ignore")
-    reflection: Annotated[str, AfterValidator(clean_text)] = Field(min_length=1, max_length=800)
+    reflection: Annotated[str, AfterValidator(clean_text)] = Field(min_length=1, max_length=REFLECTION_CHARS)
     importance: int = Field(ge=1, le=10)
-    traits_noticed: list[PersonTrait] = Field(default_factory=list, max_length=5)
-    notes: list[PersonItem] = Field(default_factory=list, max_length=5)
+    traits_noticed: list[PersonTrait] = Field(default_factory=list, max_length=3)
+    notes: list[PersonItem] = Field(default_factory=list, max_length=3)
     person_summary: str = Field(min_length=1, max_length=2000)
     feeling: str | None = Field(None, max_length=LABEL_MAX_CHARS)
 
@@ -183,6 +195,7 @@ async def ask(
         session_id=conv.session_id,
         language=conv.language,
         priority=PRIORITY_BACKGROUND,
+        max_tokens=reply_tokens(limit),
         facts=facts,
     )
     try:
