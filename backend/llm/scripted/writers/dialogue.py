@@ -204,7 +204,8 @@ def write_turn(ctx: WriterContext) -> dict[str, Any]:
         greeting = _greeting(ctx, partner, float(facts.get("time_of_day") or 12.0))
         return _reply(ctx, f"{greeting}{space}{_remark(ctx)}", "happy", False)
     answer, emotion = _answer(ctx, last)
-    if ctx.rng.random() < 0.6:
+    # The partner's line said back word for word is an echo the server re-asks: say something more.
+    if answer == last.strip() or ctx.rng.random() < 0.6:
         answer = f"{answer}{space}{_remark(ctx)}"
     return _reply(ctx, answer, emotion, False)
 
