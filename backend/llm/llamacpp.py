@@ -14,11 +14,13 @@ prompt. That is why the provider is `preemptible`.
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextlib
 import heapq
 import itertools
 import json
+import os
 import random
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -49,7 +51,13 @@ INSTALL_HINT = "pip install 'machi[llamacpp]' (add CMAKE_ARGS=\"-DGGML_CUDA=on\"
 
 
 def llama_cpp_module() -> Any:
-    """llama-cpp-python, imported on first use so that importing this module never needs the extra."""
+    """llama-cpp-python, imported on first use so that importing this module never needs the extra.
+
+    OpenMP's threads wait passively unless OMP_WAIT_POLICY says otherwise: spinning threads on a machine
+    whose cores are shared (the server, Unity, other processes) made tokens up to 10x slower
+    (bench/grammar.py). OpenMP reads the variable when llama.cpp's library loads, so it is set first.
+    """
+    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
     try:
         import llama_cpp
     except ImportError as exc:
@@ -57,6 +65,8 @@ def llama_cpp_module() -> Any:
     return llama_cpp
 
 
+#: Distinct reply grammars kept converted (a turn, a plan per world, a rating batch per size...).
+GRAMMARS_KEPT = 64
 #: Prompt tokens evaluated between two looks at the stop flag. Without the chunks a stop would wait for the
 #: whole prompt (a 1,000-token prompt takes seconds on a CPU); on a CPU smaller batches cost nothing.
 EVAL_CHUNK = 64
@@ -233,7 +243,7 @@ class LlamaCppLLM(LLM):
         self.temperature = temperature
         self.seed = seed
         self.chat = chat  # which template formats the prompts, for /health
-        self._grammars: dict[str, str] = {}
+        self._grammars: collections.OrderedDict[str, str] = collections.OrderedDict()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LlamaCppLLM:
@@ -283,11 +293,16 @@ class LlamaCppLLM(LLM):
         return f"{self.name}: {self.model} loaded in-process, context {context} tokens, {self.chat}"
 
     def grammar_for(self, schema: dict[str, Any]) -> str:
-        """The GBNF for a schema, converted once per distinct schema."""
+        """The GBNF for a schema, converted once per distinct schema; the newest GRAMMARS_KEPT are kept
+        (per-call schemas, such as a world's places in a plan, would otherwise grow the cache forever)."""
         key = json.dumps(schema, sort_keys=True)
-        if key not in self._grammars:
-            self._grammars[key] = json_schema_to_gbnf(schema)
-        return self._grammars[key]
+        if key in self._grammars:
+            self._grammars.move_to_end(key)
+            return self._grammars[key]
+        grammar = self._grammars[key] = json_schema_to_gbnf(schema)
+        while len(self._grammars) > GRAMMARS_KEPT:
+            self._grammars.popitem(last=False)
+        return grammar
 
     def request(
         self, messages: Sequence[Message], options: GenerateOptions, schema: dict[str, Any] | None
