@@ -260,7 +260,8 @@ class HeadlessWorld:
                 w.pos = step(w.pos, self._spot(w.target), self.config.walk_m_per_min * self.config.turn_min)
         a, b = talk.walkers
         if distance(a.pos, b.pos) > self.config.end_distance:
-            self.client.end(talk.session_id, "distance", day=self.day, time_of_day=self.time_of_day)
+            if talk.history:  # walked apart before a word was said: the server has no conversation to end
+                self.client.end(talk.session_id, "distance", day=self.day, time_of_day=self.time_of_day)
             self._finish(talk, "distance")
             return
         speaker, listener = talk.walkers[len(talk.history) % 2], talk.walkers[1 - len(talk.history) % 2]
@@ -276,12 +277,13 @@ class HeadlessWorld:
             self._finish(talk, reply.get("end_reason") or "model")
 
     def _finish(self, talk: Talk, reason: str) -> None:
-        self.report.end_reasons[reason] += 1
-        self.report.fallbacks += talk.fallbacks
         a, b = talk.walkers
-        self.report.conversations.append({"session_id": talk.session_id, "agents": [a.id, b.id],
-            "turns": len(talk.history), "end_reason": reason, "streamed": talk.stream,
-            "day": self.day, "time_of_day": self.time_of_day})  # fmt: skip
+        if talk.history:  # a pair that parted before a word was said held no conversation
+            self.report.end_reasons[reason] += 1
+            self.report.fallbacks += talk.fallbacks
+            self.report.conversations.append({"session_id": talk.session_id, "agents": [a.id, b.id],
+                "turns": len(talk.history), "end_reason": reason, "streamed": talk.stream,
+                "day": self.day, "time_of_day": self.time_of_day})  # fmt: skip
         for w in talk.walkers:
             w.talk = None
             w.cooldown_until = self.minute + self.config.cooldown_min
