@@ -17,6 +17,7 @@ from backend.api.protocol import ProtocolVersionMiddleware
 from backend.config import Settings, load_settings
 from backend.emotion.service import EmotionService
 from backend.events import LLM_CALL, EventBus, LLMCallPayload
+from backend.intention.service import IntentionService
 from backend.jobs.handlers import install as install_job_handlers
 from backend.jobs.runner import JobRunner
 from backend.llm.base import LLM, Embedder, find_layer
@@ -36,6 +37,7 @@ log = logging.getLogger("machi")
 ROUTERS = (
     "backend.api.conversation",
     "backend.api.agents",
+    "backend.api.intention",
     "backend.api.plan",
     "backend.api.health",
     "backend.api.llm_calls",
@@ -125,6 +127,9 @@ async def _running(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
         events=app.state.events,
         jobs=app.state.jobs,
         agents=app.state.agents,
+    )
+    app.state.intentions = IntentionService(
+        engine=engine, llm=app.state.llm, memory=app.state.memory, settings=settings
     )
     app.state.emotion = EmotionService(
         engine=engine, llm=app.state.llm, settings=settings, tasks=app.state.tasks, events=app.state.events

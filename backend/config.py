@@ -169,6 +169,14 @@ class Settings(BaseSettings):
     #: participants are evaluated by the emotion model after every line (for a cheap separate emotion model).
     emotion_from_turn: bool = True
 
+    # --- intentions (backend/intention: what an agent means to do, and what it told to whom) ---
+    # Importance of a whispered thought (POST /v1/agents/{id}/whisper): 8 or more is never evicted.
+    whisper_importance: int = Field(9, ge=1, le=10)
+    # A plan memory given through the memory API at least this important becomes an intention at once.
+    intention_from_importance: int = Field(8, ge=1, le=10)
+    # News heard this many game days ago or less is still passed on (and read by the morning revision).
+    tell_fresh_days: int = Field(2, ge=0, le=365)
+
     # --- conversation ---
     max_turns: int = Field(8, ge=2, le=64)
     turn_deadline_s: float = Field(20.0, gt=0, le=600)

@@ -18,6 +18,7 @@ from backend.world.models import DEFAULT_WORLD
 
 if TYPE_CHECKING:
     from backend.events import EventBus
+    from backend.intention.service import IntentionService
     from backend.memory.service import MemoryService
 
 WORLD_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -92,3 +93,10 @@ def get_events(request: Request) -> EventBus:
 
 
 EventsDep = Annotated["EventBus", Depends(get_events)]
+
+
+def get_intentions(request: Request) -> IntentionService:
+    return request.app.state.intentions
+
+
+IntentionsDep = Annotated["IntentionService", Depends(get_intentions)]

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Body, Path, Query, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 
-from backend.api.deps import MAX_OFFSET, MAX_ROW_ID, MemoryDep, WorldDep
+from backend.api.deps import MAX_OFFSET, MAX_ROW_ID, IntentionsDep, MemoryDep, WorldDep
 from backend.memory.models import (
     Memory,
     MemoryBatchCreate,
@@ -44,17 +44,23 @@ async def add_memories(
     agent_id: AgentId,
     world: WorldDep,
     memory: MemoryDep,
+    intentions: IntentionsDep,
     body: Annotated[
         dict[str, Any], Body(examples=[{"type": "observation", "content": "カフェでヒカリと話した"}])
     ],
 ) -> MemoryPublic | MemoryList:
-    """One memory `{type, content, ...}`, or a batch `{"memories": [...]}` of up to 1000."""
+    """One memory `{type, content, ...}`, or a batch `{"memories": [...]}` of up to 1000. A plan memory of
+    importance INTENTION_FROM_IMPORTANCE (8) or more also joins the agent's intentions at once."""
     batch = "memories" in body
     parsed = _parse(MemoryBatchCreate if batch else MemoryCreate, body)
     memory.require_agent(world, agent_id)
     if not batch:
-        return public(await memory.add(world, agent_id, parsed))
+        row = await memory.add(world, agent_id, parsed)
+        await intentions.note_memory(world, agent_id, parsed)
+        return public(row)
     rows = await memory.add_many(world, agent_id, parsed.memories)
+    for item in parsed.memories:
+        await intentions.note_memory(world, agent_id, item)
     return MemoryList(memories=[public(r) for r in rows], total=len(rows), limit=len(rows), offset=0)
 
 

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request
 
-from backend.api.deps import EventsDep, LLMDep, MemoryDep, SessionDep, WorldDep
+from backend.api.deps import EventsDep, IntentionsDep, LLMDep, MemoryDep, SessionDep, WorldDep
 from backend.planning import service
 from backend.planning.schemas import PlanNow, PlanPublic, PlanRequest
 from backend.world.schemas import ID_PATTERN
@@ -27,11 +27,13 @@ async def post_plan(
     llm: LLMDep,
     memory: MemoryDep,
     events: EventsDep,
+    intentions: IntentionsDep,
 ) -> PlanPublic:
-    """Generate the day's plan; with `time_of_day` (and a `reason`) replan the rest of the day."""
+    """Generate the day's plan; with `time_of_day` (and a `reason`) replan the rest of the day. The day's
+    first plan revises the agent's intentions; their appointments for the day are kept through replans."""
     emotion = getattr(request.app.state, "emotion", None)
     plan = await service.make_plan(
-        session, llm, memory, world, agent_id, body, events=events, emotion=emotion
+        session, llm, memory, world, agent_id, body, events=events, emotion=emotion, intentions=intentions
     )
     return service.plan_public(plan)
 
@@ -51,6 +53,9 @@ async def get_plan_now(
     llm: LLMDep,
     memory: MemoryDep,
     events: EventsDep,
+    intentions: IntentionsDep,
 ) -> PlanNow:
     """The current item, the next one and the target point of interest (a new day gets a plan first)."""
-    return await service.plan_now(session, llm, memory, world, agent_id, day, time_of_day, events=events)
+    return await service.plan_now(
+        session, llm, memory, world, agent_id, day, time_of_day, events=events, intentions=intentions
+    )

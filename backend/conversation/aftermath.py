@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: Tag of a listener's observation of a line that told it news (rated on its own).
+NEWS_TAG = "news"
 #: Lines of the conversation the emotion model reads.
 EMOTION_LINES = 8
 
@@ -160,6 +162,7 @@ class Aftermath:
         ids = sorted({str(line[role]) for line in lines for role in ("speaker_id", "partner_id")})
         agents = await asyncio.to_thread(self.memory.agents.read, self.engine, world_id, ids)
         items: dict[str, list[MemoryCreate]] = {}
+        news: dict[str, list[MemoryCreate]] = {}
         for line in lines:
             speaker, partner = agents.get(line["speaker_id"]), agents.get(line["partner_id"])
             if speaker is None or partner is None:
@@ -169,12 +172,16 @@ class Aftermath:
                     turn_jobs.has_observation, self.engine, world_id, agent.id, session_id, content
                 ):
                     continue
+                heard_news = bool(line.get("news")) and agent is partner
                 item = _observation(
-                    content, line.get("location_name"), int(line["day"]), float(line["time_of_day"])
-                )
-                items.setdefault(agent.id, []).append(item)
+                    content, line.get("location_name"), int(line["day"]), float(line["time_of_day"]),
+                    news=heard_news,
+                )  # fmt: skip
+                (news if heard_news else items).setdefault(agent.id, []).append(item)
         if items:  # both speakers' memories of the lines in one write
             await self.memory.add_for(world_id, items, session_id=session_id, rated_later=True)
+        if news:  # news the listener heard is rated on its own, not with the conversation's small talk
+            await self.memory.add_for(world_id, news, session_id=session_id)
 
     def ended(self, world_id: str, session_id: str, participants: list[str], reason: str, turns: int) -> None:
         if self.events is not None:
@@ -268,10 +275,15 @@ class Aftermath:
         self.emotion.schedule(me, lines=lines, cause=cause, day=day, time_of_day=time_of_day)
 
 
-def _observation(content: str, location: str | None, day: int, time_of_day: float) -> MemoryCreate:
-    """A participant's observation of a line (importance left to the background rating)."""
+def _observation(
+    content: str, location: str | None, day: int, time_of_day: float, *, news: bool = False
+) -> MemoryCreate:
+    """A participant's observation of a line (importance left to the background rating); news the listener
+    heard is tagged `news`, which keeps the conversation's own importance off it (see rate_lines)."""
     from backend.memory.models import MemoryCreate
+    from backend.memory.tags import memory_tags
 
     return MemoryCreate(
-        type="observation", content=content, location_name=location, day=day, time_of_day=time_of_day
-    )
+        type="observation", content=content, location_name=location, day=day, time_of_day=time_of_day,
+        tags=[*memory_tags(content), NEWS_TAG] if news else None,
+    )  # fmt: skip

@@ -41,12 +41,15 @@ class Participants(Protocol):
     agent_b: str
 
 
-def for_turn(session: Session, world_id: str, req: TurnRequest, reply: dict[str, Any]) -> list[Job]:
+def for_turn(
+    session: Session, world_id: str, req: TurnRequest, reply: dict[str, Any], *, news: bool = False
+) -> list[Job]:
     """The turn's observation job, added to its transaction (store.commit_turn adds the reflection jobs of a
     turn that ends the conversation).
 
     The line's observation job merges into the session's pending one when there is one (a busy runner then
-    stores several lines of a conversation in one run), so it may add no row of its own.
+    stores several lines of a conversation in one run), so it may add no row of its own. A line that told
+    the listener news (`news`) is flagged: the listener's memory of it is rated on its own.
     """
     line = {
         "turn_index": reply["turn_index"],
@@ -57,6 +60,8 @@ def for_turn(session: Session, world_id: str, req: TurnRequest, reply: dict[str,
         "day": req.day,
         "time_of_day": req.time_of_day,
     }
+    if news:  # the line told the listener something: its observation gets a rating of its own
+        line["news"] = True
     observe = new_job(
         world_id,
         OBSERVE,

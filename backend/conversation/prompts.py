@@ -15,6 +15,8 @@ from typing import Any
 from backend.conversation.rules import lang_key, line_text
 from backend.conversation.schemas import EMOTIONS
 from backend.gametime import format_clock
+from backend.intention.appointment import rebase
+from backend.intention.telling import Tellable
 from backend.world.models import Agent
 
 HISTORY_OPEN = "<<<TRANSCRIPT"
@@ -68,6 +70,10 @@ class TurnContext:
     emotion: dict[str, Any] | None = None
     #: Whether the reply also carries the speaker's feeling after the line (EMOTION_FROM_TURN).
     ask_feeling: bool = False
+    #: What is on the speaker's mind (its intentions, said from today), newest first.
+    intentions: list[str] = field(default_factory=list)
+    #: The first thing the speaker wants to tell and this partner has not heard yet.
+    tell: Tellable | None = None
 
 
 def system_message(speaker: Agent, language: str, *, ask_feeling: bool = False) -> str:
@@ -102,6 +108,11 @@ def moment_message(ctx: TurnContext) -> str:
         lines.append(f"What you know about {ctx.partner.name}: {ctx.person_summary}")
     if ctx.emotion:
         lines.append(f"How you feel right now: {ctx.emotion.get('label')} ({_strongest(ctx.emotion)})")
+    if ctx.intentions:
+        lines.append("What is on your mind today:")
+        lines.extend(f"- {line}" for line in ctx.intentions)
+    if ctx.tell is not None and not ctx.partner_said_farewell:
+        lines.append(tell_line(ctx))
     if ctx.memories:
         lines.append("What you remember that may matter:")
         lines.extend(f"- {memory}" for memory in ctx.memories)
@@ -117,6 +128,29 @@ def moment_message(ctx: TurnContext) -> str:
         lines.append("This is the last line of the conversation: wrap it up and say goodbye.")
     lines.append(f"Now reply with the JSON object for {ctx.speaker.name}'s next line.")
     return "\n".join(lines)
+
+
+def tell_text(ctx: TurnContext) -> str:
+    """The item to tell, its relative day words said from today."""
+    assert ctx.tell is not None
+    return rebase(ctx.tell.text, ctx.tell.written_day, ctx.day, ctx.language)
+
+
+def tell_line(ctx: TurnContext) -> str:
+    """The ask to tell the partner something it has not heard: one's own intention, or news passed on."""
+    assert ctx.tell is not None
+    partner, text = ctx.partner.name, tell_text(ctx)
+    if ctx.tell.own:
+        return (
+            f"You have not told {partner} this yet and want to: {text}\n"
+            f"Tell {partner} about it now in your own words (invite {partner} if it is an event)."
+        )
+    source = ctx.tell.heard_from or ctx.tell.origin_name
+    about = "" if ctx.tell.origin_name == source else f" (it is {ctx.tell.origin_name}'s news)"
+    return (
+        f"You heard this from {source}{about} and {partner} has not heard it yet: {text}\n"
+        f"Pass it on to {partner} now in your own words, saying who it comes from."
+    )
 
 
 def _strongest(emotion: dict[str, Any]) -> str:
@@ -159,6 +193,8 @@ def build_facts(ctx: TurnContext) -> dict[str, Any]:
         "max_turns": ctx.max_turns,
         "person_summary": ctx.person_summary,
         "emotion": ctx.emotion,
+        "intentions": list(ctx.intentions),
+        "tell": {**ctx.tell.facts(), "said": tell_text(ctx)} if ctx.tell is not None else None,
     }
 
 

@@ -32,6 +32,8 @@ from backend.conversation.schemas import (
 )
 from backend.errors import LLMError
 from backend.events import EventBus
+from backend.intention import service as intentions
+from backend.intention.telling import told_in
 from backend.jobs.models import Job
 from backend.jobs.runner import JobRunner
 from backend.llm.base import LLM, PRIORITY_TURN, GenerateOptions, find_layer
@@ -120,7 +122,7 @@ class ConversationService:
         """Validate against storage and build the turn's context (no model call, nothing stored)."""
         loop = asyncio.get_running_loop()
         prepared = PreparedTurn(world_id, req, loop.time() + self.settings.turn_deadline_s)
-        state, person_summary, feeling = await asyncio.to_thread(self._read_state, world_id, req)
+        state, person_summary, feeling, mind = await asyncio.to_thread(self._read_state, world_id, req)
         if state.stored_reply is not None:
             prepared.stored = state.stored_reply
             return prepared
@@ -147,6 +149,8 @@ class ConversationService:
             ),
             person_summary=person_summary,
             ask_feeling=self.emotion is not None and self.settings.emotion_from_turn,
+            intentions=mind.lines if mind else [],
+            tell=mind.tell if mind else None,
         )
         if feeling is not None:
             prepared.ctx.emotion = feeling.model_dump(mode="json")
@@ -154,14 +158,15 @@ class ConversationService:
 
     def _read_state(
         self, world_id: str, req: TurnRequest
-    ) -> tuple[store.TurnState, str | None, EmotionState | None]:
+    ) -> tuple[store.TurnState, str | None, EmotionState | None, intentions.TurnIntentions | None]:
         """Everything the turn reads from storage, in one session (one worker-thread hop): the agents, a
-        stored reply (retry), the plan item, what the speaker knows of the partner, and the speaker's
-        newest emotional state decayed to now (fire-and-forget evaluations land between turns)."""
+        stored reply (retry), the plan item, what the speaker knows of the partner, the speaker's
+        newest emotional state decayed to now (fire-and-forget evaluations land between turns), and its
+        intentions with the first thing it has not yet told the partner."""
         with Session(self.engine, expire_on_commit=False) as session:
             state = store.load_turn_state(session, world_id, req, self.memory.agents)
             if state.stored_reply is not None:
-                return state, None, None
+                return state, None, None, None
             speaker, partner = state.speaker, state.partner
             summary = self.memory.person_context(world_id, speaker.id, partner.id, session=session)
             feeling = (
@@ -169,7 +174,10 @@ class ConversationService:
                 if self.emotion is not None
                 else None
             )
-        return state, summary, feeling
+            mind = intentions.for_turn(
+                session, world_id, speaker, partner, day=req.day, fresh_days=self.settings.tell_fresh_days
+            )
+        return state, summary, feeling, mind
 
     async def _memories(
         self, world_id: str, speaker: Agent, partner: Agent, req: TurnRequest, partner_last: str | None
@@ -311,8 +319,9 @@ class ConversationService:
         result = self.compose(prepared, reply)
         line = f"{ctx.speaker.name}: {result['dialogue']}"
         jobs: list[Job] | None = [] if self.jobs is not None else None
+        told = self._told(prepared, result)
         stored, created = await asyncio.to_thread(
-            store.commit_turn, self.engine, prepared.world_id, req, result, line, ctx.language, jobs
+            store.commit_turn, self.engine, prepared.world_id, req, result, line, ctx.language, jobs, told
         )
         if created:
             if result["fallback"]:
@@ -337,6 +346,17 @@ class ConversationService:
                 if jobs is None:
                     await self._reflect_once(prepared.world_id, req.session_id)
         return stored
+
+    def _told(self, prepared: PreparedTurn, result: dict[str, Any]) -> intentions.Told | None:
+        """The record that this line told the partner the turn's item (a model line that says enough of it)."""
+        ctx, req = prepared.ctx, prepared.request
+        assert ctx is not None
+        if ctx.tell is None or result["fallback"] or not told_in(result["dialogue"], ctx.tell):
+            return None
+        return intentions.told_row(
+            prepared.world_id, req.agent_id, req.target_id, ctx.tell,
+            session_id=req.session_id, day=req.day, time_of_day=req.time_of_day,
+        )  # fmt: skip
 
     def _count_fallback(self) -> None:
         scheduler = find_scheduler(self.llm)

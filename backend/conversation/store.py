@@ -19,6 +19,7 @@ from backend.conversation.models import Conversation, Turn
 from backend.conversation.schemas import TurnRequest
 from backend.errors import Conflict, NotFound
 from backend.gametime import utcnow
+from backend.intention.models import Told
 from backend.jobs.models import Job
 from backend.memory.models import Memory
 from backend.planning.models import Plan
@@ -144,8 +145,11 @@ def commit_turn(
     transcript_line: str,
     language: str,
     jobs: list[Job] | None = None,
+    told: Told | None = None,
 ) -> tuple[dict[str, Any], bool]:
     """Store the turn and update its conversation in one transaction.
+
+    `told`: the line told the listener something (intention/telling.py); recorded with the turn, once.
 
     With `jobs` (a list to fill), the turn's background work is committed in the same transaction as the
     turn: the observation job, and the two reflection jobs when this turn ends the conversation (which then
@@ -166,8 +170,10 @@ def commit_turn(
                 conn.execute(_INSERT_TURN, values_of(_new_turn(world_id, req, reply, now)))
                 conv = _upsert_conversation(conn, world_id, req, reply, transcript_line, language, now)
                 added: list[Job] = []
+                if told is not None:
+                    _record_told(session, told)
                 if jobs is not None:
-                    added = turn_jobs.for_turn(session, world_id, req, reply)
+                    added = turn_jobs.for_turn(session, world_id, req, reply, news=told is not None)
                     if conv.ended and _claim_reflection(conn, world_id, req.session_id):
                         added += turn_jobs.reflection_jobs(session, world_id, conv)
                 session.commit()
@@ -180,6 +186,14 @@ def commit_turn(
                 return existing, False
             # The conversation row raced with another first turn; its row exists now, so try again.
     raise Conflict(f"could not store turn {reply['turn_index']} of {req.session_id!r}; retry")
+
+
+def _record_told(session: Session, told: Told) -> None:
+    """What was told to whom, once per (teller, listener, item): a second telling keeps the first record."""
+    key = (told.world_id, told.teller_id, told.listener_id, told.item_key)
+    if session.get(Told, key) is None:
+        session.add(Told.model_validate(told.model_dump()))
+        session.flush()
 
 
 _TURNS = Turn.__table__  # type: ignore[attr-defined]

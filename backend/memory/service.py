@@ -197,7 +197,9 @@ class MemoryService:
         todo = [
             row
             for row in rows.values()
-            if row.importance_source == "provisional" and row.session_id == session_id
+            if row.importance_source == "provisional"
+            and row.session_id == session_id
+            and "news" not in row.tags
         ]
         await self._set_importances(key, [(row, importance) for row in todo])
 

@@ -41,6 +41,7 @@ def build_facts(
     home: str | None,
     reason: str | None,
     kept: list[dict[str, Any]],
+    intentions: list[str] | None = None,
 ) -> dict[str, Any]:
     """The structured context of a plan call: persona, places, yesterday, and what matters lately."""
     reflections = memory.recent(agent.world_id, agent.id, limit=20, types=["reflection"])
@@ -75,6 +76,11 @@ def build_facts(
         "yesterday_reflections": [m.content for m in yesterday[:DEFAULT_REFLECTIONS]],
         "yesterday_plan": list(previous.items) if previous else [],
         "important_memories": [m.content for m in important],
+        "important_dated": [
+            {"content": m.content, "day": m.created_day, "time_of_day": m.created_time_of_day}
+            for m in important
+        ],
+        "intentions": list(intentions or []),
     }
 
 
@@ -101,6 +107,10 @@ def build_messages(facts: dict[str, Any]) -> list[Message]:
     ]
     lines += _section("Yesterday's reflections", facts["yesterday_reflections"])
     lines += _section("Yesterday's plan", [_item_line(it) for it in facts["yesterday_plan"]])
+    lines += _section(
+        "On the character's mind today (keep each appointment at its time and place)",
+        facts.get("intentions") or [],
+    )
     lines += _section("Important recent memories", facts["important_memories"])
     if facts["kept_items"]:
         lines += _section("Already done today (keep)", [_item_line(it) for it in facts["kept_items"]])

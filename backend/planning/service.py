@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -15,12 +16,19 @@ from backend.llm.base import LLM, PRIORITY_PLAN, GenerateOptions
 from backend.planning import prompts
 from backend.planning.models import Plan
 from backend.planning.schemas import PlanItem, PlanNow, PlanPublic, PlanReply, PlanRequest, plan_reply_for
-from backend.planning.validation import PlanUnrepairable, fallback_plan, plan_problems, repair_plan
+from backend.planning.validation import (
+    PlanUnrepairable,
+    fallback_plan,
+    keep_appointments,
+    plan_problems,
+    repair_plan,
+)
 from backend.world.models import Agent, PointOfInterest
 from backend.world.service import get_agent, list_pois, poi_public
 
 if TYPE_CHECKING:
     from backend.emotion.service import EmotionService
+    from backend.intention.service import IntentionService
     from backend.memory.service import MemoryService
 
 log = logging.getLogger(__name__)
@@ -74,11 +82,14 @@ async def make_plan(
     *,
     events: EventBus | None = None,
     emotion: EmotionService | None = None,
+    intentions: IntentionService | None = None,
 ) -> Plan:
     """Generate the day's plan, or with `time_of_day` and an existing plan, replan the rest of the day.
 
     Items that ended before `time_of_day` are kept (the one under way is cut there); the model plans the
-    rest. The result is always sound: repaired, re-asked once, or replaced by a safe fallback plan.
+    rest. The result is always sound: repaired, re-asked once, or replaced by a safe fallback plan. The
+    day's first plan revises the agent's intentions first (one model call); the prompt carries them, and
+    every appointment they hold for the day is kept at its time and place, through replans too.
 
     Raises:
         NotFound: unknown agent.
@@ -94,6 +105,7 @@ async def make_plan(
         kept = _items_before(existing.items, start)
     if start >= agent.sleep_hour and existing is not None:
         return existing  # the day is over: nothing left to replan
+    mind = await _intentions(intentions, agent, request.day, first=existing is None)
     facts = prompts.build_facts(
         session,
         memory,
@@ -104,6 +116,7 @@ async def make_plan(
         home=home,
         reason=request.reason,
         kept=kept,
+        intentions=mind,
     )
     # The model may take many seconds on a busy GPU: give the connection back to the pool meanwhile (what
     # was read stays usable, detached; storing the plan opens a new transaction).
@@ -113,6 +126,9 @@ async def make_plan(
     known = {p.id for p in pois}
     if plan_problems(full, known_pois=known, home=home, start=agent.wake_hour, end=agent.sleep_hour):
         full, source = _fallback(agent, pois, home, agent.wake_hour, agent.sleep_hour), "fallback"
+    if intentions is not None:
+        full, kept_repairs = await _keep_appointments(intentions, agent, pois, full, request.day, start)
+        repairs = [*repairs, *kept_repairs]
     plan = _store(session, world_id, agent_id, request, full, source, repairs)
     await _remember(memory, agent, plan, pois, start)
     _announce(agent, plan, request, events=events, emotion=emotion)
@@ -138,6 +154,31 @@ def _announce(
         emotion.schedule(
             agent, lines=[], cause=cause, day=plan.day, time_of_day=request.time_of_day or agent.wake_hour
         )
+
+
+async def _intentions(service: IntentionService | None, agent: Agent, day: int, *, first: bool) -> list[str]:
+    """The agent's intentions for the plan prompt; the day's first plan revises them first."""
+    if service is None:
+        return []
+    if first:
+        await service.revise(agent.world_id, agent, day=day, time_of_day=agent.wake_hour)
+    return (await asyncio.to_thread(service.get, agent.world_id, agent, day)).text.splitlines()
+
+
+async def _keep_appointments(
+    service: IntentionService,
+    agent: Agent,
+    pois: list[PointOfInterest],
+    items: list[PlanItem],
+    day: int,
+    start: float,
+) -> tuple[list[PlanItem], list[str]]:
+    """Every appointment the intentions hold for the day stays in the plan at its time and place."""
+    found = await asyncio.to_thread(service.appointments, agent, pois, day)
+    wanted = [(a.start, a.end, a.poi_id, a.what) for a in found if a.start >= start]
+    if not wanted:
+        return items, []
+    return keep_appointments(items, wanted, start=agent.wake_hour, end=agent.sleep_hour)
 
 
 def _items_before(items: list[dict[str, Any]], cut: float) -> list[dict[str, Any]]:
@@ -292,12 +333,22 @@ async def plan_now(
     time_of_day: float,
     *,
     events: EventBus | None = None,
+    intentions: IntentionService | None = None,
 ) -> PlanNow:
     """What the agent should do at (day, time_of_day) and where; a day without a plan gets one first."""
     agent = get_agent(session, world_id, agent_id)
     plan = stored_plan(session, world_id, agent_id, day)
     if plan is None:
-        plan = await make_plan(session, llm, memory, world_id, agent_id, PlanRequest(day=day), events=events)
+        plan = await make_plan(
+            session,
+            llm,
+            memory,
+            world_id,
+            agent_id,
+            PlanRequest(day=day),
+            events=events,
+            intentions=intentions,
+        )
     items = [PlanItem.model_validate(it) for it in plan.items]
     pois = {p.id: p for p in list_pois(session, world_id)}
     home = home_of(agent, list(pois.values()))

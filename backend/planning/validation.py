@@ -232,3 +232,36 @@ def fallback_plan(
     known = {pid for pid, _, _ in pois}
     repaired, _ = repair_plan(items, known_pois=known, home=home, start=start, end=end, language=language)
     return repaired
+
+
+def keep_appointments(
+    items: Sequence[PlanItem],
+    appointments: Sequence[tuple[float, float, str, str]],
+    *,
+    start: float,
+    end: float,
+) -> tuple[list[PlanItem], list[str]]:
+    """A sound plan with each appointment (start, end, poi_id, activity) in [start, end) kept at its time and
+    place: an item at that place already overlapping it stays; otherwise the appointment is put in, and the
+    items it covers are cut around it. Returns the plan and what was changed (empty when nothing was)."""
+    result = [item.model_dump() for item in items]
+    repairs: list[str] = []
+    for begin, finish, poi_id, activity in appointments:
+        begin, finish = max(begin, start), min(finish, end)
+        if finish - begin < MIN_ITEM_HOURS:
+            continue
+        if any(it["poi_id"] == poi_id and it["start"] < finish and it["end"] > begin for it in result):
+            continue
+        cut: list[dict[str, Any]] = []
+        for it in result:
+            if it["end"] <= begin or it["start"] >= finish:
+                cut.append(it)
+                continue
+            if it["start"] < begin - MIN_ITEM_HOURS:
+                cut.append({**it, "end": begin})
+            if it["end"] > finish + MIN_ITEM_HOURS:
+                cut.append({**it, "start": finish})
+        cut.append({"start": begin, "end": finish, "poi_id": poi_id, "activity": activity[:200]})
+        result = _fill_gaps(sorted(cut, key=lambda it: it["start"]), start, end, poi_id, activity, [])
+        repairs.append(f"appointment {format_clock(begin)}-{format_clock(finish)} at {poi_id!r} kept")
+    return [PlanItem.model_validate(it) for it in result], repairs

@@ -28,6 +28,7 @@ MODEL_MODULES = (
     "backend.council.models",
     "backend.llm.models",
     "backend.jobs.models",
+    "backend.intention.models",
 )
 
 

@@ -101,6 +101,9 @@ class AgentDetail(AgentPublic):
 
     current_plan_item: dict[str, Any] | None = None
     emotion: EmotionNow | None = None
+    #: What is on the agent's mind (its intentions, one a line, newest first; said from its last reported
+    #: day); empty when nothing is.
+    intentions: str = ""
 
 
 class PoiUpsert(BaseModel):

@@ -35,6 +35,8 @@ class WriterContext:
     messages: Sequence[Message]
     options: GenerateOptions
     schema: dict[str, Any] | None
+    #: The engine's SCRIPTED_SEED: what one writer decides for an agent, another decides the same way.
+    seed: int = 0
 
     @property
     def language(self) -> str:
@@ -149,7 +151,8 @@ class ScriptedLLM(LLM):
             if isinstance(queued, BaseException):
                 raise queued
             return queued if isinstance(queued, str) else json.dumps(queued, ensure_ascii=False)
-        ctx = WriterContext(options.facts, self._rng(messages, options, schema), messages, options, schema)
+        rng = self._rng(messages, options, schema)
+        ctx = WriterContext(options.facts, rng, messages, options, schema, self.seed)
         if schema is None:
             writer = self.writers.get(f"text:{options.purpose}") or self.writers.get("text")
             return str(writer(ctx)) if writer else _default_text(ctx)

@@ -9,10 +9,13 @@ speaking style) get です/ます endings.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from backend.emotion.plutchik import CALM_LABEL, INTENSITY_LABELS
+from backend.intention.appointment import find_hour
 from backend.llm.echo import prompt_lines
+from backend.llm.scripted import news
 from backend.llm.scripted.engine import WriterContext
 from backend.text import keywords, normalise
 
@@ -77,9 +80,7 @@ def _remarks(ctx: WriterContext) -> list[str]:
     if activity:
         out.append(f"このあと「{activity}」の予定{_end(ctx, 'なんです', 'なんだ')}。" if ctx.ja
                    else f"I'm planning to {activity} after this.")  # fmt: skip
-    for word in _fresh_words(" ".join(str(m) for m in facts.get("memories") or []), facts, limit=2):
-        out.append(f"そういえば、この前話した{word}のこと、覚えて{_end(ctx, 'います', 'る')}？" if ctx.ja
-                   else f"By the way, remember what we said about {word}?")  # fmt: skip
+    out.extend(_memory_remarks(ctx))
     persona = str((facts.get("speaker") or {}).get("persona") or "")
     for word in _fresh_words(persona, facts, limit=2):
         out.append(f"最近、{word}のことばかり考えて{_end(ctx, 'いるんです', 'るんだ')}。" if ctx.ja
@@ -90,6 +91,70 @@ def _remarks(ctx: WriterContext) -> list[str]:
         else "It feels like a good day today."
     )
     return out
+
+
+_HEARD_JA = re.compile(r"^(?P<name>.+?)が「(?P<line>.+)」と言った$")
+_HEARD_EN = re.compile(r'^(?P<name>.+?) told me: "(?P<line>.+)"$')
+_SAID = re.compile(r"^.+?に「.+」と話した$|^I told .+?: \".+\"$")
+
+
+def _short(text: str, limit: int = 36) -> str:
+    first = (news.sentences(text) or [text])[0].rstrip("。.!！?？")
+    return first if len(first) <= limit else first[:limit].rstrip() + "…"
+
+
+def _memory_remarks(ctx: WriterContext) -> list[str]:
+    """Remarks that say what a memory says (what someone told the speaker, something it thought), in words
+    taken from the memory; the speaker's own lines, plans and the partner's own words are left out."""
+    partner = str((ctx.facts.get("partner") or {}).get("name") or "")
+    out: list[str] = []
+    for memory in [str(m) for m in ctx.facts.get("memories") or []][:6]:
+        heard = _HEARD_JA.match(memory) or _HEARD_EN.match(memory)
+        if heard:
+            name, line = heard["name"], _short(heard["line"])
+            if name == partner or len(line) < 4:
+                continue
+            out.append(f"そういえば、{name}が「{line}」って言って{_end(ctx, 'いました', 'たよ')}。" if ctx.ja
+                       else f'By the way, {name} told me "{line}."')  # fmt: skip
+        elif not _SAID.match(memory) and not re.match(r"^(\d+日目の予定|Plan for day)", memory):
+            thought = _short(memory, 40)
+            if len(thought) >= 6:
+                out.append(f"最近、{thought}って思って{_end(ctx, 'いるんです', 'るんだ')}。" if ctx.ja
+                           else f"Lately I keep thinking: {thought}.")  # fmt: skip
+    return out[:3]
+
+
+def _tell(ctx: WriterContext, partner: str) -> str:
+    """The speaker's untold item said in words taken from it: its own news as an invitation, or passed on."""
+    item = ctx.facts.get("tell") or {}
+    said = str(item.get("said") or item.get("text") or "")
+    if not said:
+        return ""
+    if item.get("own", True):
+        return news.own_news(said, partner, ctx.ja)
+    return news.passed_on(said, str(item.get("origin_name") or ""), ctx.ja)
+
+
+def _clock(hour: float, ja: bool) -> str:
+    whole, half = int(hour), hour % 1 >= 0.5
+    if ja:
+        return f"{whole}時" + ("半" if half else "")
+    return f"{whole}:{'30' if half else '00'}"
+
+
+def _answer_invitation(ctx: WriterContext, last: str) -> tuple[str, str]:
+    """Accept, ask back or decline an invitation, as this character does for an event at that hour."""
+    me = str((ctx.facts.get("speaker") or {}).get("id") or "")
+    hour = find_hour(last)
+    clock = _clock(hour, ctx.ja) if hour is not None else ""
+    if news.likes(ctx.seed, me, last):
+        if ctx.rng.random() < 0.25:
+            return (f"楽しそう！{clock}からだよ{_end(ctx, 'ね。誰が来るんですか', 'ね、誰が来るの')}？" if ctx.ja
+                    else f"That sounds fun! {clock}, right? Who else is coming?"), "happy"  # fmt: skip
+        return (f"わあ、行きたい！{clock}だ{_end(ctx, 'ね、必ず行きます', 'ね、絶対行くよ')}。" if ctx.ja
+                else f"I'd love to! {clock}, right? I'll be there."), "happy"  # fmt: skip
+    return (f"ごめん、その時間は用事があって行けないかも。でも誘ってくれてありがとう{_end(ctx, 'ございます', '')}。"
+            if ctx.ja else "Sorry, I might be busy then. Thanks for telling me, though."), "sad"  # fmt: skip
 
 
 def _remark(ctx: WriterContext) -> str:
@@ -202,10 +267,13 @@ def write_turn(ctx: WriterContext) -> dict[str, Any]:
     last = str(facts.get("partner_last_line") or "")
     if turn == 0 or not last:
         greeting = _greeting(ctx, partner, float(facts.get("time_of_day") or 12.0))
-        return _reply(ctx, f"{greeting}{space}{_remark(ctx)}", "happy", False)
-    answer, emotion = _answer(ctx, last)
+        return _reply(ctx, f"{greeting}{space}{_tell(ctx, partner) or _remark(ctx)}", "happy", False)
+    answer, emotion = _answer_invitation(ctx, last) if news.is_invitation(last) else _answer(ctx, last)
+    tell = _tell(ctx, partner)
+    if tell:
+        answer = f"{answer}{space}{tell}"
     # The partner's line said back word for word is an echo the server re-asks: say something more.
-    if answer == last.strip() or ctx.rng.random() < 0.6:
+    elif answer == last.strip() or ctx.rng.random() < 0.6:
         answer = f"{answer}{space}{_remark(ctx)}"
     return _reply(ctx, answer, emotion, False)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from backend.llm.scripted import news
 from backend.llm.scripted.engine import WriterContext
 from backend.memory.topics import topics
 from backend.text import keywords, normalise
@@ -59,7 +60,9 @@ _MUNDANE = (
 
 def _rating(ctx: WriterContext, memory: str, kind: str | None) -> int:
     text = normalise(memory)
-    if any(word in text for word in _POIGNANT):
+    if news.is_invitation(memory):  # an event at a time: worth remembering (and acting on)
+        value = ctx.rng.randint(8, 9)
+    elif any(word in text for word in _POIGNANT):
         value = ctx.rng.randint(7, 9)
     elif any(word in text for word in _MUNDANE):
         value = ctx.rng.randint(1, 3)

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from backend.intention.appointment import Place, find_appointment
+from backend.llm.scripted import news
 from backend.llm.scripted.engine import WriterContext
+from backend.planning.schemas import PlanItem
+from backend.planning.validation import keep_appointments
 
 #: Activities by kind of place, Japanese and English; `{name}` is the place's name.
 ACTIVITIES: dict[str, tuple[list[str], list[str]]] = {
@@ -91,7 +95,41 @@ def write_plan(ctx: WriterContext) -> dict[str, Any]:
         items.append({"start": cursor, "end": finish, "poi_id": poi["id"], "activity": _activity(ctx, poi)})
         cursor = finish
     items.append({"start": cursor, "end": end, "poi_id": home, "activity": HOME_EVENING[lang]})
-    return {"items": [it for it in items if it["end"] > it["start"]]}
+    return {"items": _with_appointments(ctx, [it for it in items if it["end"] > it["start"]], start, end)}
+
+
+def _appointments(ctx: WriterContext) -> list[tuple[float, float, str, str]]:
+    """Appointments for the day in the intentions, and in important memories of events the character likes
+    (a time and a known place, Japanese or English)."""
+    facts, day = ctx.facts, int(ctx.facts.get("day") or 1)
+    places = [Place(str(p.get("id")), str(p.get("name") or p.get("id"))) for p in facts.get("pois", [])]
+    texts = [(str(line), day, 0.0) for line in facts.get("intentions") or []]
+    me = str(facts.get("agent_id") or "")
+    for memory in facts.get("important_dated") or []:
+        content = str(memory.get("content") or "")
+        if news.is_invitation(content) and news.likes(ctx.seed, me, content):
+            texts.append((content, int(memory.get("day") or day), float(memory.get("time_of_day") or 0.0)))
+    found = []
+    for text, written, hour in texts:
+        made = find_appointment(text, places, written_day=written, written_hour=hour)
+        if made is not None and made.day == day:
+            found.append((made.start, made.end, made.poi_id, _appointment_activity(ctx, made.poi_id, places)))
+    return found
+
+
+def _appointment_activity(ctx: WriterContext, poi_id: str, places: list[Place]) -> str:
+    name = next((p.name for p in places if p.id == poi_id), poi_id)
+    return f"{name}での約束に行く" if ctx.ja else f"keep an appointment at {name}"
+
+
+def _with_appointments(
+    ctx: WriterContext, items: list[dict[str, Any]], start: float, end: float
+) -> list[dict[str, Any]]:
+    wanted = [a for a in _appointments(ctx) if start <= a[0] < end]
+    if not wanted:
+        return items
+    kept, _ = keep_appointments([PlanItem.model_validate(it) for it in items], wanted, start=start, end=end)
+    return [it.model_dump() for it in kept]
 
 
 WRITERS = {"PlanReply": write_plan}

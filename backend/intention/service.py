@@ -1,0 +1,347 @@
+"""IntentionService: what each agent means to do (its "currently"), whispers, and what it told to whom.
+
+Intentions are a few short lines per agent, newest first. A whisper or an important plan memory (importance
+>= INTENTION_FROM_IMPORTANCE, given through the memory API) adds a line at once; the day's first plan revises
+them with one model call (purpose `intention`) from yesterday's lines, important memories and heard news.
+A turn reads them (the prompt carries them) together with the first thing the speaker has not yet told
+this partner; a line that says it is recorded as told (`Told`) in the turn's own transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from backend.config import Settings
+from backend.errors import LLMError
+from backend.gametime import utcnow
+from backend.intention import appointment as appt
+from backend.intention import prompts, telling
+from backend.intention.models import Intention, Told
+from backend.intention.schemas import (
+    MAX_LINE_CHARS,
+    MAX_LINES,
+    IntentionLine,
+    IntentionsPublic,
+    IntentionsReply,
+)
+from backend.llm.base import LLM, PRIORITY_PLAN, GenerateOptions
+from backend.logs import reason
+from backend.memory.models import MemoryCreate
+from backend.memory.service import MemoryService
+from backend.memory.tags import memory_tags
+from backend.world.models import Agent, PointOfInterest
+
+log = logging.getLogger(__name__)
+
+#: Memories at least this important go into the morning revision.
+REVISION_IMPORTANCE = 7
+REVISION_MEMORIES = 8
+
+
+@dataclass
+class TurnIntentions:
+    """What a turn's prompt carries of the speaker's mind: its intentions and one thing to tell."""
+
+    lines: list[str]
+    tell: telling.Tellable | None
+
+
+def one_line(text: str) -> str:
+    """An intention is one line of at most MAX_LINE_CHARS characters (cut at a sentence end when it can)."""
+    text = " ".join(text.split())
+    if len(text) <= MAX_LINE_CHARS:
+        return text
+    cut = text[:MAX_LINE_CHARS]
+    end = max(cut.rfind(mark) for mark in "。.!?！？")
+    return cut[: end + 1] if end >= MAX_LINE_CHARS // 2 else cut.rstrip()
+
+
+def public(
+    agent_id: str, row: Intention | None, today: int | None = None, language: str = "ja"
+) -> IntentionsPublic:
+    lines = list(row.lines) if row else []
+    shown = [
+        appt.rebase(str(line["text"]), int(line["day"]), today, language) if today else str(line["text"])
+        for line in lines
+    ]
+    return IntentionsPublic(
+        agent_id=agent_id,
+        text="\n".join(shown),
+        lines=[IntentionLine.model_validate(line) for line in lines],
+        revised_day=row.revised_day if row else None,
+    )
+
+
+def read(session: Session, world_id: str, agent_id: str) -> Intention | None:
+    return session.get(Intention, (world_id, agent_id))
+
+
+def heard_rows(session: Session, world_id: str, listener_id: str) -> list[Told]:
+    return list(session.exec(select(Told).where(Told.world_id == world_id, Told.listener_id == listener_id)))
+
+
+def forget_agent(session: Session, world_id: str, agent_id: str) -> None:
+    """A deleted agent's intentions and every telling it was part of go with it."""
+    row = read(session, world_id, agent_id)
+    if row is not None:
+        session.delete(row)
+    told = select(Told).where(
+        Told.world_id == world_id, (Told.teller_id == agent_id) | (Told.listener_id == agent_id)
+    )
+    for record in session.exec(told):
+        session.delete(record)
+    session.commit()
+
+
+def known_keys(session: Session, world_id: str, listener_id: str) -> set[str]:
+    """Keys of everything the listener was told (by anyone)."""
+    query = select(Told.item_key).where(Told.world_id == world_id, Told.listener_id == listener_id)
+    return set(session.exec(query))
+
+
+def agent_names(session: Session, world_id: str, ids: Sequence[str]) -> dict[str, str]:
+    if not ids:
+        return {}
+    query = select(Agent.id, Agent.name).where(Agent.world_id == world_id, col(Agent.id).in_(list(ids)))
+    return dict(session.exec(query).all())
+
+
+def for_turn(
+    session: Session, world_id: str, speaker: Agent, partner: Agent, *, day: int, fresh_days: int
+) -> TurnIntentions:
+    """The speaker's intentions said from `day`, and the first item the partner has not heard."""
+    row = read(session, world_id, speaker.id)
+    lines = list(row.lines) if row else []
+    heard = heard_rows(session, world_id, speaker.id)
+    names = agent_names(
+        session, world_id, sorted({r.origin_id for r in heard} | {r.teller_id for r in heard})
+    )
+    places = [
+        appt.Place(p.id, p.name)
+        for p in session.exec(select(PointOfInterest).where(PointOfInterest.world_id == world_id))
+    ]
+    items = telling.candidates(
+        speaker.id, speaker.name, lines, heard, names, places=places, today=day, fresh_days=fresh_days
+    )
+    tell = None
+    if items:
+        untold = telling.untold(items, partner.id, known_keys(session, world_id, partner.id))
+        tell = untold[0] if untold else None
+    shown = [appt.rebase(str(line["text"]), int(line["day"]), day, speaker.language) for line in lines]
+    return TurnIntentions(shown, tell)
+
+
+def told_row(
+    world_id: str,
+    teller_id: str,
+    listener_id: str,
+    item: telling.Tellable,
+    *,
+    session_id: str,
+    day: int,
+    time_of_day: float,
+) -> Told:
+    return Told(
+        world_id=world_id,
+        teller_id=teller_id,
+        listener_id=listener_id,
+        item_key=item.key,
+        origin_id=item.origin_id,
+        text=item.text,
+        written_day=item.written_day,
+        session_id=session_id,
+        day=day,
+        time_of_day=time_of_day,
+    )
+
+
+def appointments(row: Intention | None, pois: Sequence[PointOfInterest], day: int) -> list[appt.Appointment]:
+    """The appointments on `day` the agent's intentions hold (a time and a known place), earliest first."""
+    places = [appt.Place(p.id, p.name) for p in pois]
+    found: dict[tuple[int, float, str], appt.Appointment] = {}
+    for line in row.lines if row else []:
+        hour_of = float(line.get("time_of_day") or 0.0)
+        made = appt.find_appointment(
+            str(line["text"]), places, written_day=int(line["day"]), written_hour=hour_of
+        )
+        if made is not None and made.day == day:
+            found.setdefault(made.key(), made)
+    return sorted(found.values(), key=lambda a: a.start)
+
+
+class IntentionService:
+    """Built once in create_app's lifespan and kept at `app.state.intentions`."""
+
+    def __init__(self, *, engine: Engine, llm: LLM, memory: MemoryService, settings: Settings) -> None:
+        self.engine = engine
+        self.llm = llm
+        self.memory = memory
+        self.settings = settings
+
+    # --- reading ---
+    def get(self, world_id: str, agent: Agent, today: int | None = None) -> IntentionsPublic:
+        with Session(self.engine) as session:
+            return public(agent.id, read(session, world_id, agent.id), today, agent.language)
+
+    def appointments(self, agent: Agent, pois: Sequence[PointOfInterest], day: int) -> list[appt.Appointment]:
+        """The appointments the agent's intentions hold for `day`, each said from that day."""
+        with Session(self.engine) as session:
+            row = read(session, agent.world_id, agent.id)
+        return [
+            replace(found, what=appt.rebase(found.what, found.written_day, day, agent.language))
+            for found in appointments(row, pois, day)
+        ]
+
+    # --- changing at once ---
+    def add_line(
+        self, world_id: str, agent_id: str, text: str, *, day: int, time_of_day: float, source: str
+    ) -> Intention:
+        """Put a line first (a line already held moves up), keeping at most MAX_LINES."""
+        text = one_line(text)
+        with Session(self.engine, expire_on_commit=False) as session:
+            row = read(session, world_id, agent_id) or Intention(world_id=world_id, agent_id=agent_id)
+            kept = [line for line in row.lines if line.get("text") != text]
+            new = {"text": text, "day": day, "time_of_day": time_of_day, "source": source}
+            row.lines = [new, *kept][:MAX_LINES]
+            row.updated_at = utcnow()
+            session.add(row)
+            session.commit()
+            return row
+
+    async def whisper(
+        self, world_id: str, agent: Agent, text: str, *, day: int, time_of_day: float
+    ) -> tuple[int | None, Intention]:
+        """The agent's own high-importance thought: a memory, and its intentions' first line."""
+        thought = MemoryCreate(
+            type="reflection",
+            content=text,
+            importance=self.settings.whisper_importance,
+            tags=[*memory_tags(text), "whisper"],
+            day=day,
+            time_of_day=time_of_day,
+        )
+        memory_id: int | None = None
+        try:
+            memory_id = (await self.memory.add(world_id, agent.id, thought)).id
+        except LLMError as exc:  # a remote embedder can fail; the intention still stands
+            log.warning("whisper memory for %s not stored: %s", agent.id, reason(exc))
+        row = await asyncio.to_thread(
+            self.add_line, world_id, agent.id, text, day=day, time_of_day=time_of_day, source="whisper"
+        )
+        return memory_id, row
+
+    async def note_memory(self, world_id: str, agent_id: str, item: MemoryCreate) -> None:
+        """A plan memory given through the memory API that matters enough changes the intentions at once."""
+        if item.type == "plan" and (item.importance or 0) >= self.settings.intention_from_importance:
+            await asyncio.to_thread(
+                self.add_line,
+                world_id,
+                agent_id,
+                item.content,
+                day=item.day,
+                time_of_day=item.time_of_day,
+                source="memory",
+            )
+
+    # --- the morning revision ---
+    async def revise(self, world_id: str, agent: Agent, *, day: int, time_of_day: float) -> Intention | None:
+        """Once per game day (the day's first plan): the model rewrites the intentions from yesterday's
+        lines, important memories and heard news. A failed call keeps the lines as they are."""
+        facts = await asyncio.to_thread(self._revision_facts, world_id, agent, day)
+        if facts is None:
+            return None
+        options = GenerateOptions(
+            purpose="intention",
+            priority=PRIORITY_PLAN,
+            world_id=world_id,
+            agent_id=agent.id,
+            language=agent.language,
+            facts=facts,
+        )
+        try:
+            reply = await self.llm.generate_json(
+                prompts.build_messages(facts), IntentionsReply, options=options
+            )
+        except LLMError as exc:
+            log.warning("intentions of %s not revised for day %d: %s", agent.id, day, reason(exc))
+            return await asyncio.to_thread(self._mark_revised, world_id, agent.id, day, None, time_of_day)
+        return await asyncio.to_thread(
+            self._mark_revised, world_id, agent.id, day, reply.intentions, time_of_day
+        )
+
+    def _revision_facts(self, world_id: str, agent: Agent, day: int) -> dict[str, Any] | None:
+        with Session(self.engine) as session:
+            row = read(session, world_id, agent.id)
+            if row is not None and row.revised_day is not None and row.revised_day >= day:
+                return None
+            heard = heard_rows(session, world_id, agent.id)
+            names = agent_names(
+                session, world_id, sorted({r.origin_id for r in heard} | {r.teller_id for r in heard})
+            )
+        important = [
+            m
+            for m in self.memory.recent(
+                world_id, agent.id, limit=REVISION_MEMORIES, min_importance=REVISION_IMPORTANCE
+            )
+            if day - m.created_day <= self.settings.tell_fresh_days
+        ]
+        fresh = [r for r in heard if day - r.day <= self.settings.tell_fresh_days and r.origin_id != agent.id]
+        previous = list(row.lines) if row else []
+        return {
+            "agent_id": agent.id,
+            "name": agent.name,
+            "language": agent.language,
+            "persona": agent.backstory,
+            "day": day,
+            "max_lines": MAX_LINES,
+            "previous": [appt.rebase(str(x["text"]), int(x["day"]), day, agent.language) for x in previous],
+            "previous_lines": previous,
+            "important": [prompts.dated(m.content, m.created_day, m.created_time_of_day) for m in important],
+            "important_memories": [
+                {"content": m.content, "day": m.created_day, "time_of_day": m.created_time_of_day}
+                for m in important
+            ],
+            "heard": [
+                prompts.dated(
+                    f"{names.get(r.teller_id, r.teller_id)}: {appt.rebase(r.text, r.written_day, day, agent.language)}"
+                    + (f" ({names.get(r.origin_id, r.origin_id)})" if r.origin_id != r.teller_id else ""),
+                    r.day,
+                    r.time_of_day,
+                )
+                for r in fresh
+            ],
+            "heard_items": [
+                {
+                    "text": r.text,
+                    "written_day": r.written_day,
+                    "origin_id": r.origin_id,
+                    "origin_name": names.get(r.origin_id, r.origin_id),
+                    "key": r.item_key,
+                }
+                for r in fresh
+            ],  # fmt: skip
+        }
+
+    def _mark_revised(
+        self, world_id: str, agent_id: str, day: int, lines: list[str] | None, time_of_day: float
+    ) -> Intention:
+        with Session(self.engine, expire_on_commit=False) as session:
+            row = read(session, world_id, agent_id) or Intention(world_id=world_id, agent_id=agent_id)
+            if lines is not None:
+                texts = list(dict.fromkeys(one_line(text) for text in lines if text.strip()))
+                row.lines = [
+                    {"text": text, "day": day, "time_of_day": time_of_day, "source": "morning"}
+                    for text in texts[:MAX_LINES]
+                ]
+            row.revised_day = day
+            row.updated_at = utcnow()
+            session.add(row)
+            session.commit()
+            return row

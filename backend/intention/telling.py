@@ -1,0 +1,98 @@
+"""What an agent wants to tell a partner it has not told yet, and whether a line told it. Pure functions.
+
+An item is one of the speaker's own intention lines, or news it heard (a `Told` row where it was the
+listener) within `fresh_days`. Each item has a key from whose news it is and its words, so that an agent
+tells each person once, nobody is told their own news, and a listener who already heard it (from anyone)
+is not told again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from backend.intention import appointment as appt
+from backend.text import normalise, token_set
+
+#: Share of an item's words a line must say for the item to count as told.
+TOLD_COVERAGE = 0.4
+
+
+@dataclass(frozen=True)
+class Tellable:
+    """Something the speaker may tell: its own intention (`origin_id` is the speaker) or heard news."""
+
+    key: str
+    text: str
+    origin_id: str
+    origin_name: str
+    written_day: int
+    #: Who the speaker heard it from (None for its own intention).
+    heard_from: str | None = None
+
+    @property
+    def own(self) -> bool:
+        return self.heard_from is None
+
+    def facts(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "text": self.text,
+            "origin_id": self.origin_id,
+            "origin_name": self.origin_name,
+            "written_day": self.written_day,
+            "own": self.own,
+            "heard_from": self.heard_from,
+        }
+
+
+def item_key(origin_id: str, text: str, places: Sequence[appt.Place] = (), *, written_day: int = 1) -> str:
+    """The same news from the same origin has the same key, whoever passes it on and whatever the day: an
+    appointment is keyed by its day, hour and place (明日の19時 on day 1 is 今日の19時 on day 2)."""
+    found = appt.find_appointment(text, places, written_day=written_day, written_hour=0.0) if places else None
+    what = f"{found.day}|{found.start:g}|{found.poi_id}" if found else normalise(text).strip()
+    return hashlib.sha1(f"{origin_id}\n{what}".encode()).hexdigest()[:24]
+
+
+def candidates(
+    speaker_id: str,
+    speaker_name: str,
+    intention_lines: Sequence[dict[str, Any]],
+    heard: Iterable[Any],
+    names: dict[str, str],
+    *,
+    places: Sequence[appt.Place] = (),
+    today: int,
+    fresh_days: int,
+) -> list[Tellable]:
+    """The speaker's items, own intentions first (newest first), then news heard within `fresh_days`."""
+    out: list[Tellable] = []
+    for line in intention_lines:
+        text = str(line.get("text") or "").strip()
+        if text:
+            day = int(line.get("day") or today)
+            key = item_key(speaker_id, text, places, written_day=day)
+            out.append(Tellable(key, text, speaker_id, speaker_name, day))
+    for row in sorted(heard, key=lambda r: (-r.day, -r.time_of_day)):
+        if today - row.day > fresh_days or row.origin_id == speaker_id:
+            continue
+        origin = names.get(row.origin_id, row.origin_id)
+        teller = names.get(row.teller_id, row.teller_id)
+        out.append(Tellable(row.item_key, row.text, row.origin_id, origin, row.written_day, teller))
+    seen: set[str] = set()
+    return [t for t in out if not (t.key in seen or seen.add(t.key))]  # type: ignore[func-returns-value]
+
+
+def untold(items: Sequence[Tellable], partner_id: str, known_keys: set[str]) -> list[Tellable]:
+    """Items the partner has not heard (from this speaker or anyone) and that are not its own news."""
+    return [t for t in items if t.origin_id != partner_id and t.key not in known_keys]
+
+
+def told_in(line: str, item: Tellable) -> bool:
+    """Whether `line` says enough of `item` to count as telling it (Japanese by character bigrams)."""
+    want = token_set(item.text)
+    if not want:
+        return False
+    return len(want & token_set(line)) / len(want) >= TOLD_COVERAGE
