@@ -20,6 +20,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "backend.council.cli",
     "backend.protocol.cli",
     "backend.simulate.cli",
+    "backend.simulate.scenario_cli",
+    "backend.intention.cli",
 )
 
 

@@ -176,6 +176,8 @@ class Settings(BaseSettings):
     intention_from_importance: int = Field(8, ge=1, le=10)
     # News heard this many game days ago or less is still passed on (and read by the morning revision).
     tell_fresh_days: int = Field(2, ge=0, le=365)
+    # News an agent heard is passed on only when its memory of it was rated at least this important.
+    pass_on_importance: int = Field(7, ge=1, le=10)
 
     # --- conversation ---
     max_turns: int = Field(8, ge=2, le=64)

@@ -7,9 +7,9 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from backend.api.agents import AgentId
-from backend.api.deps import IntentionsDep, MemoryDep, WorldDep
-from backend.intention.schemas import IntentionsPublic, WhisperRequest, WhisperResult
-from backend.intention.service import public
+from backend.api.deps import IntentionsDep, MemoryDep, SessionDep, WorldDep
+from backend.intention.schemas import IntentionsPublic, ToldList, ToldPublic, WhisperRequest, WhisperResult
+from backend.intention.service import public, told_rows
 from backend.memory.models import MAX_DAY
 
 router = APIRouter(prefix="/v1", tags=["intention"])
@@ -44,3 +44,13 @@ def get_intentions(
     """What is on the agent's mind, newest first (empty when nothing is)."""
     agent = memory.require_agent(world, agent_id)
     return intentions.get(world, agent, day)
+
+
+@router.get("/agents/{agent_id}/told", response_model=ToldList)
+def get_told(agent_id: AgentId, world: WorldDep, memory: MemoryDep, session: SessionDep) -> ToldList:
+    """Who the agent told what (its own intentions and news it passed on), and what it heard from whom."""
+    memory.require_agent(world, agent_id)
+    rows = told_rows(session, world, agent_id)
+    told = [ToldPublic.model_validate(r, from_attributes=True) for r in rows if r.teller_id == agent_id]
+    heard = [ToldPublic.model_validate(r, from_attributes=True) for r in rows if r.listener_id == agent_id]
+    return ToldList(agent_id=agent_id, told=told, heard=heard)

@@ -95,6 +95,9 @@ class PurposeStats(BaseModel):
     latency_p50_ms: float
     latency_p95_ms: float
     latency_mean_ms: float
+    #: Tokens over the window, as the provider reported them (the prompt's own count where it did not).
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
 
 
 class LLMStats(BaseModel):
@@ -121,15 +124,19 @@ def call_stats(
             col(LLMCall.latency_ms),
             col(LLMCall.repaired),
             col(LLMCall.error),
+            col(LLMCall.prompt_tokens),
+            col(LLMCall.prompt_tokens_counted),
+            col(LLMCall.completion_tokens),
         )
         .where(col(LLMCall.world_id) == world, col(LLMCall.created_at) >= since)
         .order_by(col(LLMCall.id).desc())
         .limit(STATS_ROWS)
     ).all()
-    by_purpose: dict[str, list[tuple[bool, float, bool, bool]]] = {}
-    for purpose, ok, latency, repaired, error in rows:
+    by_purpose: dict[str, list[tuple[bool, float, bool, bool, int, int]]] = {}
+    for purpose, ok, latency, repaired, error, prompt, counted, completion in rows:
         invalid = bool(error) and str(error).startswith(INVALID_PREFIX)
-        by_purpose.setdefault(purpose, []).append((ok, latency, bool(repaired), invalid))
+        tokens = (int(prompt or counted or 0), int(completion or 0))
+        by_purpose.setdefault(purpose, []).append((ok, latency, bool(repaired), invalid, *tokens))
     turns = session.exec(
         select(col(Turn.fallback), func.count())
         .where(Turn.world_id == world, col(Turn.created_at) >= since)
@@ -146,7 +153,7 @@ def call_stats(
     )
 
 
-def _purpose_stats(purpose: str, calls: list[tuple[bool, float, bool, bool]]) -> PurposeStats:
+def _purpose_stats(purpose: str, calls: list[tuple[bool, float, bool, bool, int, int]]) -> PurposeStats:
     latencies = sorted(call[1] for call in calls)
 
     def at(q: float) -> float:
@@ -161,6 +168,8 @@ def _purpose_stats(purpose: str, calls: list[tuple[bool, float, bool, bool]]) ->
         latency_p50_ms=at(0.5),
         latency_p95_ms=at(0.95),
         latency_mean_ms=round(sum(latencies) / len(latencies), 2),
+        prompt_tokens=sum(call[4] for call in calls),
+        completion_tokens=sum(call[5] for call in calls),
     )
 
 

@@ -32,8 +32,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: Tag of a listener's observation of a line that told it news (rated on its own).
-NEWS_TAG = "news"
 #: Lines of the conversation the emotion model reads.
 EMOTION_LINES = 8
 
@@ -280,7 +278,7 @@ def _observation(
 ) -> MemoryCreate:
     """A participant's observation of a line (importance left to the background rating); news the listener
     heard is tagged `news`, which keeps the conversation's own importance off it (see rate_lines)."""
-    from backend.memory.models import MemoryCreate
+    from backend.memory.models import NEWS_TAG, MemoryCreate
     from backend.memory.tags import memory_tags
 
     return MemoryCreate(

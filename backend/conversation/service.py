@@ -175,7 +175,13 @@ class ConversationService:
                 else None
             )
             mind = intentions.for_turn(
-                session, world_id, speaker, partner, day=req.day, fresh_days=self.settings.tell_fresh_days
+                session,
+                world_id,
+                speaker,
+                partner,
+                day=req.day,
+                fresh_days=self.settings.tell_fresh_days,
+                pass_on_importance=self.settings.pass_on_importance,
             )
         return state, summary, feeling, mind
 

@@ -20,7 +20,8 @@ SYSTEM = (
     "something, worries. Keep every time and place of an appointment it will keep, said from today "
     "(today, tomorrow, or day N). Drop what is over or no longer matters. First person, {language}.\n"
     "Reply with a JSON object with one field:\n"
-    "- intentions: one to {max_lines} short items, the most important first, each one sentence in {language}"
+    "- intentions: up to {max_lines} short items, the most important first, each one sentence in {language}; "
+    "none when nothing in particular is on the character's mind"
 )
 
 

@@ -15,12 +15,13 @@ MAX_LINE_CHARS = 160
 
 
 class IntentionsReply(BaseModel):
-    """The model's reply for purpose `intention`: what is on the character's mind today, one item a line."""
+    """The model's reply for purpose `intention`: what is on the character's mind today, one item a line
+    (none when nothing in particular is)."""
 
     model_config = ConfigDict(extra="ignore")
     intentions: list[
         Annotated[str, AfterValidator(clean_text), Field(min_length=2, max_length=MAX_LINE_CHARS)]
-    ] = Field(min_length=1, max_length=MAX_LINES)
+    ] = Field(max_length=MAX_LINES)
 
 
 class WhisperRequest(BaseModel):
@@ -66,3 +67,23 @@ class WhisperResult(BaseModel):
     agent_id: str
     memory_id: int | None
     intentions: IntentionsPublic
+
+
+class ToldPublic(BaseModel):
+    """One telling: `teller_id` told `listener_id` the item `text` (whose news it is: `origin_id`)."""
+
+    teller_id: str
+    listener_id: str
+    origin_id: str
+    text: str
+    session_id: str | None
+    day: int
+    time_of_day: float
+
+
+class ToldList(BaseModel):
+    """What an agent told others and what it heard, oldest first."""
+
+    agent_id: str
+    told: list[ToldPublic]
+    heard: list[ToldPublic]

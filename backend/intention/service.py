@@ -33,7 +33,7 @@ from backend.intention.schemas import (
 )
 from backend.llm.base import LLM, PRIORITY_PLAN, GenerateOptions
 from backend.logs import reason
-from backend.memory.models import MemoryCreate
+from backend.memory.models import NEWS_TAG, Memory, MemoryCreate
 from backend.memory.service import MemoryService
 from backend.memory.tags import memory_tags
 from backend.world.models import Agent, PointOfInterest
@@ -87,6 +87,16 @@ def heard_rows(session: Session, world_id: str, listener_id: str) -> list[Told]:
     return list(session.exec(select(Told).where(Told.world_id == world_id, Told.listener_id == listener_id)))
 
 
+def told_rows(session: Session, world_id: str, agent_id: str) -> list[Told]:
+    """Every telling the agent took part in (as teller or listener), oldest first."""
+    query = (
+        select(Told)
+        .where(Told.world_id == world_id, (Told.teller_id == agent_id) | (Told.listener_id == agent_id))
+        .order_by(col(Told.day), col(Told.time_of_day), col(Told.created_at))
+    )
+    return list(session.exec(query))
+
+
 def forget_agent(session: Session, world_id: str, agent_id: str) -> None:
     """A deleted agent's intentions and every telling it was part of go with it."""
     row = read(session, world_id, agent_id)
@@ -100,9 +110,11 @@ def forget_agent(session: Session, world_id: str, agent_id: str) -> None:
     session.commit()
 
 
-def known_keys(session: Session, world_id: str, listener_id: str) -> set[str]:
-    """Keys of everything the listener was told (by anyone)."""
-    query = select(Told.item_key).where(Told.world_id == world_id, Told.listener_id == listener_id)
+def known_keys(session: Session, world_id: str, agent_id: str) -> set[str]:
+    """Keys of everything the agent knows: what it was told (by anyone) and what it told others."""
+    query = select(Told.item_key).where(
+        Told.world_id == world_id, (Told.listener_id == agent_id) | (Told.teller_id == agent_id)
+    )
     return set(session.exec(query))
 
 
@@ -113,13 +125,41 @@ def agent_names(session: Session, world_id: str, ids: Sequence[str]) -> dict[str
     return dict(session.exec(query).all())
 
 
+def news_importance(session: Session, world_id: str, agent_id: str, sessions: set[str]) -> dict[str, int]:
+    """Per conversation, the importance the agent's own memory of the news heard there was rated."""
+    if not sessions:
+        return {}
+    query = select(Memory.session_id, Memory.importance, Memory.tags).where(
+        Memory.world_id == world_id,
+        Memory.agent_id == agent_id,
+        Memory.type == "observation",
+        col(Memory.session_id).in_(sorted(sessions)),
+    )
+    found: dict[str, int] = {}
+    for session_id, importance, tags in session.exec(query):
+        if NEWS_TAG in (tags or []) and session_id:
+            found[session_id] = max(found.get(session_id, 0), int(importance))
+    return found
+
+
 def for_turn(
-    session: Session, world_id: str, speaker: Agent, partner: Agent, *, day: int, fresh_days: int
+    session: Session,
+    world_id: str,
+    speaker: Agent,
+    partner: Agent,
+    *,
+    day: int,
+    fresh_days: int,
+    pass_on_importance: int = 1,
 ) -> TurnIntentions:
-    """The speaker's intentions said from `day`, and the first item the partner has not heard."""
+    """The speaker's intentions said from `day`, and the first item the partner has not heard. News the
+    speaker heard is passed on only when its memory of it was rated at least `pass_on_importance`."""
     row = read(session, world_id, speaker.id)
     lines = list(row.lines) if row else []
     heard = heard_rows(session, world_id, speaker.id)
+    if heard and pass_on_importance > 1:
+        rated = news_importance(session, world_id, speaker.id, {r.session_id for r in heard if r.session_id})
+        heard = [r for r in heard if rated.get(r.session_id or "", 0) >= pass_on_importance]
     names = agent_names(
         session, world_id, sorted({r.origin_id for r in heard} | {r.teller_id for r in heard})
     )

@@ -49,11 +49,16 @@ class Tellable:
 
 
 def item_key(origin_id: str, text: str, places: Sequence[appt.Place] = (), *, written_day: int = 1) -> str:
-    """The same news from the same origin has the same key, whoever passes it on and whatever the day: an
-    appointment is keyed by its day, hour and place (明日の19時 on day 1 is 今日の19時 on day 2)."""
+    """The same news has the same key, whoever passes it on and whatever the day: an event is keyed by its
+    day, hour and place alone (明日の19時 on day 1 is 今日の19時 on day 2, and a guest who invites a friend
+    to the host's party tells of the same event); other news by whose it is and its words."""
     found = appt.find_appointment(text, places, written_day=written_day, written_hour=0.0) if places else None
-    what = f"{found.day}|{found.start:g}|{found.poi_id}" if found else normalise(text).strip()
-    return hashlib.sha1(f"{origin_id}\n{what}".encode()).hexdigest()[:24]
+    what = (
+        f"event|{found.day}|{found.start:g}|{found.poi_id}"
+        if found
+        else f"{origin_id}\n{normalise(text).strip()}"
+    )
+    return hashlib.sha1(what.encode()).hexdigest()[:24]
 
 
 def candidates(

@@ -18,6 +18,9 @@ MemoryType = Literal["observation", "reflection", "plan"]
 #: Stable small integers for the in-memory index (the table stores the names).
 TYPE_CODES: dict[str, int] = {"observation": 0, "reflection": 1, "plan": 2}
 MAX_BATCH = 1000
+#: Tag of a listener's memory of a line that told it news: rated on its own (not with the conversation's
+#: small talk) and passed on when rated important (backend/intention).
+NEWS_TAG = "news"
 #: Game days accepted on the wire (the world and plan APIs use the same bound).
 MAX_DAY = 1_000_000
 

@@ -23,7 +23,7 @@ from backend.llm.base import LLM, Embedder
 from backend.memory import jobs as memory_jobs
 from backend.memory import person, ranking, reflection, stream, triggers, writer
 from backend.memory.cache import IndexCache, Key
-from backend.memory.models import Memory, MemoryCreate, PersonMemory, ScoredMemory, Search
+from backend.memory.models import NEWS_TAG, Memory, MemoryCreate, PersonMemory, ScoredMemory, Search
 from backend.memory.notify import MemoryEvents
 from backend.memory.tags import memory_tags
 from backend.memory.triggers import TurnAsk
@@ -199,7 +199,7 @@ class MemoryService:
             for row in rows.values()
             if row.importance_source == "provisional"
             and row.session_id == session_id
-            and "news" not in row.tags
+            and NEWS_TAG not in row.tags
         ]
         await self._set_importances(key, [(row, importance) for row in todo])
 

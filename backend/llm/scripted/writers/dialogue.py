@@ -27,7 +27,7 @@ _SAD_WORDS = ("疲れ", "悲し", "寂し", "つらい", "落ち込", "tired", "
 #: Words too common to make a topic of (including the ones these templates themselves use, so the
 #: partner's echo of a template never becomes the next topic).
 _COMMON = frozenset(
-    "一番 今日 明日 昨日 最近 本当 時間 自分 前話 話 今度 一緒 thing things lately today really "
+    "一番 今日 明日 昨日 最近 本当 時間 自分 前話 話 話題 絶対 今度 一緒 thing things lately today really "
     "something wait sounds great nice remember planning hello morning evening didn't talking "
     "tomorrow alright about think thinking feels stop".split()
 )
@@ -85,11 +85,7 @@ def _remarks(ctx: WriterContext) -> list[str]:
     for word in _fresh_words(persona, facts, limit=2):
         out.append(f"最近、{word}のことばかり考えて{_end(ctx, 'いるんです', 'るんだ')}。" if ctx.ja
                    else f"Lately I can't stop thinking about {word}.")  # fmt: skip
-    out.append(
-        f"今日はいい日になりそう{_end(ctx, 'です', 'だね')}。"
-        if ctx.ja
-        else "It feels like a good day today."
-    )
+    out.append(_small_talk(ctx))
     return out
 
 
@@ -112,12 +108,13 @@ def _memory_remarks(ctx: WriterContext) -> list[str]:
         heard = _HEARD_JA.match(memory) or _HEARD_EN.match(memory)
         if heard:
             name, line = heard["name"], _short(heard["line"])
-            if name == partner or len(line) < 4:
+            if name == partner or len(line) < 10:  # "うんうん、わかるよ" is not worth passing on
                 continue
             out.append(f"そういえば、{name}が「{line}」って言って{_end(ctx, 'いました', 'たよ')}。" if ctx.ja
                        else f'By the way, {name} told me "{line}."')  # fmt: skip
         elif not _SAID.match(memory) and not re.match(r"^(\d+日目の予定|Plan for day)", memory):
-            thought = _short(memory, 40)
+            # The sentence that says most (a reflection opens with whom it was: "公園で蓮と話した。").
+            thought = _short(max(news.sentences(memory) or [memory], key=len), 40)
             if len(thought) >= 6:
                 out.append(f"最近、{thought}って思って{_end(ctx, 'いるんです', 'るんだ')}。" if ctx.ja
                            else f"Lately I keep thinking: {thought}.")  # fmt: skip
@@ -157,11 +154,50 @@ def _answer_invitation(ctx: WriterContext, last: str) -> tuple[str, str]:
             if ctx.ja else "Sorry, I might be busy then. Thanks for telling me, though."), "sad"  # fmt: skip
 
 
+#: Small talk by time of day (morning, afternoon, evening), when nothing else is left to say.
+_SMALL_TALK = {
+    "ja": (
+        [
+            "今日はいい日になりそう{だね}。",
+            "朝の空気って気持ちいい{よね}。",
+            "今朝はちょっと寝坊しちゃった{んだ}。",
+        ],
+        ["お昼、何を食べようか迷ってる{んだ}。", "午後はのんびりしたい{な}。", "今日は日差しが強い{ね}。"],
+        ["今日もあっという間だった{ね}。", "夕焼けがきれいだった{ね}。", "夜は少し冷えそう{だね}。"],
+    ),
+    "en": (
+        ["It feels like a good day today.", "The morning air is lovely.", "I almost overslept this morning."],
+        ["I can't decide what to have for lunch.", "I'd like a slow afternoon.", "The sun is strong today."],
+        ["The day went by so fast.", "Did you see the sunset?", "It might get chilly tonight."],
+    ),
+}
+_POLITE_ENDS = {
+    "{だね}": "ですね",
+    "{よね}": "ですよね",
+    "{んだ}": "んです",
+    "{な}": "です",
+    "{ね}": "ですね",
+}
+_CASUAL_ENDS = {"{だね}": "だね", "{よね}": "よね", "{んだ}": "んだ", "{な}": "な", "{ね}": "ね"}
+
+
+def _small_talk(ctx: WriterContext) -> str:
+    hour = float(ctx.facts.get("time_of_day") or 12.0)
+    part = 0 if hour < 11 else (1 if hour < 17 else 2)
+    line = str(ctx.pick(_SMALL_TALK[ctx.language][part]))
+    for mark, end in (_POLITE_ENDS if _polite(ctx.facts) else _CASUAL_ENDS).items():
+        line = line.replace(mark, end)
+    return line
+
+
 def _remark(ctx: WriterContext) -> str:
     """One remark not yet said in this conversation (so the talk moves on instead of looping)."""
     said = " ".join(str(line) for line in ctx.facts.get("history") or [])
     fresh = [r for r in _remarks(ctx) if r not in said]
-    return str(ctx.pick(fresh or _remarks(ctx)))
+    # What a memory says comes first: it is this speaker's own and changes through the day (the place and
+    # the plan are the same for everyone there, and a town of them would say the same line all day).
+    remembered = [r for r in _memory_remarks(ctx) if r in fresh]
+    return str(ctx.pick(remembered or fresh or _remarks(ctx)))
 
 
 def _answer(ctx: WriterContext, last: str) -> tuple[str, str]:
@@ -191,8 +227,12 @@ def _goodbye(ctx: WriterContext, partner: str, leaving: bool) -> str:
     if ctx.ja:
         if leaving and activity:
             # Half the time without a goodbye phrase: the talk then ends by the model's own choice ("model").
-            return f"あ、そろそろ「{activity}」の時間だ。{partner}、" + ctx.pick(
-                ["またね！", "行かなくちゃ！"]
+            head = ctx.pick([f"あ、そろそろ「{activity}」の時間だ。", f"いけない、このあと「{activity}」なんだった。",
+                             f"もうこんな時間！「{activity}」に行かないと。"])  # fmt: skip
+            return (
+                head
+                + f"{partner}、"
+                + ctx.pick(["またね！", "行かなくちゃ！", "また話そうね！", "ごめん、もう行くね。"])
             )
         return str(
             ctx.pick(
@@ -204,9 +244,9 @@ def _goodbye(ctx: WriterContext, partner: str, leaving: bool) -> str:
             )
         )
     if leaving and activity:
-        return f"Oh, it's almost time to {activity}. " + ctx.pick(
-            [f"See you, {partner}!", f"I have to run, {partner}!"]
-        )
+        head = ctx.pick([f"Oh, it's almost time to {activity}.", f"Oops, I still have to {activity}.",
+                         f"Look at the time! I need to {activity}."])  # fmt: skip
+        return head + " " + ctx.pick([f"See you, {partner}!", f"I have to run, {partner}!", "Talk later!"])
     return str(
         ctx.pick(
             [
@@ -269,12 +309,8 @@ def write_turn(ctx: WriterContext) -> dict[str, Any]:
         greeting = _greeting(ctx, partner, float(facts.get("time_of_day") or 12.0))
         return _reply(ctx, f"{greeting}{space}{_tell(ctx, partner) or _remark(ctx)}", "happy", False)
     answer, emotion = _answer_invitation(ctx, last) if news.is_invitation(last) else _answer(ctx, last)
-    tell = _tell(ctx, partner)
-    if tell:
-        answer = f"{answer}{space}{tell}"
-    # The partner's line said back word for word is an echo the server re-asks: say something more.
-    elif answer == last.strip() or ctx.rng.random() < 0.6:
-        answer = f"{answer}{space}{_remark(ctx)}"
+    # Something to tell, else a remark: a bare "うんうん、わかるよ" is what a whole town would say all day.
+    answer = f"{answer}{space}{_tell(ctx, partner) or _remark(ctx)}"
     return _reply(ctx, answer, emotion, False)
 
 

@@ -1,6 +1,6 @@
 """Scripted writer for the morning revision of intentions (`IntentionsReply`, backend/intention/prompts.py):
 yesterday's lines that still matter (said from today), then the events the character heard of and likes,
-each with its time and place; a character with nothing on its mind thinks of its day."""
+each with its time and place; nothing when nothing in particular is on its mind."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ from typing import Any
 from backend.intention.appointment import find_hour, rebase
 from backend.llm.scripted import news
 from backend.llm.scripted.engine import WriterContext
-
-_NOTHING = ("今日も自分のペースで過ごしたい", "Take the day at my own pace")
 
 
 def _still_ahead(text: str, today: int) -> bool:
@@ -42,7 +40,7 @@ def write_intentions(ctx: WriterContext) -> dict[str, Any]:
             lines.append(_heard_line(ctx, item, today))
     lines = list(dict.fromkeys(line for line in lines if line.strip()))
     limit = int(facts.get("max_lines") or 4)
-    return {"intentions": lines[:limit] or [_NOTHING[0 if ctx.ja else 1]]}
+    return {"intentions": lines[:limit]}
 
 
 WRITERS = {"IntentionsReply": write_intentions}

@@ -1,0 +1,80 @@
+"""`machi scenario party [--town demo] [--seed 1] [--server URL]`: the party scenario (scenario.py).
+
+It loads the town into a fresh world of its own (`party-<id>`) on the configured database, so the figures
+are this run's and no other world is touched; without `--server` it serves the configured app in-process
+(same database, same model: `LLM_PROVIDER=llamacpp machi scenario party` runs it on a real model).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import uuid
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+from backend.config import Settings
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    scenario = subparsers.add_parser("scenario", help="run an evaluation scenario of the town")
+    sub = scenario.add_subparsers(dest="scenario", required=True)
+    party = sub.add_parser(
+        "party", help="a host's party: does the news travel, and who comes? (two game days)"
+    )
+    party.add_argument("--town", default="demo", help="bundled town to load (default: demo)")
+    party.add_argument("--seed", type=int, default=1, help="seed of the stand-in world (default 1)")
+    party.add_argument("--server", help="URL of a running server (default: start one in-process)")
+    party.add_argument("--api-key", help="the server's MACHI_API_KEY (default: the configured one)")
+    party.add_argument("--json", type=Path, help="also write the figures as JSON to this file")
+    party.set_defaults(func=_party)
+
+
+def load_town(client: Any, town: str) -> None:
+    """Put the bundled town's places and agents into the client's world through the API."""
+    from backend.world.demo import bundled_world
+
+    doc = bundled_world(town)
+    for poi in doc["pois"]:
+        client.put_poi(poi["id"], {k: v for k, v in poi.items() if k != "id"})
+    for agent in doc["agents"]:
+        client.put_agent(agent["id"], {k: v for k, v in agent.items() if k != "id"})
+
+
+def run(url: str, town: str, *, seed: int, api_key: str | None, progress: Any = None) -> dict[str, Any]:
+    from backend.simulate import load_client_package, scenario
+    from backend.world.demo import bundled_world
+
+    machi_client = load_client_package()
+    world_id = f"party-{uuid.uuid4().hex[:8]}"
+    with machi_client.MachiClient(url, api_key=api_key, world_id=world_id, seed=seed) as client:
+        load_town(client, town)
+    party = scenario.party_for(town, bundled_world(town).get("scenarios", {}).get("party"))
+    report = scenario.run_party(url, party, seed=seed, api_key=api_key, world_id=world_id, progress=progress)
+    return {"town": town, "world_id": world_id, "seed": seed, **report}
+
+
+def _party(args: argparse.Namespace, settings: Settings) -> int:
+    from backend.simulate import scenario
+
+    api_key = args.api_key or (settings.machi_api_key.get_secret_value() if settings.machi_api_key else None)
+    if args.server:
+        serving: Any = nullcontext(args.server)
+    else:
+        from backend.simulate.server import ServerThread
+
+        serving = ServerThread(settings)
+    with serving as url:
+        report = run(
+            url,
+            args.town,
+            seed=args.seed,
+            api_key=api_key,
+            progress=lambda text: print(text, file=sys.stderr),
+        )
+    print(scenario.render(report))
+    if args.json:
+        args.json.write_text(json.dumps(report, ensure_ascii=False, indent=2), encoding="utf-8")
+    return 0
