@@ -27,7 +27,7 @@ _SAD_WORDS = ("疲れ", "悲し", "寂し", "つらい", "落ち込", "tired", "
 #: Words too common to make a topic of (including the ones these templates themselves use, so the
 #: partner's echo of a template never becomes the next topic).
 _COMMON = frozenset(
-    "一番 今日 明日 昨日 最近 本当 時間 自分 前話 話 話題 絶対 今度 一緒 thing things lately today really "
+    "一番 今日 明日 昨日 最近 本当 時間 自分 前話 話 話題 絶対 今朝 今夜 今度 一緒 thing things lately today really "
     "something wait sounds great nice remember planning hello morning evening didn't talking "
     "tomorrow alright about think thinking feels stop".split()
 )
@@ -105,6 +105,8 @@ def _memory_remarks(ctx: WriterContext) -> list[str]:
     partner = str((ctx.facts.get("partner") or {}).get("name") or "")
     out: list[str] = []
     for memory in [str(m) for m in ctx.facts.get("memories") or []][:6]:
+        if news.is_invitation(memory):
+            continue  # an event is told (once per person, see intention/telling.py), not mused about
         heard = _HEARD_JA.match(memory) or _HEARD_EN.match(memory)
         if heard:
             name, line = heard["name"], _short(heard["line"])

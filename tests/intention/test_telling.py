@@ -1,0 +1,105 @@
+"""Telling: each new partner hears an intention once, the listener remembers it as important news, and
+passes it on; the scripted engine says it in words taken from the memory."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from backend.llm.scripted import ScriptedLLM
+from tests.conftest import drain
+from tests.intention.helpers import talk, town, whisper
+
+
+def _dialogue_prompts(scripted: ScriptedLLM, speaker: str) -> list[str]:
+    return [
+        "\n".join(str(m["content"]) for m in call.messages)
+        for call in scripted.calls("dialogue")
+        if call.options.agent_id == speaker
+    ]
+
+
+def test_an_intention_is_told_to_a_new_partner_once(client: TestClient, scripted: ScriptedLLM) -> None:
+    town(client)
+    whisper(client)
+    first = talk(client, "aoi", "hikari", "s1", 4)
+    drain(client)
+    # Said in words taken from the intention, as an invitation.
+    assert "明日の19時に公園で花火大会を開く" in first[0] and "来ない" in first[0]
+    told = client.get("/v1/agents/aoi/told").json()
+    assert [(t["listener_id"], t["origin_id"], t["day"]) for t in told["told"]] == [("hikari", "aoi", 1)]
+
+    scripted.history.clear()
+    again = talk(client, "aoi", "hikari", "s2", 4, hour=15.0)
+    drain(client)
+    assert not any("花火" in line for line in again if line.startswith("葵"))
+    assert not any("You have not told ひかり" in p for p in _dialogue_prompts(scripted, "aoi"))
+    assert len(client.get("/v1/agents/aoi/told").json()["told"]) == 1
+
+    talk(client, "aoi", "ren", "s3", 2, hour=16.0)
+    drain(client)
+    assert {t["listener_id"] for t in client.get("/v1/agents/aoi/told").json()["told"]} == {"hikari", "ren"}
+
+
+def test_the_listener_remembers_it_as_important_news(client: TestClient) -> None:
+    town(client)
+    whisper(client)
+    talk(client, "aoi", "hikari", "s1", 4)
+    drain(client)
+    memories = client.get("/v1/agents/hikari/memories", params={"q": "花火"}).json()["memories"]
+    news = [m for m in memories if "news" in m["tags"]]
+    assert len(news) == 1 and news[0]["content"].startswith("葵が「")
+    assert news[0]["importance"] >= 8 and news[0]["importance_source"] == "model"
+    # Its rating is its own: the conversation's small talk did not overwrite it.
+    others = [m for m in client.get("/v1/agents/hikari/memories", params={"limit": 50}).json()["memories"]
+              if m["type"] == "observation" and "news" not in m["tags"]]  # fmt: skip
+    assert others and all(m["importance_source"] == "model" for m in others)
+
+
+def test_news_is_passed_on_and_nobody_is_told_their_own(client: TestClient) -> None:
+    town(client)
+    whisper(client)
+    talk(client, "aoi", "hikari", "s1", 4)
+    drain(client)
+    passed = talk(client, "hikari", "ren", "s2", 4, hour=12.0)
+    drain(client)
+    assert "葵が「" in passed[0] and "花火大会" in passed[0]
+    heard = client.get("/v1/agents/ren/told").json()["heard"]
+    assert [(h["teller_id"], h["origin_id"]) for h in heard] == [("hikari", "aoi")]
+    # The host is not told her own party; ren, who heard it, is not told again by the host.
+    back = talk(client, "ren", "aoi", "s3", 4, hour=13.0)
+    drain(client)
+    assert not any(line.startswith("蓮") and "花火" in line for line in back)
+    assert {t["listener_id"] for t in client.get("/v1/agents/aoi/told").json()["told"]} == {"hikari"}
+
+
+def test_unimportant_news_is_not_passed_on(client: TestClient) -> None:
+    town(client)
+    whisper(client, text="図書館の本を全部読みたい")  # no event: rated as ordinary talk, not passed on
+    talk(client, "aoi", "hikari", "s1", 4)
+    drain(client)
+    assert client.get("/v1/agents/aoi/told").json()["told"]
+    passed = talk(client, "hikari", "ren", "s2", 4, hour=12.0)
+    drain(client)
+    assert not any("図書館の本を全部" in line for line in passed)
+    assert client.get("/v1/agents/ren/told").json()["heard"] == []
+
+
+def test_scripted_lines_never_repeat_within_a_conversation(client: TestClient) -> None:
+    town(client)
+    whisper(client)
+    for index, (a, b) in enumerate([("aoi", "hikari"), ("hikari", "ren"), ("ren", "emma"), ("aoi", "ren")]):
+        lines = talk(client, a, b, f"v{index}", 8, hour=9.0 + index)
+        drain(client)
+        said = [line.split(": ", 1)[1] for line in lines]
+        assert len(said) == len(set(said)), lines
+
+
+def test_a_real_model_line_that_does_not_say_it_is_not_recorded(
+    client: TestClient, scripted: ScriptedLLM
+) -> None:
+    town(client)
+    whisper(client)
+    scripted.enqueue({"dialogue": "こんにちは、ひかりさん。いい天気ですね。", "emotion": "happy",
+                      "is_conversation_end": False, "feeling": "喜び"}, purpose="dialogue")  # fmt: skip
+    talk(client, "aoi", "hikari", "s1", 1)
+    assert client.get("/v1/agents/aoi/told").json()["told"] == []
