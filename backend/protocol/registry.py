@@ -18,6 +18,7 @@ from backend.conversation.schemas import (
     TurnRequest,
     TurnResult,
 )
+from backend.intention.schemas import IntentionsPublic, WhisperRequest, WhisperResult
 from backend.memory.models import (
     MemoryBatchCreate,
     MemoryCreate,
@@ -86,6 +87,9 @@ PROTOCOL_MODELS: tuple[WireModel, ...] = (
     WireModel(RetrieveResponse, "reply", "POST /v1/agents/{agent_id}/memories/retrieve"),
     WireModel(ReflectRequest, "request", "POST /v1/agents/{agent_id}/reflect"),
     WireModel(ReflectResponse, "reply", "POST /v1/agents/{agent_id}/reflect"),
+    WireModel(WhisperRequest, "request", "POST /v1/agents/{agent_id}/whisper"),
+    WireModel(WhisperResult, "reply", "POST /v1/agents/{agent_id}/whisper"),
+    WireModel(IntentionsPublic, "reply", "GET /v1/agents/{agent_id}/intentions"),
 )
 
 

@@ -16,6 +16,8 @@
 //    var errorBody = ErrorBody.FromJson(jsonString);
 //    var errorInfo = ErrorInfo.FromJson(jsonString);
 //    var healthPublic = HealthPublic.FromJson(jsonString);
+//    var intentionLine = IntentionLine.FromJson(jsonString);
+//    var intentionsPublic = IntentionsPublic.FromJson(jsonString);
 //    var memoryBatchCreate = MemoryBatchCreate.FromJson(jsonString);
 //    var memoryCreate = MemoryCreate.FromJson(jsonString);
 //    var memoryList = MemoryList.FromJson(jsonString);
@@ -41,6 +43,8 @@
 //    var turnRequest = TurnRequest.FromJson(jsonString);
 //    var turnReset = TurnReset.FromJson(jsonString);
 //    var turnResult = TurnResult.FromJson(jsonString);
+//    var whisperRequest = WhisperRequest.FromJson(jsonString);
+//    var whisperResult = WhisperResult.FromJson(jsonString);
 
 namespace Machi.Protocol
 {
@@ -78,6 +82,9 @@ namespace Machi.Protocol
 
         [JsonProperty("id")]
         public string Id { get; set; }
+
+        [JsonProperty("intentions", NullValueHandling = NullValueHandling.Ignore)]
+        public string Intentions { get; set; }
 
         [JsonProperty("language", NullValueHandling = NullValueHandling.Ignore)]
         public Language? Language { get; set; }
@@ -1029,6 +1036,79 @@ namespace Machi.Protocol
         public long TurnIndex { get; set; }
     }
 
+    /// <summary>
+    /// Body of `POST /v1/agents/{agent_id}/whisper`: a thought put in the agent's mind (the
+    /// paper's inner
+    /// voice). Stored as the agent's own high-importance memory; its intentions take it at once.
+    /// </summary>
+    public partial class WhisperRequest
+    {
+        /// <summary>
+        /// game day now (relative words like 明日 are read from it)
+        /// </summary>
+        [JsonProperty("day", NullValueHandling = NullValueHandling.Ignore)]
+        public long? Day { get; set; }
+
+        /// <summary>
+        /// the thought, in the agent's language
+        /// </summary>
+        [JsonProperty("text")]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter2))]
+        public string Text { get; set; }
+
+        /// <summary>
+        /// game hour now
+        /// </summary>
+        [JsonProperty("time_of_day", NullValueHandling = NullValueHandling.Ignore)]
+        [JsonConverter(typeof(FluffyMinMaxValueCheckConverter))]
+        public double? TimeOfDay { get; set; }
+    }
+
+    public partial class WhisperResult
+    {
+        [JsonProperty("agent_id")]
+        public string AgentId { get; set; }
+
+        [JsonProperty("intentions")]
+        public IntentionsPublic Intentions { get; set; }
+
+        [JsonProperty("memory_id")]
+        public long? MemoryId { get; set; }
+    }
+
+    /// <summary>
+    /// An agent's intentions, newest first; `text` is the lines joined as the prompts carry them.
+    /// </summary>
+    public partial class IntentionsPublic
+    {
+        [JsonProperty("agent_id")]
+        public string AgentId { get; set; }
+
+        [JsonProperty("lines")]
+        public List<IntentionLine> Lines { get; set; }
+
+        [JsonProperty("revised_day")]
+        public long? RevisedDay { get; set; }
+
+        [JsonProperty("text")]
+        public string Text { get; set; }
+    }
+
+    public partial class IntentionLine
+    {
+        [JsonProperty("day")]
+        public long Day { get; set; }
+
+        [JsonProperty("source")]
+        public string Source { get; set; }
+
+        [JsonProperty("text")]
+        public string Text { get; set; }
+
+        [JsonProperty("time_of_day")]
+        public double TimeOfDay { get; set; }
+    }
+
     public enum CouncilRole { Member, Moderator };
 
     public enum Language { En, Ja };
@@ -1106,6 +1186,16 @@ namespace Machi.Protocol
     public partial class HealthPublic
     {
         public static HealthPublic FromJson(string json) => JsonConvert.DeserializeObject<HealthPublic>(json, Machi.Protocol.Converter.Settings);
+    }
+
+    public partial class IntentionLine
+    {
+        public static IntentionLine FromJson(string json) => JsonConvert.DeserializeObject<IntentionLine>(json, Machi.Protocol.Converter.Settings);
+    }
+
+    public partial class IntentionsPublic
+    {
+        public static IntentionsPublic FromJson(string json) => JsonConvert.DeserializeObject<IntentionsPublic>(json, Machi.Protocol.Converter.Settings);
     }
 
     public partial class MemoryBatchCreate
@@ -1233,6 +1323,16 @@ namespace Machi.Protocol
         public static TurnResult FromJson(string json) => JsonConvert.DeserializeObject<TurnResult>(json, Machi.Protocol.Converter.Settings);
     }
 
+    public partial class WhisperRequest
+    {
+        public static WhisperRequest FromJson(string json) => JsonConvert.DeserializeObject<WhisperRequest>(json, Machi.Protocol.Converter.Settings);
+    }
+
+    public partial class WhisperResult
+    {
+        public static WhisperResult FromJson(string json) => JsonConvert.DeserializeObject<WhisperResult>(json, Machi.Protocol.Converter.Settings);
+    }
+
     public static class Serialize
     {
         public static string ToJson(this AgentDetail self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
@@ -1247,6 +1347,8 @@ namespace Machi.Protocol
         public static string ToJson(this ErrorBody self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this ErrorInfo self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this HealthPublic self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
+        public static string ToJson(this IntentionLine self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
+        public static string ToJson(this IntentionsPublic self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this MemoryBatchCreate self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this MemoryCreate self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this MemoryList self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
@@ -1272,6 +1374,8 @@ namespace Machi.Protocol
         public static string ToJson(this TurnRequest self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this TurnReset self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this TurnResult self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
+        public static string ToJson(this WhisperRequest self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
+        public static string ToJson(this WhisperResult self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
     }
 
     internal static class Converter
@@ -2259,5 +2363,33 @@ namespace Machi.Protocol
         }
 
         public static readonly EndReasonConverter Singleton = new EndReasonConverter();
+    }
+
+    internal class MinMaxLengthCheckConverter2 : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(string);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            var value = serializer.Deserialize<string>(reader);
+            if (value.Length >= 1 && value.Length <= 160)
+            {
+                return value;
+            }
+            throw new Exception("Cannot unmarshal type string");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (string)untypedValue;
+            if (value.Length >= 1 && value.Length <= 160)
+            {
+                serializer.Serialize(writer, value);
+                return;
+            }
+            throw new Exception("Cannot marshal type string");
+        }
+
+        public static readonly MinMaxLengthCheckConverter2 Singleton = new MinMaxLengthCheckConverter2();
     }
 }
