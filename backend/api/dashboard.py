@@ -23,6 +23,7 @@ from starlette.types import Scope
 from backend import __version__
 from backend.api.deps import WORLD_ID, SessionDep
 from backend.conversation.models import Conversation
+from backend.intention import service as intention
 from backend.planning.service import plan_public, stored_plan
 from backend.security.keys import VIEWER, KeyRing, request_role
 from backend.world.models import DEFAULT_WORLD, Agent, PointOfInterest
@@ -211,7 +212,26 @@ def agent_page(
         "plan": plan_public(plan).model_dump(mode="json") if plan else None,
     }
     home = session.get(PointOfInterest, (resolved, agent.home_poi)) if agent and agent.home_poi else None
-    return _page(request, "agent.html", world, agent=agent, home=home, boot=boot)
+    mind = _mind(session, resolved, agent, shown_day) if resolved and agent else None
+    return _page(request, "agent.html", world, agent=agent, home=home, boot=boot, mind=mind)
+
+
+def _mind(session: Session, world_id: str, agent: Agent, day: int) -> dict[str, Any]:
+    """The agent's intentions (said from the shown day) and who it told what, who told it what."""
+    rows = intention.told_rows(session, world_id, agent.id)
+    names = intention.agent_names(
+        session,
+        world_id,
+        sorted({r.teller_id for r in rows} | {r.listener_id for r in rows} | {r.origin_id for r in rows}),
+    )
+    public = intention.public(agent.id, intention.read(session, world_id, agent.id), day, agent.language)
+    return {
+        "lines": [line for line in public.text.splitlines() if line],
+        "told": [{"who": names.get(r.listener_id, r.listener_id), "text": r.text, "day": r.day, "time": r.time_of_day}
+                 for r in rows if r.teller_id == agent.id],
+        "heard": [{"who": names.get(r.teller_id, r.teller_id), "origin": names.get(r.origin_id, r.origin_id),
+                   "text": r.text, "day": r.day, "time": r.time_of_day} for r in rows if r.listener_id == agent.id],
+    }  # fmt: skip
 
 
 @router.get("/conversations", response_class=HTMLResponse)
