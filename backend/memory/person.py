@@ -301,17 +301,30 @@ def context(
         return None
     traits = row.traits_noticed[-CONTEXT_ITEMS:]
     notes = row.notes[-CONTEXT_ITEMS:]
-    clock = format_clock(row.last_met_time_of_day)
     if row.language.lower().startswith("ja"):
-        lines = [f"{row.other_name}について(これまで{row.interaction_count}回話した。"
-                 f"最後は{row.last_met_day}日目の{clock}):"]  # fmt: skip
+        lines = [_heading(row, ja=True)]
         lines += [row.summary] if row.summary else []
         lines += [f"性格: {'、'.join(traits)}"] if traits else []
         lines += [f"覚えていること: {' / '.join(notes)}"] if notes else []
     else:
-        times = "once" if row.interaction_count == 1 else f"{row.interaction_count} times"
-        lines = [f"About {row.other_name} (talked {times}, last on day {row.last_met_day} at {clock}):"]
+        lines = [_heading(row, ja=False)]
         lines += [row.summary] if row.summary else []
         lines += [f"Traits: {', '.join(traits)}"] if traits else []
         lines += [f"Notes: {'; '.join(notes)}"] if notes else []
     return "\n".join(lines)
+
+
+def _heading(row: PersonMemory, *, ja: bool) -> str:
+    """Who, how often met and when last; a person known before the world began (a town's relationships)
+    has met the agent no time yet."""
+    if not row.interaction_count:
+        return (
+            f"{row.other_name}について(前からの知り合い):"
+            if ja
+            else f"About {row.other_name} (known from before):"
+        )
+    clock = format_clock(row.last_met_time_of_day)
+    if ja:
+        return f"{row.other_name}について(これまで{row.interaction_count}回話した。最後は{row.last_met_day}日目の{clock}):"
+    times = "once" if row.interaction_count == 1 else f"{row.interaction_count} times"
+    return f"About {row.other_name} (talked {times}, last on day {row.last_met_day} at {clock}):"

@@ -1,4 +1,4 @@
-"""`machi world export FILE | import FILE | reset`: save, restore and reset a world from the shell.
+"""`machi world export FILE | import FILE | reset | load NAME`: save, restore, reset a world from the shell.
 
 Run these while the server is stopped (or restart it afterwards): a running server keeps cached memory
 matrices that an import from another process cannot invalidate.
@@ -13,16 +13,17 @@ from pathlib import Path
 from typing import Any
 
 from backend.config import Settings
-from backend.errors import InvalidInput
+from backend.errors import InvalidInput, NotFound
+from backend.memory.relationship import relationship_density
 from backend.storage.db import create_db_engine, init_db, session_scope
 from backend.storage.lock import hold_database
-from backend.world import transfer
+from backend.world import demo, transfer
 from backend.world.models import DEFAULT_WORLD
 
 
 def register(subparsers: Any) -> None:
     """Add `machi world ...` to the CLI."""
-    world = subparsers.add_parser("world", help="export, import or reset a world")
+    world = subparsers.add_parser("world", help="export, import, reset or load a world")
     sub = world.add_subparsers(dest="world_command", required=True)
     export = sub.add_parser("export", help="write a world to a JSON file ('-' for stdout)")
     export.add_argument("file")
@@ -35,6 +36,10 @@ def register(subparsers: Any) -> None:
     reset = sub.add_parser("reset", help="wipe a world and load the demo world into it")
     reset.add_argument("--world", default=DEFAULT_WORLD, help="world id (default: default)")
     reset.set_defaults(func=_reset)
+    town = sub.add_parser("load", help="wipe a world and load a bundled town into it (demo, town25, ...)")
+    town.add_argument("name", help="the bundled town's name")
+    town.add_argument("--world", default=DEFAULT_WORLD, help="world id (default: default)")
+    town.set_defaults(func=_load)
 
 
 def _engine(settings: Settings) -> Any:
@@ -83,4 +88,23 @@ def _reset(args: argparse.Namespace, settings: Settings) -> int:
     ):
         counts = transfer.reset_world(session, args.world)
     print(f"world {args.world!r} reset to the demo world: {counts['agents']} agents, {counts['pois']} places")
+    return 0
+
+
+def _load(args: argparse.Namespace, settings: Settings) -> int:
+    try:
+        demo.bundled_town(args.name)  # an unknown name is refused before the database is touched
+    except NotFound as exc:
+        print(f"not loaded: {exc.message}", file=sys.stderr)
+        return 2
+    with (
+        hold_database(settings.database_url, role="world load"),
+        session_scope(_engine(settings)) as session,
+    ):
+        counts = transfer.reset_world(session, args.world, args.name)
+        density = relationship_density(session, args.world)
+    print(
+        f"world {args.world!r} loaded with {args.name!r}: {counts['agents']} agents, {counts['pois']} places, "
+        f"{counts['people']} relationships (density {density.value:.3f})"
+    )
     return 0

@@ -1,4 +1,10 @@
-"""The demo world shipped with Machi (`demo_world.json`): loaded on first start into an empty world."""
+"""The worlds bundled with Machi (`towns/NAME.json`, format in `towns/README.md`).
+
+The demo town (`demo`) is loaded on first start into an empty world; `machi world load NAME` wipes a world and
+loads any bundled town, and a benchmark gets one as a world document for `POST /v1/world/import` from
+`bundled_world(NAME)`. A town's `relationships` become person memories, so who knows whom at the start is in
+the database like everything an agent learns later.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +12,17 @@ import json
 import logging
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, Field
-from sqlmodel import Session, select
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from sqlmodel import Session, col, delete, select
 
+from backend.errors import NotFound
 from backend.gametime import utcnow
+from backend.memory.models import PersonMemory
 from backend.storage.db import session_scope
-from backend.world.models import DEFAULT_WORLD, Agent, PointOfInterest, WorldMeta
+from backend.world import transfer
+from backend.world.models import DEFAULT_WORLD, Agent, WorldMeta
 from backend.world.schemas import ID_PATTERN, AgentUpsert, PoiUpsert
 
 if TYPE_CHECKING:
@@ -21,58 +30,154 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEMO_FILE = Path(__file__).with_name("demo_world.json")
+TOWNS_DIR = Path(__file__).with_name("towns")
+DEMO_TOWN = "demo"
+DEMO_FILE = TOWNS_DIR / f"{DEMO_TOWN}.json"
 
 
-class DemoPoi(PoiUpsert):
+class TownPoi(PoiUpsert):
     id: str = Field(pattern=ID_PATTERN)
 
 
-class DemoAgent(AgentUpsert):
+class TownAgent(AgentUpsert):
     id: str = Field(pattern=ID_PATTERN)
 
 
-class DemoWorld(BaseModel):
-    """The demo file: points of interest and personas, validated like API input."""
+class TownRelationship(BaseModel):
+    """What agent `from` knows of agent `to` when the world starts, in `from`'s language."""
 
-    format: str = "machi-demo-world"
-    version: int = 1
-    pois: list[DemoPoi]
-    agents: list[DemoAgent]
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    from_: str = Field(alias="from", pattern=ID_PATTERN)
+    to: str = Field(pattern=ID_PATTERN)
+    summary: str = Field(min_length=1, max_length=1000)
+    notes: list[str] = Field(default_factory=list, max_length=12)
+
+
+class Town(BaseModel):
+    """A bundled town: places, personas and who knows whom, validated like API input."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format: Literal["machi-town"]
+    version: Literal[1]
+    description: str = ""
+    #: Roles a scenario gives to agents ("party_host": "hikari"): for benchmarks, not loaded.
+    cast: dict[str, str] = Field(default_factory=dict)
+    pois: list[TownPoi]
+    agents: list[TownAgent]
+    relationships: list[TownRelationship] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Town:
+        pois = _unique("pois", [poi.id for poi in self.pois])
+        agents = _unique("agents", [agent.id for agent in self.agents])
+        for agent in self.agents:
+            if agent.home_poi is not None and agent.home_poi not in pois:
+                raise ValueError(f"agent {agent.id!r}: home_poi {agent.home_poi!r} is not in pois")
+        pairs = [(rel.from_, rel.to) for rel in self.relationships]
+        _unique("relationships", [f"{a}->{b}" for a, b in pairs])
+        for a, b in pairs:
+            if a not in agents or b not in agents or a == b:
+                raise ValueError(f"relationship {a!r} -> {b!r} must join two different agents of the town")
+        for role, agent_id in self.cast.items():
+            if agent_id not in agents:
+                raise ValueError(f"cast {role!r}: agent {agent_id!r} is not in the town")
+        return self
+
+
+def _unique(section: str, ids: list[str]) -> set[str]:
+    seen = set(ids)
+    if len(seen) != len(ids):
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        raise ValueError(f"{section}: repeated id(s) {', '.join(repeated)}")
+    return seen
+
+
+def _read(path: Path) -> Town:
+    return Town.model_validate(json.loads(path.read_text(encoding="utf-8")))
 
 
 @cache
-def demo_world(path: Path = DEMO_FILE) -> DemoWorld:
-    """The parsed demo file (a broken file fails loudly at start-up: it ships with the code)."""
-    return DemoWorld.model_validate(json.loads(path.read_text(encoding="utf-8")))
+def demo_world(path: Path = DEMO_FILE) -> Town:
+    """The parsed demo town (a broken file fails loudly at start-up: it ships with the code)."""
+    return _read(path)
 
 
-def load_demo(
-    session: Session, world_id: str = DEFAULT_WORLD, demo: DemoWorld | None = None
-) -> dict[str, int]:
-    """Add the demo places and agents to `world_id` (existing rows with the same ids are replaced)."""
-    demo = demo or demo_world()
-    for poi in demo.pois:
-        pos = poi.position
-        session.merge(
-            PointOfInterest(
-                world_id=world_id,
-                id=poi.id,
-                name=poi.name,
-                kind=poi.kind,
-                description=poi.description,
-                x=pos.x,
-                y=pos.y,
-                z=pos.z,
+def bundled_names() -> list[str]:
+    """The names of the bundled towns (`demo`, `town25`, ...)."""
+    return sorted(path.stem for path in TOWNS_DIR.glob("*.json"))
+
+
+def bundled_town(name: str) -> Town:
+    """The bundled town called `name`.
+
+    Raises:
+        NotFound: no such town; the message and `details["available"]` list the bundled names.
+    """
+    names = bundled_names()
+    if name not in names:
+        raise NotFound(
+            f"no bundled world {name!r}; bundled: {', '.join(names)}",
+            details={"field": "name", "available": names},
+        )
+    return demo_world(TOWNS_DIR / f"{name}.json")
+
+
+def bundled_world(name: str, world_id: str = DEFAULT_WORLD) -> dict[str, Any]:
+    """The bundled town `name` as a Machi world document (for `POST /v1/world/import`, `import_world`)."""
+    return world_document(bundled_town(name), world_id)
+
+
+def world_document(town: Town, world_id: str = DEFAULT_WORLD) -> dict[str, Any]:
+    """A town as a world document: its agents, places, and relationships as `people` rows."""
+    agents = {agent.id: agent for agent in town.agents}
+    people = [
+        {
+            "agent_id": rel.from_,
+            "other_id": rel.to,
+            "other_name": agents[rel.to].name,
+            "language": agents[rel.from_].language,
+            "summary": rel.summary,
+            "notes": list(rel.notes),
+        }
+        for rel in town.relationships
+    ]
+    pois = [
+        {"id": p.id, "name": p.name, "kind": p.kind, "description": p.description, **p.position.model_dump()}
+        for p in town.pois
+    ]
+    return {
+        "format": transfer.FORMAT,
+        "version": transfer.VERSION,
+        "world_id": world_id,
+        "agents": [agent.model_dump() for agent in town.agents],
+        "pois": pois,
+        "people": people,
+    }
+
+
+def load_town(session: Session, world_id: str = DEFAULT_WORLD, town: Town | None = None) -> dict[str, int]:
+    """Add a town's places, agents and relationships to `world_id` (rows with the same keys are replaced)."""
+    town = town or demo_world()
+    rows = transfer.parse_document(world_document(town, world_id))
+    for row in [*rows["pois"], *rows["agents"]]:
+        row.world_id = world_id
+        session.merge(row)
+    for person in (row for row in rows["people"] if isinstance(row, PersonMemory)):
+        person.world_id = world_id
+        session.execute(
+            delete(PersonMemory).where(
+                col(PersonMemory.world_id) == world_id,
+                col(PersonMemory.agent_id) == person.agent_id,
+                col(PersonMemory.other_id) == person.other_id,
             )
         )
-    for persona in demo.agents:
-        data: dict[str, Any] = persona.model_dump()
-        session.merge(Agent(world_id=world_id, **data))
+        session.add(person)
     meta = session.get(WorldMeta, world_id) or WorldMeta(world_id=world_id)
     meta.demo_loaded_at = utcnow()
     session.add(meta)
-    return {"pois": len(demo.pois), "agents": len(demo.agents)}
+    return {"agents": len(town.agents), "pois": len(town.pois), "people": len(town.relationships)}
 
 
 def needs_demo(session: Session, world_id: str = DEFAULT_WORLD) -> bool:
@@ -89,5 +194,5 @@ async def ensure_demo_world(app: FastAPI) -> None:
     with session_scope(app.state.engine) as session:
         if not needs_demo(session):
             return
-        counts = load_demo(session)
+        counts = load_town(session)
     log.info("demo world loaded: %(agents)d agents, %(pois)d points of interest", counts)

@@ -255,13 +255,18 @@ def _advance_sequences(session: Session) -> None:
     session.commit()
 
 
-def reset_world(session: Session, world_id: str) -> dict[str, int]:
-    """Wipe `world_id` and load the demo world into it (`machi world reset`)."""
-    from backend.world.demo import load_demo
+def reset_world(session: Session, world_id: str, town: str = "demo") -> dict[str, int]:
+    """Wipe `world_id` and load a bundled town into it (`machi world reset`, `machi world load NAME`).
 
+    Raises:
+        NotFound: no bundled town of that name (checked before anything is wiped).
+    """
+    from backend.world.demo import bundled_town, load_town
+
+    found = bundled_town(town)
     try:
         wipe_world(session, world_id)
-        counts = load_demo(session, world_id)
+        counts = load_town(session, world_id, found)
         session.commit()
     except BaseException:
         session.rollback()

@@ -121,14 +121,15 @@ def test_a_second_machi_serve_on_one_database_refuses_to_start(tmp_path: Path) -
         first.stop()
 
 
-def test_world_import_is_refused_while_a_server_runs(
-    holder: tuple[subprocess.Popen[str], str], tmp_path: Path
+@pytest.mark.parametrize("action", [["import", "{doc}"], ["load", "town25"]])
+def test_world_import_and_load_are_refused_while_a_server_runs(
+    holder: tuple[subprocess.Popen[str], str], tmp_path: Path, action: list[str]
 ) -> None:
     proc, url = holder
     doc = tmp_path / "w.json"
     doc.write_text('{"world_id": "default"}', encoding="utf-8")
     env = {**_env(), "DATABASE_URL": url}
-    command = [sys.executable, "-m", "backend.cli", "world", "import", str(doc)]
+    command = [sys.executable, "-m", "backend.cli", "world", *(part.format(doc=doc) for part in action)]
     refused = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2
     assert refused.stderr.startswith("config error: the database ") and f"pid {proc.pid}" in refused.stderr

@@ -25,6 +25,7 @@ if not CHROMIUM:  # pragma: no cover
         allow_module_level=True,
     )
 
+from backend.world.demo import bundled_world  # noqa: E402
 from tests.webui.server import CHROMIUM_ARGS as ARGS  # noqa: E402
 from tests.webui.server import SESSION_ID, SHOTS, TIMEOUT_MS, running_server, simulate, wait_idle  # noqa: E402
 
@@ -200,6 +201,22 @@ def test_plan_card_shows_the_whole_day_at_1280x800(page: Page, town: dict[str, A
     )
     assert clipped == [], f"the plan scrolls inside {clipped}"
     page.screenshot(path=str(SHOTS / "agent-1280x800.png"))
+
+
+def test_people_card_of_a_town_acquaintance_says_known_from_before(
+    page: Page, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    with (
+        running_server(tmp_path_factory.mktemp("town25")) as base,
+        httpx.Client(base_url=base, timeout=30) as http,
+    ):
+        assert http.post("/v1/world/import", json=bundled_world("town25")).status_code == 200
+        page.goto(base + "/agents/hikari")
+        card = page.locator('#people .person[data-person="aoi"]')
+        expect(card.locator(".person-met")).to_have_attribute("data-count", "0")
+        expect(card.locator(".person-met")).to_contain_text("known from before")
+        expect(card).to_contain_text("幼なじみ")
+        page.goto("about:blank")  # the page polls its server: leave before that server stops
 
 
 def test_people_card_shows_one_labelled_count(page: Page, town: dict[str, Any]) -> None:

@@ -13,7 +13,7 @@ from backend.llm.scripted.engine import WriterContext
 from backend.llm.scripted.writers.plan import write_plan
 from backend.planning.schemas import PlanReply
 from backend.planning.validation import repair_plan
-from backend.world.demo import demo_world
+from backend.world.demo import bundled_town, demo_world
 from tests.conftest import make_client
 
 
@@ -58,9 +58,10 @@ def test_demo_world_waits_for_the_setting_and_an_empty_world(
         assert [a["id"] for a in client.get("/v1/agents").json()] == ["mine"]
 
 
+@pytest.mark.parametrize("town", ["demo", "town25"])
 @pytest.mark.parametrize("language", ["ja", "en"])
-def test_scripted_plans_for_every_demo_agent_need_no_repair(language: str) -> None:
-    demo = demo_world()
+def test_scripted_plans_for_every_demo_agent_need_no_repair(town: str, language: str) -> None:
+    demo = bundled_town(town)
     pois = [{"id": p.id, "name": p.name, "kind": p.kind, "description": p.description} for p in demo.pois]
     for seed, agent in enumerate(demo.agents):
         facts = {

@@ -81,6 +81,15 @@ async function refreshEmotion() {
 /** How often they talked and when last: the one count the card shows (interaction_count, conversations). */
 function metLine(person) {
   const count = person.interaction_count ?? 0;
+  if (count === 0) {
+    // Seeded by the town's relationships: known from before, never talked with here yet.
+    return h("span", {
+      class: "muted small person-met",
+      "data-count": "0",
+      title: "known when the world began (the town's relationships); no conversation yet",
+      text: " · known from before",
+    });
+  }
   const talks = count === 1 ? "1 conversation" : `${count} conversations`;
   const last = person.last_met_day ? ` · last day ${person.last_met_day} · ${clock(person.last_met_time_of_day)}` : "";
   return h("span", {
