@@ -45,6 +45,7 @@ def main() -> int:
     parser.add_argument("--town", default="all", help="a bundled town, or all (default)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--provider", default="scripted")
+    parser.add_argument("--days", type=int, choices=(1, 2), default=2, help="1: the first game day only")
     args = parser.parse_args()
     towns = [name for name in bundled_names() if args.town in ("all", name)]
     if not towns:
@@ -54,7 +55,7 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as folder:
             started = time.monotonic()
             with ServerThread(settings_for(Path(folder), args.provider)) as url:
-                report = scenario_cli.run(url, town, seed=args.seed, api_key=None)
+                report = scenario_cli.run(url, town, seed=args.seed, api_key=None, days=args.days)
             print(f"== {town} on {args.provider}, seed {args.seed} ({time.monotonic() - started:.0f} s wall)")
             print(scenario.render(report))
     return 0

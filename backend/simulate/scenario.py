@@ -36,6 +36,15 @@ PARTIES: dict[str, dict[str, Any]] = {
         },
         "start": 19.0,
     },
+    # The paper's: Isabella's Valentine's party at Hobbs Cafe, from 5 pm; here the barista's, at her café.
+    "town25": {
+        "host": "hikari",
+        "poi": "cafe",
+        "text": "明日の17時に中央カフェでパーティーを開く。町のみんなに来てほしい",
+        "keywords": ["パーティ", "party"],
+        "question": {"ja": "パーティーのこと、何か知ってる？", "en": "Do you know anything about a party?"},
+        "start": 17.0,
+    },
 }
 PAPER = {"knew": 0.52, "invited_came": "5 of 12", "density": (0.167, 0.74)}
 
@@ -57,8 +66,8 @@ class Snapshot:
     knew_by_interview: list[str] | None = None
 
 
-def party_for(town: str, spec: dict[str, Any] | None = None) -> Party:
-    data = spec or PARTIES[town]
+def party_for(town: str) -> Party:
+    data = PARTIES[town]
     return Party(
         host=data["host"],
         poi=data["poi"],
@@ -186,9 +195,11 @@ def run_party(
     api_key: str | None = None,
     world_id: str | None = None,
     progress: Callable[[str], None] | None = None,
+    days: int = 2,
 ) -> dict[str, Any]:
     """Whisper the host, play two game days (day 1 from 06:00, day 2 until the party starts plus half an
-    hour, then to midnight), and measure. The world must be freshly loaded (its counts are the run's)."""
+    hour, then to midnight), and measure. The world must be freshly loaded (its counts are the run's).
+    `days=1` plays only the first day (a slow real model): what the party's day would show is left out."""
     from backend.simulate import load_client_package
 
     machi_client = load_client_package()
@@ -215,6 +226,14 @@ def run_party(
         say(f"day {party.day - 1}: 06:00-24:00")
         world.run(18.0)
         after_day1 = knowledge(client, agents, party, interview=interview)
+        if days < 2:
+            return {
+                "agents": len(agents), "host": party.host, "place": places[party.poi]["name"],
+                "interview": interview, "days": 1, "knew_day1": after_day1.__dict__,
+                "density": {"start": start_density, "end": density(client, agents)},
+                "model": model_use(client, len(agents), 0.75), "variety": line_variety(client),
+                "turns": world.report.turns, "fallbacks": world.report.fallbacks,
+            }  # fmt: skip
         say(f"day {party.day}: 00:00-{party.start + 0.5:g}")
         world.run(party.start + 0.5)
         told = client._send("GET", f"/v1/agents/{party.host}/told")
@@ -229,6 +248,7 @@ def run_party(
         plans = plans_hold(client, others, party)
         return {
             "agents": len(agents),
+            "days": 2,
             "host": party.host,
             "place": place_name,
             "interview": interview,
@@ -246,6 +266,20 @@ def run_party(
         }
 
 
+def _render_day1(report: dict[str, Any]) -> str:
+    others, model, variety = report["agents"] - 1, report["model"], report["variety"]
+    lines = [
+        f"party scenario, first day only: {report['agents']} agents, host {report['host']}, at {report['place']}",
+        f"knew of it after day 1: by memory {_share(report['knew_day1']['knew_by_memory'], others)}, "
+        f"by interview {_share(report['knew_day1']['knew_by_interview'], others)}",
+        f"relationship density: {report['density']['start']:.3f} -> {report['density']['end']:.3f}",
+        f"model calls per agent per game day: {model['calls_per_agent_day']:.1f}; by purpose {model['by_purpose']}",
+        f"lines: {report['turns']} ({report['fallbacks']} fell back) in {variety['conversations']} conversations; "
+        f"said twice in one conversation: {variety['repeated_in_a_conversation']}",
+    ]
+    return "\n".join(lines)
+
+
 def _share(part: list[str] | None, whole: int) -> str:
     if part is None:
         return "n/a (no interview route)"
@@ -253,6 +287,8 @@ def _share(part: list[str] | None, whole: int) -> str:
 
 
 def render(report: dict[str, Any]) -> str:
+    if report.get("days", 2) < 2:
+        return _render_day1(report)
     others = report["agents"] - 1
     invited, heard = report["invited"], report["heard"]
     came = [a for a in invited if a in report["at_place"]]

@@ -24,35 +24,39 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     party = sub.add_parser(
         "party", help="a host's party: does the news travel, and who comes? (two game days)"
     )
-    party.add_argument("--town", default="demo", help="bundled town to load (default: demo)")
+    party.add_argument(
+        "--town", default="demo", choices=("demo", "town25"), help="bundled town (default: demo)"
+    )
     party.add_argument("--seed", type=int, default=1, help="seed of the stand-in world (default 1)")
     party.add_argument("--server", help="URL of a running server (default: start one in-process)")
     party.add_argument("--api-key", help="the server's MACHI_API_KEY (default: the configured one)")
     party.add_argument("--json", type=Path, help="also write the figures as JSON to this file")
+    party.add_argument(
+        "--days", type=int, choices=(1, 2), default=2, help="game days to play (1: the first only)"
+    )
     party.set_defaults(func=_party)
 
 
-def load_town(client: Any, town: str) -> None:
-    """Put the bundled town's places and agents into the client's world through the API."""
+def load_town(client: Any, town: str, world_id: str) -> None:
+    """Import the bundled town (places, agents, their relationships as person memory) into `world_id`."""
     from backend.world.demo import bundled_world
 
-    doc = bundled_world(town)
-    for poi in doc["pois"]:
-        client.put_poi(poi["id"], {k: v for k, v in poi.items() if k != "id"})
-    for agent in doc["agents"]:
-        client.put_agent(agent["id"], {k: v for k, v in agent.items() if k != "id"})
+    client._send("POST", "/v1/world/import", bundled_world(town, world_id))
 
 
-def run(url: str, town: str, *, seed: int, api_key: str | None, progress: Any = None) -> dict[str, Any]:
+def run(
+    url: str, town: str, *, seed: int, api_key: str | None, progress: Any = None, days: int = 2
+) -> dict[str, Any]:
     from backend.simulate import load_client_package, scenario
-    from backend.world.demo import bundled_world
 
     machi_client = load_client_package()
     world_id = f"party-{uuid.uuid4().hex[:8]}"
     with machi_client.MachiClient(url, api_key=api_key, world_id=world_id, seed=seed) as client:
-        load_town(client, town)
-    party = scenario.party_for(town, bundled_world(town).get("scenarios", {}).get("party"))
-    report = scenario.run_party(url, party, seed=seed, api_key=api_key, world_id=world_id, progress=progress)
+        load_town(client, town, world_id)
+    party = scenario.party_for(town)
+    report = scenario.run_party(
+        url, party, seed=seed, api_key=api_key, world_id=world_id, progress=progress, days=days
+    )
     return {"town": town, "world_id": world_id, "seed": seed, **report}
 
 

@@ -23,6 +23,7 @@ from backend.council.models import CouncilRecord
 from backend.emotion.models import EmotionRecord
 from backend.errors import InvalidInput
 from backend.gametime import utcnow
+from backend.intention.models import Intention, Told
 from backend.memory.models import Memory, PersonMemory
 from backend.planning.models import Plan
 from backend.world.models import Agent, AgentStateEvent, PointOfInterest, WorldMeta
@@ -41,10 +42,12 @@ SECTIONS: dict[str, type[SQLModel]] = {
     "people": PersonMemory,
     "council_records": CouncilRecord,
     "agent_state_events": AgentStateEvent,
+    "intentions": Intention,
+    "told": Told,
 }
 REQUIRED_SECTIONS = ("agents", "pois")
 #: Sections whose rows name an agent that must be in the document.
-AGENT_ROWS = ("memories", "plans", "emotions", "people", "agent_state_events")
+AGENT_ROWS = ("memories", "plans", "emotions", "people", "agent_state_events", "intentions")
 
 
 def export_world(session: Session, world_id: str) -> dict[str, Any]:

@@ -113,6 +113,8 @@ def test_export_then_import_into_an_empty_database_reproduces_everything(
         "people": 1,
         "council_records": 1,
         "agent_state_events": 1,
+        "intentions": 2,  # each plan's morning revision (nothing in particular on their minds)
+        "told": 0,
     }
     assert all(m["embedding"] for m in original["memories"])
     fresh = settings.model_copy(update={"database_url": f"sqlite:///{tmp_path / 'fresh.db'}"})
@@ -219,7 +221,7 @@ def test_a_failure_half_way_through_an_import_rolls_everything_back(
     before = exported(town)
     doc = town.get("/v1/world/export").json()
     doc["agents"] = doc["agents"][:2]
-    doc["memories"] = doc["plans"] = doc["emotions"] = doc["agent_state_events"] = []
+    doc["memories"] = doc["plans"] = doc["emotions"] = doc["agent_state_events"] = doc["intentions"] = []
     real_insert = transfer._insert
 
     def failing(session: Session, world_id: str, table: type, rows: list[Any]) -> None:

@@ -234,7 +234,7 @@ def _goodbye(ctx: WriterContext, partner: str, leaving: bool) -> str:
             return (
                 head
                 + f"{partner}、"
-                + ctx.pick(["またね！", "行かなくちゃ！", "また話そうね！", "ごめん、もう行くね。"])
+                + ctx.pick(["またね！", "じゃあ、またね！", "行かなくちゃ！", "ごめん、もう行くね。"])
             )
         return str(
             ctx.pick(
@@ -248,7 +248,7 @@ def _goodbye(ctx: WriterContext, partner: str, leaving: bool) -> str:
     if leaving and activity:
         head = ctx.pick([f"Oh, it's almost time to {activity}.", f"Oops, I still have to {activity}.",
                          f"Look at the time! I need to {activity}."])  # fmt: skip
-        return head + " " + ctx.pick([f"See you, {partner}!", f"I have to run, {partner}!", "Talk later!"])
+        return head + " " + ctx.pick([f"See you, {partner}!", "Bye for now!", f"I have to run, {partner}!", "I must go now."])
     return str(
         ctx.pick(
             [
