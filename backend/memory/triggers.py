@@ -89,13 +89,15 @@ def classify(text: str | None) -> Kind | None:
 @dataclass(frozen=True)
 class TurnAsk:
     """What a turn retrieves for: the query text, the partner's last line (it picks the kind), the turn's game
-    time and how many memories (None: the RETRIEVAL_K setting)."""
+    time and how many memories (None: the RETRIEVAL_K setting). `touch=False` retrieves the same memories
+    without marking them accessed (an interview looks into a mind without changing it)."""
 
     query: str
     partner_line: str | None = None
     day: int | None = None
     time_of_day: float | None = None
     k: int | None = None
+    touch: bool = True
 
 
 async def retrieve_for_turn(
@@ -104,7 +106,9 @@ async def retrieve_for_turn(
     """Retrieve for a turn as the partner's last line asks (see the module docstring)."""
     kind, k = classify(ask.partner_line), ask.k or service.settings.retrieval_k
     if kind == "recent":
-        return await latest(service, world_id, agent_id, k=k, day=ask.day, time_of_day=ask.time_of_day)
+        return await latest(
+            service, world_id, agent_id, k=k, day=ask.day, time_of_day=ask.time_of_day, touch=ask.touch
+        )
     return await _by_kind(partial(service.retrieve_as, world_id, agent_id), kind, ask, k, service)
 
 
@@ -112,7 +116,9 @@ async def recall_for_turn(service: MemoryService, world_id: str, agent_id: str, 
     """`retrieve_for_turn`, as the memories' texts only (read from the index, no row fetch): a turn's prompt."""
     kind, k = classify(ask.partner_line), ask.k or service.settings.retrieval_k
     if kind == "recent":
-        found = await latest(service, world_id, agent_id, k=k, day=ask.day, time_of_day=ask.time_of_day)
+        found = await latest(
+            service, world_id, agent_id, k=k, day=ask.day, time_of_day=ask.time_of_day, touch=ask.touch
+        )
         return [scored.memory.content for scored in found]
     return await _by_kind(partial(service.recall, world_id, agent_id), kind, ask, k, service)
 
@@ -125,7 +131,7 @@ async def _by_kind(
     service: MemoryService,
 ) -> list[T]:
     """The index search each kind asks for (`search` is the service's retrieve_as or recall for the agent)."""
-    plain = Search(k, day=ask.day, time_of_day=ask.time_of_day)
+    plain = Search(k, day=ask.day, time_of_day=ask.time_of_day, touch=ask.touch)
     boosted = replace(plain, weights={"relevance": service.settings.weight_relevance * RELEVANCE_BOOST})
     if kind == "past":
         return await search(ask.query, replace(boosted, types=["observation", "reflection"]))
@@ -146,8 +152,9 @@ async def latest(
     k: int,
     day: int | None,
     time_of_day: float | None,
+    touch: bool = True,
 ) -> list[ScoredMemory]:
-    """The k latest observations (up to the given game time), oldest first, marked accessed.
+    """The k latest observations (up to the given game time), oldest first, marked accessed (with `touch`).
 
     Wrapped as ScoredMemory so callers handle every kind alike: `recency` is the normalised recency of each
     (newest 1.0), `importance` its normalised importance, `relevance` 0, and `score` the recency.
@@ -160,11 +167,12 @@ async def latest(
     recency = recency_normalised(now - created, service.settings.retrieval_decay)
     importance = minmax(np.array([float(r.importance) for r in rows]))
     ids = [r.id for r in rows if r.id is not None]
-    await asyncio.to_thread(stream.touch, service.engine, world_id, agent_id, ids, now)
-    index = service.cache.peek((world_id, agent_id))
-    if index is not None:
-        with index.lock:
-            index.touch(ids, now)
+    if touch:
+        await asyncio.to_thread(stream.touch, service.engine, world_id, agent_id, ids, now)
+        index = service.cache.peek((world_id, agent_id))
+        if index is not None:
+            with index.lock:
+                index.touch(ids, now)
     return [
         ScoredMemory(row, float(rec), float(rec), float(imp), 0.0)
         for row, rec, imp in zip(rows, recency, importance, strict=True)
