@@ -1,7 +1,8 @@
 """The interview (the Generative Agents paper's evaluation): an agent answers a question from its memory.
 
-One interview is: load the agent -> retrieve the memories the question calls up, the way a turn does for the
-partner's line, but without marking them accessed -> what the agent knows of anyone the question names ->
+One interview is: load the agent -> retrieve the memories the question calls up (the memory service's
+scoring, relevance counting double) without marking them accessed -> what the agent knows of anyone the
+question names (person memory) ->
 one model call (purpose `interview`, traced like every call) within INTERVIEW_DEADLINE_S -> the answer, or
 an in-character "I don't remember" on any failure. Nothing the agent remembers changes: no memory is
 written, no access time moves, no emotion, person memory or plan is touched, no event is published (the
@@ -33,8 +34,8 @@ from backend.interview.schemas import InterviewMemory, InterviewReply, Interview
 from backend.llm.base import LLM, PRIORITY_COUNCIL, GenerateOptions, find_layer
 from backend.llm.budget import PromptBudgetLLM, count_messages
 from backend.logs import reason
-from backend.memory import person
-from backend.memory.triggers import TurnAsk
+from backend.memory import person, triggers
+from backend.memory.models import Search
 from backend.world.models import Agent
 
 if TYPE_CHECKING:
@@ -106,20 +107,35 @@ class InterviewService:
         return agent, known
 
     async def _memories(self, world_id: str, ctx: InterviewContext) -> list[Remembered]:
-        """What the question calls up, chosen as a turn chooses for the partner's line (asking about the past,
-        about today or for knowledge), not marked accessed; none if retrieval fails or is slow."""
-        ask = TurnAsk(
-            ctx.question, ctx.question, ctx.day, ctx.time_of_day, self.settings.retrieval_k, touch=False
-        )
-        budget = self.settings.interview_deadline_s * RETRIEVAL_SHARE
-        try:
-            found = await asyncio.wait_for(
-                self.memory.retrieve_for_turn(world_id, ctx.agent.id, ask), timeout=budget
+        """What the question calls up, not marked accessed; none if retrieval fails or is slow.
+
+        "What did you do today?" gets the latest observations in time order, as a turn does. Any other
+        question searches every memory type with relevance counting double (a turn's "past" weighting): an
+        interview asks what the agent knows, and a turn's "knowledge" retrieval would show only reflections
+        once an agent has k of them, hiding the observation that holds the news."""
+        k, settings = self.settings.retrieval_k, self.settings
+        if triggers.classify(ctx.question) == "recent":
+            search = triggers.latest(
+                self.memory,
+                world_id,
+                ctx.agent.id,
+                k=k,
+                day=ctx.day,
+                time_of_day=ctx.time_of_day,
+                touch=False,
             )
+        else:
+            weights: dict[str, float | None] = {
+                "relevance": settings.weight_relevance * triggers.RELEVANCE_BOOST
+            }
+            query = Search(k, weights, ctx.day, ctx.time_of_day, touch=False)
+            search = self.memory.retrieve_as(world_id, ctx.agent.id, ctx.question, query)
+        try:
+            found = await asyncio.wait_for(search, timeout=settings.interview_deadline_s * RETRIEVAL_SHARE)
         except (LLMError, TimeoutError) as exc:
             log.warning("interview of %s goes on without memories: %s", ctx.agent.id, reason(exc))
             return []
-        return [Remembered(s.memory.id or 0, s.memory.type, s.memory.content) for s in found if s.memory.id]
+        return [Remembered(s.memory.id, s.memory.type, s.memory.content) for s in found if s.memory.id]
 
     def options(self, world_id: str, ctx: InterviewContext) -> GenerateOptions:
         return GenerateOptions(

@@ -89,15 +89,13 @@ def classify(text: str | None) -> Kind | None:
 @dataclass(frozen=True)
 class TurnAsk:
     """What a turn retrieves for: the query text, the partner's last line (it picks the kind), the turn's game
-    time and how many memories (None: the RETRIEVAL_K setting). `touch=False` retrieves the same memories
-    without marking them accessed (an interview looks into a mind without changing it)."""
+    time and how many memories (None: the RETRIEVAL_K setting)."""
 
     query: str
     partner_line: str | None = None
     day: int | None = None
     time_of_day: float | None = None
     k: int | None = None
-    touch: bool = True
 
 
 async def retrieve_for_turn(
@@ -106,9 +104,7 @@ async def retrieve_for_turn(
     """Retrieve for a turn as the partner's last line asks (see the module docstring)."""
     kind, k = classify(ask.partner_line), ask.k or service.settings.retrieval_k
     if kind == "recent":
-        return await latest(
-            service, world_id, agent_id, k=k, day=ask.day, time_of_day=ask.time_of_day, touch=ask.touch
-        )
+        return await latest(service, world_id, agent_id, k=k, day=ask.day, time_of_day=ask.time_of_day)
     return await _by_kind(partial(service.retrieve_as, world_id, agent_id), kind, ask, k, service)
 
 
@@ -116,9 +112,7 @@ async def recall_for_turn(service: MemoryService, world_id: str, agent_id: str, 
     """`retrieve_for_turn`, as the memories' texts only (read from the index, no row fetch): a turn's prompt."""
     kind, k = classify(ask.partner_line), ask.k or service.settings.retrieval_k
     if kind == "recent":
-        found = await latest(
-            service, world_id, agent_id, k=k, day=ask.day, time_of_day=ask.time_of_day, touch=ask.touch
-        )
+        found = await latest(service, world_id, agent_id, k=k, day=ask.day, time_of_day=ask.time_of_day)
         return [scored.memory.content for scored in found]
     return await _by_kind(partial(service.recall, world_id, agent_id), kind, ask, k, service)
 
@@ -131,7 +125,7 @@ async def _by_kind(
     service: MemoryService,
 ) -> list[T]:
     """The index search each kind asks for (`search` is the service's retrieve_as or recall for the agent)."""
-    plain = Search(k, day=ask.day, time_of_day=ask.time_of_day, touch=ask.touch)
+    plain = Search(k, day=ask.day, time_of_day=ask.time_of_day)
     boosted = replace(plain, weights={"relevance": service.settings.weight_relevance * RELEVANCE_BOOST})
     if kind == "past":
         return await search(ask.query, replace(boosted, types=["observation", "reflection"]))
