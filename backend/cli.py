@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "backend.council.cli",
     "backend.protocol.cli",
     "backend.simulate.cli",
+    "backend.interview.cli",
 )
 
 
