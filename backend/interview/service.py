@@ -43,7 +43,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: Part of the deadline retrieval may use before the interview goes on without memories.
+#: Part of the deadline retrieval may use; past it the interview falls back (an answer from no memories
+#: would read as "I have not heard of it", which is not what the agent knows).
 RETRIEVAL_SHARE = 0.25
 #: People the question names whose person memory goes into the prompt.
 MAX_PEOPLE = 3
@@ -77,9 +78,12 @@ class InterviewService:
             time_of_day=time_of_day,
             people=people,
         )
-        ctx.memories = await self._memories(world_id, ctx)
-        messages, ctx = self._fit(ctx)
-        reply = await self._ask(world_id, ctx, messages, deadline)
+        found = await self._memories(world_id, ctx)
+        reply = None
+        if found is not None:  # a mind that could not be read answers "I don't remember" (fallback), not "no"
+            ctx.memories = found
+            messages, ctx = self._fit(ctx)
+            reply = await self._ask(world_id, ctx, messages, deadline)
         answer = reply.answer.strip() if reply is not None else ""
         return InterviewResult(
             agent_id=agent.id,
@@ -106,8 +110,8 @@ class InterviewService:
                     known.append(Known(row.other_id, row.other_name, text))
         return agent, known
 
-    async def _memories(self, world_id: str, ctx: InterviewContext) -> list[Remembered]:
-        """What the question calls up, not marked accessed; none if retrieval fails or is slow.
+    async def _memories(self, world_id: str, ctx: InterviewContext) -> list[Remembered] | None:
+        """What the question calls up, not marked accessed; None if retrieval fails or is slow.
 
         "What did you do today?" gets the latest observations in time order, as a turn does. Any other
         question searches every memory type with relevance counting double (a turn's "past" weighting): an
@@ -133,8 +137,8 @@ class InterviewService:
         try:
             found = await asyncio.wait_for(search, timeout=settings.interview_deadline_s * RETRIEVAL_SHARE)
         except (LLMError, TimeoutError) as exc:
-            log.warning("interview of %s goes on without memories: %s", ctx.agent.id, reason(exc))
-            return []
+            log.warning("interview of %s falls back: retrieval failed: %s", ctx.agent.id, reason(exc))
+            return None
         return [Remembered(s.memory.id, s.memory.type, s.memory.content) for s in found if s.memory.id]
 
     def options(self, world_id: str, ctx: InterviewContext) -> GenerateOptions:

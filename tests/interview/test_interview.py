@@ -183,3 +183,20 @@ def test_an_unknown_agent_is_a_404_and_asks_no_model(client: TestClient, scripte
     )
     assert in_other_world.status_code == 404
     assert scripted.calls("interview") == []
+
+
+def test_a_retrieval_past_its_share_of_the_deadline_falls_back_without_a_model_call(
+    settings: Settings, scripted: ScriptedLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def stuck(*_args: Any, **_kwargs: Any) -> list[Any]:
+        await asyncio.sleep(30)
+        return []
+
+    with make_client(settings, scripted, interview_deadline_s=0.4) as client:
+        add_agents(client, AOI, HIKARI)
+        remember(client, "hikari", PARTY_JA)
+        monkeypatch.setattr(client.app.state.memory, "retrieve_as", stuck)  # type: ignore[attr-defined]
+        reply = ask(client, "hikari", QUESTION)
+    # Not "I have not heard of it": an unread mind is a fallback, not an answer.
+    assert reply["fallback"] and reply["answer"] == FALLBACK_ANSWERS["ja"] and reply["memories_used"] == []
+    assert scripted.calls("interview") == []
