@@ -134,3 +134,10 @@ async def test_the_scripted_answer_validates_and_passes_the_echo_check(seed: int
         )
         reply = parse_reply(completion.text, InterviewReply)
         assert echo_problem(reply, InterviewReply, messages, options.facts) is None, reply.answer
+
+
+def test_of_two_memories_holding_the_news_the_one_that_says_more_is_retold() -> None:
+    own_reply = "葵に「パーティー？いいね！」と話した"
+    invitation = "葵が「明日の19時に公園でパーティーをするんだけど、来ない？」と言った"
+    said = answer(context(HIKARI, "パーティーのこと、何か知ってる？", [own_reply, invitation]))
+    assert said == "うん、葵が明日の19時に公園でパーティーをするって言ってたよ。"

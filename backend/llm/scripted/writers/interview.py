@@ -8,9 +8,10 @@ Knows or does not know, decided from the facts of backend/interview/prompts.py, 
   substring or by half of its character bigrams, a Latin one as a word (plural and -ed/-ing forms too).
   When the question has cues besides names, a name alone is not enough ("葵のパーティー" is not answered by
   "葵と図書館で話した").
-- The answering memory with most cues wins (ties: the better retrieved one). The answer retells its
-  sentence that holds them, in words taken from it: "葵が「明日の19時に公園でパーティーをするんだけど、来ない？」
-  と言った" -> "うん、葵が明日の19時に公園でパーティーをするって言ってたよ。"
+- The answering memory with most cues wins (ties: the one that says most about them, then the better
+  retrieved one). The answer retells its sentence that holds them, in words taken from it:
+  "葵が「明日の19時に公園でパーティーをするんだけど、来ない？」と言った"
+  -> "うん、葵が明日の19時に公園でパーティーをするって言ってたよ。"
 - No memory answers: the agent says it has not heard of it, in words that repeat nothing of the question,
   so a check for the question's words in the answer cannot mistake ignorance for knowledge. A question
   with no cues at all (最近どう？) is answered from the best retrieved memory, if any.
@@ -105,13 +106,18 @@ def score(text: str, cues: Cues) -> int:
     return words + sum(holds(text, n) for n in cues.names)
 
 
-def best(candidates: list[str], cues: Cues) -> Found | None:
-    """The candidate holding most cues (the first, i.e. the best retrieved, on a tie); None if none holds any."""
+def best(candidates: list[str], cues: Cues, ja: bool) -> Found | None:
+    """The candidate holding most cues; on a tie the one that says most about it (the longer retelling: the
+    invitation heard beats one's own "パーティー？いいね！"), then the better retrieved. None if none holds any."""
     found: Found | None = None
+    told = 0
     for text in candidates:
         points = score(text, cues)
-        if points > 0 and (found is None or points > found.score):
-            found = Found(text, points)
+        if points <= 0 or (found is not None and points < found.score):
+            continue
+        said = len(gist(_form(text)[2], cues, ja))
+        if found is None or points > found.score or said > told:
+            found, told = Found(text, points), said
     return found
 
 
@@ -217,7 +223,7 @@ def write_interview(ctx: WriterContext) -> dict[str, Any]:
     if not cues.words and not cues.names:
         found = Found(memories[0], 0) if memories else None
     else:
-        found = best([*memories, *(s for s in summaries if s)], cues)
+        found = best([*memories, *(s for s in summaries if s)], cues, ctx.ja)
     if found is None:
         return {"answer": unknown(ctx)}
     return {"answer": retell(ctx, found.text, cues)}
