@@ -47,6 +47,7 @@ ROUTERS = (
     "backend.api.events",
     "backend.api.emotion",
     "backend.api.people",
+    "backend.api.interview",
     "backend.api.dashboard",
     "backend.api.docs",
     "backend.api.login",

@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "backend.simulate.cli",
     "backend.simulate.scenario_cli",
     "backend.intention.cli",
+    "backend.interview.cli",
 )
 
 

@@ -183,6 +183,9 @@ class Settings(BaseSettings):
     max_turns: int = Field(8, ge=2, le=64)
     turn_deadline_s: float = Field(20.0, gt=0, le=600)
     farewell_phrases: list[str] = Field(default_factory=lambda: list(DEFAULT_FAREWELLS))
+    #: An interview (POST /v1/agents/{id}/interview) answers within this many seconds (retrieval and the
+    #: model call; an in-character "I don't remember" with fallback=true when the model is late or fails).
+    interview_deadline_s: float = Field(30.0, gt=0, le=600)
 
     # --- background jobs (backend/jobs: persisted, so a restart loses none) ---
     # Jobs executing at once (more wait, in order; their model calls also queue in the LLM scheduler).

@@ -79,6 +79,8 @@ class Search:
     types: list[str] | None = None
     decay: float | None = None
     relevance: str | None = None
+    #: False: a look that is not a use (an interview): the found memories keep their last access time.
+    touch: bool = True
 
 
 class MemoryCreate(BaseModel):

@@ -47,11 +47,14 @@ def rank(
     when: tuple[int | None, float | None],
     types: list[str] | None,
     int8_rows: int = INT8_ROWS,
+    *,
+    touch: bool = True,
 ) -> tuple[list[tuple[int, float, float, float, float]], list[int], float]:
     """Score every candidate under the index lock.
 
     Returns (id, score, recency, importance, relevance) best first, the ids whose access time moves
-    forward to the query's time, and that time in game minutes (`contents(index, ranked)` gives the texts).
+    forward to the query's time (none without `touch`: the index is left as it was), and that time in game
+    minutes (`contents(index, ranked)` gives the texts).
     The result does not depend on `int8_rows` (from how many candidates the int8 copy pre-selects): only
     the time it takes does.
     """
@@ -74,9 +77,11 @@ def rank(
         )
         chosen = best if isinstance(sel, slice) else sel[best]
         ids = index.ids[chosen]
-        stale = index.accessed[chosen] < now
-        touched = ids[stale].tolist()
-        index.touch_rows(chosen[stale], now)
+        touched: list[int] = []
+        if touch:
+            stale = index.accessed[chosen] < now
+            touched = ids[stale].tolist()
+            index.touch_rows(chosen[stale], now)
         ranked = list(
             zip(
                 ids.tolist(),

@@ -308,8 +308,8 @@ class MemoryService:
     async def _search(
         self, key: Key, query: str, search: Search, *, texts: bool
     ) -> tuple[list[tuple[int, float, float, float, float]], list[str]]:
-        """Rank the agent's index for `query`, mark the chosen rows accessed (index and database), and with
-        `texts` read their texts from the index: one worker-thread hop."""
+        """Rank the agent's index for `query`, mark the chosen rows accessed (index and database) unless
+        `search.touch` is False, and with `texts` read their texts from the index: one worker-thread hop."""
         index = await self.cache.get(key)
         mode = search.relevance or self.settings.relevance
         query_vector = await self._query_vector(query) if mode != "keyword" else None
@@ -330,6 +330,7 @@ class MemoryService:
                     search.decay or self.settings.retrieval_decay,
                     (search.day, search.time_of_day),
                     search.types,
+                    touch=search.touch,
                 )
                 found = ranking.contents(index, ranked) if texts else []
             stream.touch(self.engine, key[0], key[1], touched, now)

@@ -146,8 +146,9 @@ async def latest(
     k: int,
     day: int | None,
     time_of_day: float | None,
+    touch: bool = True,
 ) -> list[ScoredMemory]:
-    """The k latest observations (up to the given game time), oldest first, marked accessed.
+    """The k latest observations (up to the given game time), oldest first, marked accessed (with `touch`).
 
     Wrapped as ScoredMemory so callers handle every kind alike: `recency` is the normalised recency of each
     (newest 1.0), `importance` its normalised importance, `relevance` 0, and `score` the recency.
@@ -160,11 +161,12 @@ async def latest(
     recency = recency_normalised(now - created, service.settings.retrieval_decay)
     importance = minmax(np.array([float(r.importance) for r in rows]))
     ids = [r.id for r in rows if r.id is not None]
-    await asyncio.to_thread(stream.touch, service.engine, world_id, agent_id, ids, now)
-    index = service.cache.peek((world_id, agent_id))
-    if index is not None:
-        with index.lock:
-            index.touch(ids, now)
+    if touch:
+        await asyncio.to_thread(stream.touch, service.engine, world_id, agent_id, ids, now)
+        index = service.cache.peek((world_id, agent_id))
+        if index is not None:
+            with index.lock:
+                index.touch(ids, now)
     return [
         ScoredMemory(row, float(rec), float(rec), float(imp), 0.0)
         for row, rec, imp in zip(rows, recency, importance, strict=True)

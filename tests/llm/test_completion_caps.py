@@ -16,6 +16,7 @@ from backend.config import Settings
 from backend.conversation.schemas import TurnReply
 from backend.council import schemas as council
 from backend.emotion.schemas import EmotionEvaluation
+from backend.interview.schemas import InterviewReply
 from backend.llm.base import (
     COMPLETION_CAPS,
     DEFAULT_COMPLETION_CAP,
@@ -50,6 +51,7 @@ REPLIES: list[tuple[str, type[BaseModel], int | None]] = [
     ("aggregate", council.Aggregation, None),
     ("consensus", council.Consensus, None),
     ("judge", council.JudgeReply, None),
+    ("interview", InterviewReply, None),
 ]
 
 

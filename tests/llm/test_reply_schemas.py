@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from backend.conversation.schemas import EMOTIONS, MAX_REPLY_CHARS, TurnReply, cut_line
 from backend.council.schemas import Aggregation, Consensus, MemberOpinion, judge_reply_for
 from backend.emotion.schemas import evaluation_for, label_vocabulary
+from backend.interview.schemas import InterviewReply
 from backend.llm.base import GenerateOptions, json_schema_for
 from backend.llm.grammar import json_schema_to_gbnf
 from backend.llm.openai_compat import strict_schema
@@ -54,6 +55,7 @@ REPLY_SCHEMAS: dict[str, type[BaseModel]] = {
     "aggregation": Aggregation,
     "consensus": Consensus,
     "judge": judge_reply_for(CRITERIA),
+    "interview": InterviewReply,
 }
 
 

@@ -99,6 +99,19 @@ def test_viewer_key_reads_everything_and_writes_nothing(secured: tuple[TestClien
     )
 
 
+def test_the_viewer_key_cannot_interview(secured: tuple[TestClient, Seeded, Seeded]) -> None:
+    # An interview writes nothing the agent remembers, but it is a model call (work and a trace row) like a
+    # plan or a council: a POST, and the viewer key's POSTs are refused like every other one.
+    client, _, _ = secured
+    body = {"question": "秘密のこと、何か知ってる？"}
+    headers = {"X-Machi-World": "alpha"}
+    refused = client.post("/v1/agents/hana/interview", json=body, headers={**VIEWER, **headers})
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "forbidden"
+    # The admin key gets an answer (404 once the route pass above has deleted the agent it seeded).
+    admitted = client.post("/v1/agents/hana/interview", json=body, headers={**ADMIN, **headers})
+    assert admitted.status_code in (200, 404)
+
+
 def test_viewer_write_message_names_the_key_to_use(secured: tuple[TestClient, Seeded, Seeded]) -> None:
     client, _, _ = secured
     response = client.put("/v1/agents/x", json={"name": "x"}, headers=VIEWER)

@@ -101,3 +101,16 @@ def test_events_in_one_world_are_not_heard_in_another(secured: tuple[TestClient,
         first = ws.receive_json()
     assert first["world_id"] == "bravo" and first["payload"]["state"] == "talking"
     assert "alpha" not in json.dumps(first, ensure_ascii=False).lower()
+
+
+def test_an_interview_answers_from_its_own_world_only(secured: tuple[TestClient, Seeded, Seeded]) -> None:
+    client, alpha, bravo = secured
+    for reader, other in ((bravo, alpha), (alpha, bravo)):
+        response = client.post(
+            "/v1/agents/hana/interview",
+            json={"question": "秘密のこと、何か知ってる？"},
+            headers={**ADMIN, "X-Machi-World": reader.world},
+        )
+        assert response.status_code == 200, response.text
+        assert _leaks(response.text, other) == []
+        assert f"{reader.markers[0]}の秘密" in response.json()["answer"]  # its own world's memory

@@ -248,7 +248,13 @@ def _goodbye(ctx: WriterContext, partner: str, leaving: bool) -> str:
     if leaving and activity:
         head = ctx.pick([f"Oh, it's almost time to {activity}.", f"Oops, I still have to {activity}.",
                          f"Look at the time! I need to {activity}."])  # fmt: skip
-        return head + " " + ctx.pick([f"See you, {partner}!", "Bye for now!", f"I have to run, {partner}!", "I must go now."])
+        return (
+            head
+            + " "
+            + ctx.pick(
+                [f"See you, {partner}!", "Bye for now!", f"I have to run, {partner}!", "I must go now."]
+            )
+        )
     return str(
         ctx.pick(
             [

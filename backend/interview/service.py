@@ -1,0 +1,202 @@
+"""The interview (the Generative Agents paper's evaluation): an agent answers a question from its memory.
+
+One interview is: load the agent -> retrieve the memories the question calls up (the memory service's
+scoring, relevance counting double) without marking them accessed -> what the agent knows of anyone the
+question names (person memory) ->
+one model call (purpose `interview`, traced like every call) within INTERVIEW_DEADLINE_S -> the answer, or
+an in-character "I don't remember" on any failure. Nothing the agent remembers changes: no memory is
+written, no access time moves, no emotion, person memory or plan is touched, no event is published (the
+trace row and its `llm.call` event are the only records an interview leaves).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import unicodedata
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from sqlmodel import Session
+
+from backend.config import Settings
+from backend.conversation.rules import lang_key
+from backend.errors import LLMError
+from backend.interview.prompts import (
+    InterviewContext,
+    Known,
+    Remembered,
+    build_facts,
+    build_messages,
+    fallback_answer,
+)
+from backend.interview.schemas import InterviewMemory, InterviewReply, InterviewRequest, InterviewResult
+from backend.llm.base import LLM, PRIORITY_COUNCIL, GenerateOptions, find_layer
+from backend.llm.budget import PromptBudgetLLM, count_messages
+from backend.logs import reason
+from backend.memory import person, triggers
+from backend.memory.models import Search
+from backend.world.models import Agent
+
+if TYPE_CHECKING:
+    from backend.memory.service import MemoryService
+
+log = logging.getLogger(__name__)
+
+#: Part of the deadline retrieval may use; past it the interview falls back (an answer from no memories
+#: would read as "I have not heard of it", which is not what the agent knows).
+RETRIEVAL_SHARE = 0.25
+#: People the question names whose person memory goes into the prompt.
+MAX_PEOPLE = 3
+#: Someone waits for the answer, but the game does not: after live turns, with councils.
+PRIORITY = PRIORITY_COUNCIL
+
+
+class InterviewService:
+    """Answers interview questions. Stateless; one instance per app is enough."""
+
+    def __init__(self, *, engine: Any, llm: LLM, memory: MemoryService, settings: Settings) -> None:
+        self.engine = engine
+        self.llm = llm
+        self.memory = memory
+        self.settings = settings
+
+    async def interview(self, world_id: str, agent_id: str, req: InterviewRequest) -> InterviewResult:
+        """Answer `req.question` as `agent_id`, from its memory, changing nothing it remembers.
+
+        Raises:
+            NotFound: the world has no such agent.
+        """
+        deadline = asyncio.get_running_loop().time() + self.settings.interview_deadline_s
+        agent, people = await asyncio.to_thread(self._read, world_id, agent_id, req.question)
+        day, time_of_day = _when(agent, req)
+        ctx = InterviewContext(
+            agent=agent,
+            language=lang_key(agent.language),
+            question=req.question,
+            day=day,
+            time_of_day=time_of_day,
+            people=people,
+        )
+        found = await self._memories(world_id, ctx)
+        reply = None
+        if found is not None:  # a mind that could not be read answers "I don't remember" (fallback), not "no"
+            ctx.memories = found
+            messages, ctx = self._fit(ctx)
+            reply = await self._ask(world_id, ctx, messages, deadline)
+        answer = reply.answer.strip() if reply is not None else ""
+        return InterviewResult(
+            agent_id=agent.id,
+            question=req.question,
+            answer=answer or fallback_answer(ctx.language),
+            memories_used=[InterviewMemory.model_validate(vars(m)) for m in ctx.memories],
+            fallback=not answer,
+        )
+
+    def _read(self, world_id: str, agent_id: str, question: str) -> tuple[Agent, list[Known]]:
+        """The agent (NotFound if none) and its person memory of the people the question names."""
+        agent = self.memory.require_agent(world_id, agent_id)
+        asked = _folded(question)
+        named = [
+            row
+            for row in person.people(self.engine, world_id, agent.id)
+            if any(key and _folded(key) in asked for key in (row.other_name, row.other_id))
+        ][:MAX_PEOPLE]
+        known = []
+        with Session(self.engine) as session:
+            for row in named:
+                text = person.context(self.engine, world_id, agent.id, row.other_id, session=session)
+                if text:
+                    known.append(Known(row.other_id, row.other_name, text))
+        return agent, known
+
+    async def _memories(self, world_id: str, ctx: InterviewContext) -> list[Remembered] | None:
+        """What the question calls up, not marked accessed; None if retrieval fails or is slow.
+
+        "What did you do today?" gets the latest observations in time order, as a turn does. Any other
+        question searches every memory type with relevance counting double (a turn's "past" weighting): an
+        interview asks what the agent knows, and a turn's "knowledge" retrieval would show only reflections
+        once an agent has k of them, hiding the observation that holds the news."""
+        k, settings = self.settings.retrieval_k, self.settings
+        if triggers.classify(ctx.question) == "recent":
+            search = triggers.latest(
+                self.memory,
+                world_id,
+                ctx.agent.id,
+                k=k,
+                day=ctx.day,
+                time_of_day=ctx.time_of_day,
+                touch=False,
+            )
+        else:
+            weights: dict[str, float | None] = {
+                "relevance": settings.weight_relevance * triggers.RELEVANCE_BOOST
+            }
+            query = Search(k, weights, ctx.day, ctx.time_of_day, touch=False)
+            search = self.memory.retrieve_as(world_id, ctx.agent.id, ctx.question, query)
+        try:
+            found = await asyncio.wait_for(search, timeout=settings.interview_deadline_s * RETRIEVAL_SHARE)
+        except (LLMError, TimeoutError) as exc:
+            log.warning("interview of %s falls back: retrieval failed: %s", ctx.agent.id, reason(exc))
+            return None
+        return [Remembered(s.memory.id, s.memory.type, s.memory.content) for s in found if s.memory.id]
+
+    def options(self, world_id: str, ctx: InterviewContext) -> GenerateOptions:
+        return GenerateOptions(
+            purpose="interview",
+            priority=PRIORITY,
+            world_id=world_id,
+            agent_id=ctx.agent.id,
+            language=ctx.language,
+            facts=build_facts(ctx),
+        )
+
+    def _fit(self, ctx: InterviewContext) -> tuple[list[dict[str, str]], InterviewContext]:
+        """The prompt within the model's budget: the least relevant memories go first, then people; the
+        rules and the question are never cut. Returns the context the prompt was built from."""
+        messages = build_messages(ctx)
+        budgeting = find_layer(self.llm, PromptBudgetLLM)
+        if budgeting is None:
+            return messages, ctx
+        budget = budgeting.budget(GenerateOptions(purpose="interview"))
+        while count_messages(messages, self.llm.count_tokens) > budget:
+            if ctx.memories:
+                ctx = replace(ctx, memories=ctx.memories[:-1])
+            elif ctx.people:
+                ctx = replace(ctx, people=ctx.people[:-1])
+            else:
+                break  # the rules and the question alone: the budget wrapper cuts the rest
+            messages = build_messages(ctx)
+        return messages, ctx
+
+    async def _ask(
+        self, world_id: str, ctx: InterviewContext, messages: list[dict[str, str]], deadline: float
+    ) -> InterviewReply | None:
+        """The one model call; None (-> the fallback answer) on error, invalid reply or deadline."""
+        budget = deadline - asyncio.get_running_loop().time()
+        if budget <= 0:
+            log.warning("interview of %s falls back: INTERVIEW_DEADLINE_S passed", ctx.agent.id)
+            return None
+        call = self.llm.generate_json(messages, InterviewReply, options=self.options(world_id, ctx))
+        try:
+            return await asyncio.wait_for(call, timeout=budget)
+        except (LLMError, TimeoutError) as exc:
+            log.warning("interview of %s falls back: %s", ctx.agent.id, reason(exc))
+        except Exception:  # noqa: BLE001 - a provider bug must still give an answer, never a 500
+            log.exception("interview of %s: unexpected model failure", ctx.agent.id)
+        return None
+
+
+def _when(agent: Agent, req: InterviewRequest) -> tuple[int | None, float | None]:
+    """The interview's game time: as asked, else the agent's last state report, else unknown (retrieval then
+    counts recency from the agent's newest memory)."""
+    day, time_of_day = req.day, req.time_of_day
+    if day is None and time_of_day is None:
+        return agent.state_day, agent.state_time_of_day
+    if day is None:
+        day = agent.state_day or 1
+    return day, time_of_day
+
+
+def _folded(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).casefold()
