@@ -42,7 +42,11 @@ PARTIES: dict[str, dict[str, Any]] = {
         "poi": "cafe",
         "text": "明日の17時に中央カフェでパーティーを開く。町のみんなに来てほしい",
         "keywords": ["パーティ", "party"],
-        "question": {"ja": "パーティーのこと、何か知ってる？", "en": "Do you know anything about a party?"},
+        # The place by its name in the world: an English speaker may have heard of it in Japanese.
+        "question": {
+            "ja": "パーティーのこと、何か知ってる？",
+            "en": "Do you know anything about a party at 中央カフェ?",
+        },
         "start": 17.0,
     },
 }

@@ -54,7 +54,7 @@ def own_news(text: str, partner: str, ja: bool) -> str:
         else:
             head = f"そうだ、{partner}に話したいことがあって。{first}。"
         return head + (f"{rest}" if rest else "")
-    head = f"Oh, {partner}, there's something I wanted to tell you: {first}."
+    head = f"Oh, {partner}, there's something I wanted to tell you. {first}."
     return head + (f" {rest}" if rest else "") + (" Would you like to come?" if invite else "")
 
 
@@ -63,4 +63,4 @@ def passed_on(text: str, origin: str, ja: bool) -> str:
     said = ("" if ja else " ").join(sentences(text)).rstrip("。.") or text
     if ja:
         return f"ねえ、聞いた？{origin}が「{said}」って言ってたよ。"
-    return f'Did you hear? {origin} says: "{said}."'
+    return f'Did you hear? {origin} says "{said}."'

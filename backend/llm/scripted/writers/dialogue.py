@@ -119,7 +119,7 @@ def _memory_remarks(ctx: WriterContext) -> list[str]:
             thought = _short(max(news.sentences(memory) or [memory], key=len), 40)
             if len(thought) >= 6:
                 out.append(f"最近、{thought}って思って{_end(ctx, 'いるんです', 'るんだ')}。" if ctx.ja
-                           else f"Lately I keep thinking: {thought}.")  # fmt: skip
+                           else f"Something has been on my mind lately. {thought}.")  # fmt: skip
     return out[:3]
 
 

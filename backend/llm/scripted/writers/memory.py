@@ -103,8 +103,12 @@ def conversation_reflection(ctx: WriterContext) -> dict[str, Any]:
             ["It was a nice time.", "It gave me something to think about.", "I want to talk again."]
         )
         summary = f"I talked with {partner}{where}. We spoke about {topic}. {feeling}"
-    importance = min(10, 3 + len(lines) // 2 + ctx.rng.randint(0, 2))
-    return {"summary": summary, "importance": importance}
+    # Small talk is mundane however long it runs (the paper's scale: 1 brushing teeth, 10 a break-up); a
+    # conversation with an invitation to an event in it matters more.
+    importance = 2 + min(2, len(lines) // 4) + ctx.rng.randint(0, 1)
+    if any(news.is_invitation(line) for line in lines):
+        importance += 3
+    return {"summary": summary, "importance": min(10, importance)}
 
 
 def _subjects(memories: list[dict[str, Any]], limit: int) -> list[str]:
