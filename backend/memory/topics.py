@@ -33,13 +33,14 @@ _AFTER_NOUN = ("って", "から", "まで", "より", "だ", "で", "じゃ", "
 #: Words that are real but never what a conversation was about (greetings, time, filler, the self).
 STOP_TOPICS = frozenset(
     "本当 一息 今日 明日 昨日 今朝 今夜 今晩 今度 最近 毎日 一緒 一番 時間 予定 自分 大丈夫 元気 大切 "
-    "大変 素敵 不思議 全部 少々 何度 今回 前回 結局 普通 絶対 確か 本日 皆様 皆さん 楽しみ".split()
+    "大変 素敵 不思議 全部 少々 何度 今回 前回 結局 普通 絶対 確か 本日 皆様 皆さん 楽しみ 話題 存在 用事 "
+    "日差 寝坊 朝食 お昼 夕焼".split()
 )
 _EN_STOP = frozenset(
     "really something thing things lately today tomorrow yesterday morning evening hello think thinking "
     "sounds great nice remember talking planning about alright feels time stop good lot near love like want "
     "went know made make come came been into over tell told also much many more some such well even back "
-    "only".split()
+    "only often sorry important part days spent keeps going".split()
 )
 
 

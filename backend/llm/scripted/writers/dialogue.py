@@ -104,6 +104,7 @@ def _memory_remarks(ctx: WriterContext) -> list[str]:
     taken from the memory; the speaker's own lines, plans and the partner's own words are left out."""
     partner = str((ctx.facts.get("partner") or {}).get("name") or "")
     out: list[str] = []
+    thoughts: list[str] = []
     for memory in [str(m) for m in ctx.facts.get("memories") or []][:6]:
         if news.is_invitation(memory):
             continue  # an event is told (once per person, see intention/telling.py), not mused about
@@ -118,9 +119,17 @@ def _memory_remarks(ctx: WriterContext) -> list[str]:
             # The sentence that says most (a reflection opens with whom it was: "公園で蓮と話した。").
             thought = _short(max(news.sentences(memory) or [memory], key=len), 40)
             if len(thought) >= 6:
-                out.append(f"最近、{thought}って思って{_end(ctx, 'いるんです', 'るんだ')}。" if ctx.ja
-                           else f"Something has been on my mind lately. {thought}.")  # fmt: skip
-    return out[:3]
+                thoughts.append(_thought(ctx, thought, partner))
+    return (out + thoughts)[:3]  # what others said first: it is news to the partner, a thought less so
+
+
+def _thought(ctx: WriterContext, thought: str, partner: str) -> str:
+    if ctx.ja:
+        return str(ctx.pick([f"最近、{thought}って思って{_end(ctx, 'いるんです', 'るんだ')}。",
+                             f"実は、{thought}って気がして{_end(ctx, 'いるんです', 'るんだ')}。",
+                             f"{partner}{_end(ctx, 'さん', '')}には話すけど、{thought}って思うんだ。"]))  # fmt: skip
+    return str(ctx.pick([f"Something has been on my mind lately. {thought}.", f"Between us, {thought}.",
+                         f"You know, {partner}, {thought[:1].lower()}{thought[1:]}."]))  # fmt: skip
 
 
 def _tell(ctx: WriterContext, partner: str) -> str:

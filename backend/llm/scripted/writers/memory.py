@@ -9,7 +9,7 @@ from typing import Any
 from backend.llm.scripted import news
 from backend.llm.scripted.engine import WriterContext
 from backend.memory.topics import topics
-from backend.text import keywords, normalise
+from backend.text import normalise
 
 #: Words that make a memory poignant or mundane (substring match on normalised text).
 _POIGNANT = (
@@ -112,9 +112,10 @@ def conversation_reflection(ctx: WriterContext) -> dict[str, Any]:
 
 
 def _subjects(memories: list[dict[str, Any]], limit: int) -> list[str]:
+    """What the memories are about, as whole words (topics.py: no time words, fillers or word fragments)."""
     counts: Counter[str] = Counter()
     for memory in memories:
-        counts.update(set(keywords(str(memory.get("content", "")), limit=6)))
+        counts.update(set(topics(str(memory.get("content", "")), limit=6)))
     return [word for word, _ in counts.most_common(limit)]
 
 
