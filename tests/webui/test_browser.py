@@ -172,6 +172,19 @@ def test_agent_page_shows_persona_memories_emotion_and_plan(page: Page, town: di
     shoot(page, "agent")
 
 
+def test_agent_page_shows_what_is_on_its_mind(page: Page, town: dict[str, Any]) -> None:
+    http: httpx.Client = town["http"]
+    text = "明日の19時に公園で花火大会を開く"
+    assert (
+        http.post("/v1/agents/ren/whisper", json={"text": text, "day": 1, "time_of_day": 9}).status_code
+        == 200
+    )
+    page.goto(town["base"] + "/agents/ren")
+    expect(page.locator("#intentions li").first).to_contain_text(text)
+    page.goto(town["base"] + "/agents/hikari")
+    expect(page.locator("#intentions")).to_contain_text("Nothing in particular")
+
+
 def test_plan_card_shows_the_whole_day_at_1280x800(page: Page, town: dict[str, Any]) -> None:
     page.set_viewport_size({"width": 1280, "height": 800})
     page.goto(town["base"] + "/agents/aoi")
