@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from contextlib import nullcontext
 from typing import Any
 
 import httpx
@@ -31,18 +30,14 @@ def register(subparsers: Any) -> None:
 
 
 def _whisper(args: argparse.Namespace, settings: Settings) -> int:
-    key = args.api_key or (settings.machi_api_key.get_secret_value() if settings.machi_api_key else None)
+    from backend.simulate.server import api_key, serving
+
+    key = api_key(settings, args.api_key)
     headers = {"X-Machi-World": args.world} if args.world else {}
     if key:
         headers["X-Api-Key"] = key
     body = {"text": args.text, "day": args.day, "time_of_day": args.time}
-    if args.server:
-        serving: Any = nullcontext(args.server.rstrip("/"))
-    else:
-        from backend.simulate.server import ServerThread
-
-        serving = ServerThread(settings)
-    with serving as url:
+    with serving(settings, args.server) as url:
         try:
             reply = httpx.post(
                 f"{url}/v1/agents/{args.agent}/whisper", json=body, headers=headers, timeout=REQUEST_TIMEOUT_S

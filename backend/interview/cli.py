@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from contextlib import nullcontext
 from typing import Any
 
 import httpx
@@ -39,16 +38,12 @@ def _interview(args: argparse.Namespace, settings: Settings) -> int:
     body: dict[str, Any] = {"question": args.question}
     body.update({k: v for k, v in (("day", args.day), ("time_of_day", args.time_of_day)) if v is not None})
     headers = {"X-Machi-World": args.world} if args.world else {}
-    key = args.api_key or (settings.machi_api_key.get_secret_value() if settings.machi_api_key else None)
+    from backend.simulate.server import api_key, serving
+
+    key = api_key(settings, args.api_key)
     if key:
         headers["X-Api-Key"] = key
-    if args.server:
-        serving: Any = nullcontext(args.server.rstrip("/"))
-    else:
-        from backend.simulate.server import ServerThread
-
-        serving = ServerThread(settings)
-    with serving as url:
+    with serving(settings, args.server) as url:
         try:
             response = httpx.post(
                 f"{url}/v1/agents/{args.agent}/interview",

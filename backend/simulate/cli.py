@@ -11,7 +11,6 @@ import copy
 import json
 import sys
 import uuid
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -47,14 +46,11 @@ def _simulate(args: argparse.Namespace, settings: Settings) -> int:
     if pace == -1.0:
         print(f"--speed must be 'max' or a positive number, not {args.speed!r}", file=sys.stderr)
         return 2
-    api_key = args.api_key or (settings.machi_api_key.get_secret_value() if settings.machi_api_key else None)
-    if args.server:
-        serving: Any = nullcontext(args.server)
-    else:
-        from backend.simulate.server import ServerThread
+    from backend.simulate.server import api_key as key_for
+    from backend.simulate.server import serving
 
-        serving = ServerThread(settings)
-    with serving as url:
+    api_key = key_for(settings, args.api_key)
+    with serving(settings, args.server) as url:
         summary = run_simulation(url, hours=args.hours, seed=args.seed, pace=pace, api_key=api_key,
                                  world_id=args.world, start_day=args.day, start_hour=args.start_hour,
                                  progress=ProgressBar(args.hours))  # fmt: skip

@@ -11,7 +11,6 @@ import argparse
 import json
 import sys
 import uuid
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -62,20 +61,15 @@ def run(
 
 def _party(args: argparse.Namespace, settings: Settings) -> int:
     from backend.simulate import scenario
+    from backend.simulate.server import api_key, serving
 
-    api_key = args.api_key or (settings.machi_api_key.get_secret_value() if settings.machi_api_key else None)
-    if args.server:
-        serving: Any = nullcontext(args.server)
-    else:
-        from backend.simulate.server import ServerThread
-
-        serving = ServerThread(settings)
-    with serving as url:
+    with serving(settings, args.server) as url:
         report = run(
             url,
             args.town,
             seed=args.seed,
-            api_key=api_key,
+            api_key=api_key(settings, args.api_key),
+            days=args.days,
             progress=lambda text: print(text, file=sys.stderr),
         )
     print(scenario.render(report))

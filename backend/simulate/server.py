@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from contextlib import AbstractContextManager, nullcontext
 from types import TracebackType
 from typing import Any
 
@@ -54,3 +55,14 @@ class ServerThread:
     ) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=60)
+
+
+def serving(settings: Settings, server: str | None) -> AbstractContextManager[str]:
+    """`with serving(settings, args.server) as url:` the running server at `server`, else the configured app
+    served in-process for the block (what every CLI command that talks HTTP does without `--server`)."""
+    return nullcontext(server.rstrip("/")) if server else ServerThread(settings)
+
+
+def api_key(settings: Settings, given: str | None) -> str | None:
+    """The key a command sends: the one given (`--api-key`), else the configured MACHI_API_KEY."""
+    return given or (settings.machi_api_key.get_secret_value() if settings.machi_api_key else None)
