@@ -55,7 +55,11 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as folder:
             started = time.monotonic()
             with ServerThread(settings_for(Path(folder), args.provider)) as url:
-                report = scenario_cli.run(url, town, seed=args.seed, api_key=None, days=args.days)
+                # A real model on a CPU takes minutes for a day's first plan: Unity's 30 s would time out.
+                timeout = 30.0 if args.provider == "scripted" else 900.0
+                report = scenario_cli.run(
+                    url, town, seed=args.seed, api_key=None, days=args.days, timeout_s=timeout
+                )
             print(f"== {town} on {args.provider}, seed {args.seed} ({time.monotonic() - started:.0f} s wall)")
             print(scenario.render(report))
     return 0

@@ -200,17 +200,21 @@ def run_party(
     world_id: str | None = None,
     progress: Callable[[str], None] | None = None,
     days: int = 2,
+    timeout_s: float = 30.0,
 ) -> dict[str, Any]:
     """Whisper the host, play two game days (day 1 from 06:00, day 2 until the party starts plus half an
     hour, then to midnight), and measure. The world must be freshly loaded (its counts are the run's).
-    `days=1` plays only the first day (a slow real model): what the party's day would show is left out."""
+    `days=1` plays only the first day (a slow real model): what the party's day would show is left out.
+    `timeout_s`: how long a request may take (a day's first plan on a slow CPU model takes minutes)."""
     from backend.simulate import load_client_package
 
     machi_client = load_client_package()
     from machi_client.world import HeadlessWorld  # loaded just above
 
     say = progress or (lambda _text: None)
-    with machi_client.MachiClient(url, api_key=api_key, world_id=world_id, seed=seed) as client:
+    with machi_client.MachiClient(
+        url, api_key=api_key, world_id=world_id, seed=seed, timeout_s=timeout_s, turn_timeout_s=timeout_s
+    ) as client:
         agents = client.agents()
         places = {p["id"]: p for p in client.pois()}
         interview = has_interview(client)

@@ -44,7 +44,14 @@ def load_town(client: Any, town: str, world_id: str) -> None:
 
 
 def run(
-    url: str, town: str, *, seed: int, api_key: str | None, progress: Any = None, days: int = 2
+    url: str,
+    town: str,
+    *,
+    seed: int,
+    api_key: str | None,
+    progress: Any = None,
+    days: int = 2,
+    timeout_s: float = 30.0,
 ) -> dict[str, Any]:
     from backend.simulate import load_client_package, scenario
 
@@ -54,7 +61,14 @@ def run(
         load_town(client, town, world_id)
     party = scenario.party_for(town)
     report = scenario.run_party(
-        url, party, seed=seed, api_key=api_key, world_id=world_id, progress=progress, days=days
+        url,
+        party,
+        seed=seed,
+        api_key=api_key,
+        world_id=world_id,
+        progress=progress,
+        days=days,
+        timeout_s=timeout_s,
     )
     return {"town": town, "world_id": world_id, "seed": seed, **report}
 
