@@ -125,6 +125,13 @@ class BackgroundLoad:
         self.future.result(timeout=600)
 
 
+def background_calls(app: Any, loop: asyncio.AbstractEventLoop) -> None:
+    """One short background-priority call, run to its end (in a town, a rating or a reflection)."""
+    options = GenerateOptions(purpose="reflection", priority=PRIORITY_BACKGROUND, max_tokens=16)
+    call = app.state.llm.complete(BACKGROUND, options=options)
+    asyncio.run_coroutine_threadsafe(call, loop).result(timeout=600)
+
+
 def phase_with_background(url: str, app: Any, loop: Any, turns: int, tag: str) -> list[tuple[float, bool]]:
     load = BackgroundLoad(app, loop)
     results = []
@@ -158,6 +165,13 @@ def main() -> None:
     parser.add_argument(
         "--threads", type=int, default=1, help="LLAMACPP_THREADS (1 is fastest on 2 shared cores)"
     )
+    parser.add_argument(
+        "--prefix-cache-mb",
+        type=int,
+        default=None,
+        help="LLAMACPP_PREFIX_CACHE_MB (0: off; default: the setting's)",
+    )
+    parser.add_argument("--streamed-only", action="store_true", help="only the streamed turns")
     args = parser.parse_args()
     try:
         if importlib.util.find_spec("llama_cpp") is None:
@@ -180,14 +194,25 @@ def main() -> None:
             llm_seed=7,
             load_demo_world=False,
             log_level="warning",
+            **({} if args.prefix_cache_mb is None else {"llamacpp_prefix_cache_mb": args.prefix_cache_mb}),
         )
 
-    print(f"model {args.model}, {args.threads} thread(s), n_ctx 2048, LLM_SEED 7, {args.turns} turns a phase")
+    cache = settings("preemptive").llamacpp_prefix_cache_mb
+    print(
+        f"model {args.model}, {args.threads} thread(s), n_ctx 2048, LLM_SEED 7, {args.turns} turns a phase, "
+        f"prefix cache {cache} MB"
+    )
     with serve(settings("preemptive"), preemptible=True) as (url, app, loop):
-        streamed = [streamed_turn(url, f"stream-{i}") for i in range(args.turns)]
-        print("streamed turn (/v1/conversation/turn/stream):")
+        streamed = []
+        for index in range(args.turns):
+            streamed.append(streamed_turn(url, f"stream-{index}"))
+            background_calls(app, loop)  # what runs between two turns in a town: the context is replaced
+        print("streamed turn (/v1/conversation/turn/stream), a background call before each next turn:")
         line("time to first delta", [s[0] for s in streamed])
         line("time to the reply event (whole line)", [s[1] for s in streamed], sum(s[2] for s in streamed))
+        line("first delta / whole line", [s[0] / s[1] for s in streamed])
+        if args.streamed_only:
+            return
         seen = len(turn_waits(app))
         idle = [plain_turn(url, f"idle-{i}") for i in range(args.turns)]
         idle_waits, seen = turn_waits(app)[seen:], len(turn_waits(app))
