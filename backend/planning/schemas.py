@@ -6,6 +6,7 @@ import functools
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from backend.world.schemas import PoiPublic
 
@@ -24,15 +25,21 @@ def _hours(value: Any) -> Any:
 #: A day's plan holds at most this many items (a 06-23 day in 45-minute blocks), each a short phrase.
 MAX_PLAN_ITEMS = 24
 MAX_ACTIVITY_CHARS = 120
+#: The schema asks for at least this many items: a grammar-bound small model otherwise may close the list
+#: at once (`{"items": []}`). Validation takes fewer; the repair then judges the plan.
+MIN_PLAN_ITEMS = 1
 
 
 class PlanReplyItem(BaseModel):
-    """One activity as the model proposes it (times in hours of the day, e.g. 13.5 = 13:30)."""
+    """One activity of the day, in order: where, what, and the hour it ends; it begins where the previous one
+    ended (the first at the start of the window)."""
 
-    start: float = Field(ge=0, le=24)
-    end: float = Field(ge=0, le=24)
     poi_id: str = Field(max_length=64)
     activity: str = Field(max_length=MAX_ACTIVITY_CHARS)
+    #: Not asked for: a 135M model given start and end copies the window's hours into both, and items that
+    #: follow each other cannot overlap. A reply that gives it anyway is taken at its word.
+    start: SkipJsonSchema[float | None] = Field(None, ge=0, le=24)
+    end: float = Field(ge=0, le=24)
 
     _clock = field_validator("start", "end", mode="before")(_hours)
 
@@ -40,7 +47,9 @@ class PlanReplyItem(BaseModel):
 class PlanReply(BaseModel):
     """The model's reply for purpose `plan`: the day's activities from the start to the end of the window."""
 
-    items: list[PlanReplyItem] = Field(max_length=MAX_PLAN_ITEMS)
+    items: list[PlanReplyItem] = Field(
+        max_length=MAX_PLAN_ITEMS, json_schema_extra={"minItems": MIN_PLAN_ITEMS}
+    )
 
 
 @functools.lru_cache(maxsize=64)
@@ -57,7 +66,7 @@ def plan_reply_for(poi_ids: tuple[str, ...]) -> type[PlanReply]:
     item = create_model(
         "PlanReplyItem", __base__=PlanReplyItem, __doc__=PlanReplyItem.__doc__, poi_id=(str, poi_id)
     )
-    items = Field(max_length=MAX_PLAN_ITEMS)
+    items = Field(max_length=MAX_PLAN_ITEMS, json_schema_extra={"minItems": MIN_PLAN_ITEMS})
     return create_model("PlanReply", __base__=PlanReply, __doc__=PlanReply.__doc__, items=(list[item], items))
 
 

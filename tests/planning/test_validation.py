@@ -146,3 +146,51 @@ def test_fallback_plan_is_sound_and_deterministic() -> None:
 def test_fallback_without_any_place_stays_home_all_day() -> None:
     plan = fallback_plan([], home=None, start=6, end=21, language="en")
     assert spans(plan) == [(6, 21, None)] and plan[0].activity == "Time at home"
+
+
+def test_items_without_a_start_follow_each_other_from_the_window_start() -> None:
+    # The schema asks for where, what and the end: each item begins where the day so far ends.
+    reply = [{"poi_id": "cafe", "activity": "x", "end": 12}, {"poi_id": "park", "activity": "y", "end": 18},
+             {"poi_id": "home", "activity": "z", "end": 22}]  # fmt: skip
+    items, repairs = repair(reply)
+    assert spans(items) == [(7, 12, "cafe"), (12, 18, "park"), (18, 22, "home")] and repairs == []
+    items, _ = repair(reply, start=10.5)  # a replan from 10:30
+    assert spans(items)[0] == (10.5, 12, "cafe")
+
+
+def test_a_small_models_repeated_ends_are_dropped_and_the_order_kept() -> None:
+    # SmolLM2's way: sensible ends, then items repeating the day's end, then one going back in time.
+    reply = [{"poi_id": p, "activity": "a", "end": e} for p, e in
+             [("cafe", 12), ("library", 20), ("park", 22), ("park", 22), ("cafe", 21)]]  # fmt: skip
+    items, repairs = repair(reply)
+    assert spans(items) == [(7, 12, "cafe"), (12, 20, "library"), (20, 22, "park")]
+    assert len(repairs) == 2 and all("ends before it starts: dropped" in r for r in repairs)
+    # Ends that never move on still cover too little of the day: not worth repairing.
+    with pytest.raises(PlanUnrepairable):
+        repair([{"poi_id": "cafe", "activity": "a", "end": 8}, {"poi_id": "park", "activity": "b", "end": 7}])
+
+
+def test_an_activity_that_only_names_a_place_or_reads_like_an_id_is_written_in_words() -> None:
+    names = {"home": "家", "cafe": "中央カフェ", "park": "公園", "library": "図書館"}
+    reply = [
+        item(7, 12, "library", "library"),
+        item(12, 18, "park", "中央カフェ"),
+        item(18, 22, "cafe", "fresco_baking"),
+    ]
+    items, repairs = repair_plan(reply, known_pois=names, home="home", start=7, end=22, language="ja")
+    assert [it.activity for it in items] == ["図書館で過ごす", "公園で過ごす", "fresco baking"]
+    assert len(repairs) == 3
+    # Without names (ids only) an activity is kept as written; a sentence with an underscore is left alone.
+    kept, _ = repair([item(7, 22, "park", "library")])
+    assert kept[0].activity == "library"
+    assert repair([item(7, 22, "park", "read my_notes here")])[0][0].activity == "read my_notes here"
+
+
+def test_the_plan_schema_asks_for_no_start_and_at_least_one_item() -> None:
+    from backend.llm.base import json_schema_for
+    from backend.planning.schemas import plan_reply_for
+
+    sent = json_schema_for(plan_reply_for(("cafe", "park")))["properties"]["items"]
+    assert list(sent["items"]["properties"]) == ["poi_id", "activity", "end"] and sent["minItems"] == 1
+    # A reply that gives a start anyway is taken at its word.
+    assert PlanReplyItem.model_validate({"poi_id": "cafe", "activity": "a", "start": 9, "end": 10}).start == 9

@@ -63,7 +63,10 @@ def _activity(ctx: WriterContext, poi: dict[str, Any]) -> str:
 
 
 def write_plan(ctx: WriterContext) -> dict[str, Any]:
-    """Home in the morning, a few places through the day (lunch at a restaurant near noon), home at night."""
+    """Home in the morning, a few places through the day (lunch at a restaurant near noon), home at night.
+
+    Items follow each other as the schema asks (where, what, until when; each begins where the one before
+    ends), so the reply names no start."""
     window = ctx.facts.get("window") or {}
     start = float(window.get("start", ctx.facts.get("wake_hour", 7.0)))
     end = float(window.get("end", ctx.facts.get("sleep_hour", 22.0)))
@@ -74,7 +77,7 @@ def write_plan(ctx: WriterContext) -> dict[str, Any]:
     lang = 0 if ctx.ja else 1
     span = end - start
     if not pois or span < 3:
-        return {"items": [{"start": start, "end": end, "poi_id": home or "", "activity": HOME_EVENING[lang]}]}
+        return {"items": [_item(home or "", HOME_EVENING[lang], end)]}
     morning = min(1.0, span / 5) if start < 10 else 0.0
     evening = min(2.0, span / 5)
     places = _pick_places(ctx, pois, max(1, min(len(pois), int((span - morning - evening) // 2))))
@@ -83,15 +86,21 @@ def write_plan(ctx: WriterContext) -> dict[str, Any]:
         places.insert(min(1, len(places)), restaurant)
     items: list[dict[str, Any]] = []
     if morning:
-        items.append({"start": start, "end": start + morning, "poi_id": home, "activity": HOME_MORNING[lang]})
+        items.append(_item(home, HOME_MORNING[lang], start + morning))
     cursor, out_until = start + morning, end - evening
     block = (out_until - cursor) / len(places)
     for index, poi in enumerate(places):
         finish = out_until if index == len(places) - 1 else _quarter(cursor + block)
-        items.append({"start": cursor, "end": finish, "poi_id": poi["id"], "activity": _activity(ctx, poi)})
-        cursor = finish
-    items.append({"start": cursor, "end": end, "poi_id": home, "activity": HOME_EVENING[lang]})
-    return {"items": [it for it in items if it["end"] > it["start"]]}
+        if finish > cursor:
+            items.append(_item(poi["id"], _activity(ctx, poi), finish))
+        cursor = max(cursor, finish)
+    if end > cursor:
+        items.append(_item(home, HOME_EVENING[lang], end))
+    return {"items": items}
+
+
+def _item(poi_id: str | None, activity: str, end: float) -> dict[str, Any]:
+    return {"poi_id": poi_id, "activity": activity, "end": end}
 
 
 WRITERS = {"PlanReply": write_plan}
