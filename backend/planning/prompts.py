@@ -20,18 +20,18 @@ DEFAULT_IMPORTANT = 5
 IMPORTANT_FROM = 6
 
 #: The reply's fields in words: a JSON example's placeholders ("...") are what a small model copies.
-#: No example values either: SmolLM2 shown "13.5 means 13:30" wrote 13.5 into every item. The items follow
-#: each other (each begins where the one before ends), so a plan has no start times to get wrong; places
-#: are listed in the user message (the schema's grammar allows only their ids), not in a field's line,
-#: where a small model took them for the words to copy into `activity`.
+#: No example values either: SmolLM2 shown "13.5 means 13:30" wrote 13.5 into every item, and given an end
+#: hour it wrote the day's last hour into the first item. Items follow each other and say how long they
+#: take (at most MAX_ITEM_HOURS, in the schema), so no item can take the whole day and none can overlap.
+#: Places are listed in the user message (the grammar allows only their ids), not in a field's line, where
+#: a small model took them for the words to copy into `activity`.
 SYSTEM = (
     "You plan one day for a character who lives in a small town, from {window}.\n"
     "Reply with a JSON object with one field:\n"
     "- items: the day's activities in the order they happen, each with these fields:\n"
     "- poi_id: where it happens: the id of one of the places listed\n"
     "- activity: what the character does there, a short phrase in {language}, in keeping with the character\n"
-    "- end: when it ends, in hours of the day as a number; the next activity begins then, and the last one "
-    "ends when the day does"
+    "- hours: how many hours it takes, as a number; the next activity begins when it ends"
 )
 
 
@@ -115,7 +115,7 @@ def build_messages(facts: dict[str, Any]) -> list[Message]:
 #: What a plan must be, said with the reason when one is beyond repair (the re-ask).
 PLAN_RULES = (
     "answer again with a complete plan: the activities in the order they happen, at the places listed, "
-    "each ending later than the one before, covering the whole day"
+    "each taking some hours, together covering the whole day"
 )
 
 

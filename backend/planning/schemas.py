@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
-from pydantic.json_schema import SkipJsonSchema
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema, WithJsonSchema
 
 from backend.world.schemas import PoiPublic
 
@@ -28,20 +28,31 @@ MAX_ACTIVITY_CHARS = 120
 #: The schema asks for at least this many items: a grammar-bound small model otherwise may close the list
 #: at once (`{"items": []}`). Validation takes fewer; the repair then judges the plan.
 MIN_PLAN_ITEMS = 1
+#: An item lasts at most this many hours in the schema, so no single item can take a whole day.
+MAX_ITEM_HOURS = 8
+HOURS_SCHEMA = {"type": "number", "minimum": 0, "maximum": MAX_ITEM_HOURS}
 
 
 class PlanReplyItem(BaseModel):
-    """One activity of the day, in order: where, what, and the hour it ends; it begins where the previous one
-    ended (the first at the start of the window)."""
+    """One activity of the day, in order: where, what, and how many hours it takes; it begins where the
+    previous one ended (the first at the start of the window)."""
 
     poi_id: str = Field(max_length=64)
     activity: str = Field(max_length=MAX_ACTIVITY_CHARS)
-    #: Not asked for: a 135M model given start and end copies the window's hours into both, and items that
-    #: follow each other cannot overlap. A reply that gives it anyway is taken at its word.
+    # The schema asks for a number (never null); validation also takes an item timed by start and end.
+    hours: Annotated[float | None, WithJsonSchema(HOURS_SCHEMA)] = Field(None, ge=0, le=MAX_ITEM_HOURS)
+    #: Not asked for: SmolLM2 given start and end (or an end) copied the window's hours into every item, the
+    #: first one taking the whole day. A reply that gives them anyway is taken at its word.
     start: SkipJsonSchema[float | None] = Field(None, ge=0, le=24)
-    end: float = Field(ge=0, le=24)
+    end: SkipJsonSchema[float | None] = Field(None, ge=0, le=24)
 
     _clock = field_validator("start", "end", mode="before")(_hours)
+
+    @model_validator(mode="after")
+    def _timed(self) -> PlanReplyItem:
+        if self.hours is None and self.end is None:
+            raise ValueError("an item needs its hours (or an end)")
+        return self
 
 
 class PlanReply(BaseModel):

@@ -53,8 +53,8 @@ def repair_plan(
     """Turn a proposed plan into a sound one over [start, end).
 
     Args:
-        items: proposed items (dicts or models with start, end, poi_id, activity; hours of the day), in
-            order; an item without a start begins where the items before it end.
+        items: proposed items in order (dicts or models with poi_id, activity, and `hours` or a start and
+            an end in hours of the day); one timed by its hours begins where the items before it end.
         known_pois: ids of the world's points of interest, or a mapping of id to name (with names, an
             activity that only names a place is rewritten as spending time there).
         home: the point used for unknown places and gaps (None when the world has no place at all).
@@ -90,14 +90,21 @@ def repair_plan(
 
 
 def _laid_out(items: Sequence[Any], start: float) -> list[dict[str, Any]]:
-    """Items in the reply's order; one without a `start` (the schema asks for none) begins where the day so
-    far ends: at the window's start, then at the latest end before it. Those ending earlier are dropped
-    later, as items that end before they start."""
+    """Items in the reply's order, each with a start and an end: one timed by its `hours` (as the schema
+    asks) begins where the day so far ends (the window's start, then the latest end before it); one that
+    gives its start or end is taken at its word."""
     result, cursor = [], start
     for raw in items:
         item = _as_dict(raw)
-        if item.get("start") is None and isinstance(item.get("end"), int | float):
+        hours = item.get("hours")
+        if item.get("start") is None and isinstance(hours, int | float):
             item = {**item, "start": cursor}
+        if (
+            item.get("end") is None
+            and isinstance(hours, int | float)
+            and isinstance(item["start"], int | float)
+        ):
+            item = {**item, "end": min(24.0, float(item["start"]) + float(hours))}
         if isinstance(item.get("end"), int | float):
             cursor = max(cursor, float(item["end"]))
         result.append(item)

@@ -32,13 +32,13 @@ def compact(value: Any) -> str:
 VALID = [
     (ImportanceRating, {"importance": 7}),
     (EmotionEvaluation, {**dict.fromkeys(EmotionEvaluation.model_fields, 0), "joy": 100, "label": "嬉しい"}),
-    (PlanReply, {"items": [{"poi_id": "cafe", "activity": "朝のコーヒー", "end": 8.5}]}),
+    (PlanReply, {"items": [{"poi_id": "cafe", "activity": "朝のコーヒー", "hours": 1.5}]}),
     (
         PlanReply,
         {
             "items": [
-                {"poi_id": "home", "activity": "寝る", "end": 24.0},
-                {"poi_id": "a", "activity": "b", "end": 0},
+                {"poi_id": "home", "activity": "寝る", "hours": 8.0},
+                {"poi_id": "a", "activity": "b", "hours": 0},
             ]
         },
     ),

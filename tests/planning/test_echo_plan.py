@@ -29,7 +29,7 @@ def test_the_plan_prompt_names_the_fields_without_a_template(
     )
     assert "- library: " in call.messages[1]["content"]
     assert "- activity: what the character does there, a short phrase in Japanese" in system
-    assert "- end: when it ends, in hours of the day as a number" in system and "13.5" not in system
+    assert "- hours: how many hours it takes, as a number" in system and "13.5" not in system
 
 
 def test_placeholder_activities_are_re_asked_once(client: TestClient, scripted: ScriptedLLM) -> None:

@@ -148,26 +148,30 @@ def test_fallback_without_any_place_stays_home_all_day() -> None:
     assert spans(plan) == [(6, 21, None)] and plan[0].activity == "Time at home"
 
 
-def test_items_without_a_start_follow_each_other_from_the_window_start() -> None:
-    # The schema asks for where, what and the end: each item begins where the day so far ends.
-    reply = [{"poi_id": "cafe", "activity": "x", "end": 12}, {"poi_id": "park", "activity": "y", "end": 18},
-             {"poi_id": "home", "activity": "z", "end": 22}]  # fmt: skip
+def test_items_timed_by_their_hours_follow_each_other_from_the_window_start() -> None:
+    # The schema asks for where, what and how long: each item begins where the day so far ends.
+    reply = [{"poi_id": "cafe", "activity": "x", "hours": 5}, {"poi_id": "park", "activity": "y", "hours": 6},
+             {"poi_id": "home", "activity": "z", "hours": 4}]  # fmt: skip
     items, repairs = repair(reply)
     assert spans(items) == [(7, 12, "cafe"), (12, 18, "park"), (18, 22, "home")] and repairs == []
-    items, _ = repair(reply, start=10.5)  # a replan from 10:30
-    assert spans(items)[0] == (10.5, 12, "cafe")
+    items, _ = repair(reply, start=10.5)  # a replan from 10:30: the last item is clipped to the window
+    assert spans(items)[0] == (10.5, 15.5, "cafe") and spans(items)[-1] == (21.5, 22, "home")
 
 
-def test_a_small_models_repeated_ends_are_dropped_and_the_order_kept() -> None:
-    # SmolLM2's way: sensible ends, then items repeating the day's end, then one going back in time.
-    reply = [{"poi_id": p, "activity": "a", "end": e} for p, e in
-             [("cafe", 12), ("library", 20), ("park", 22), ("park", 22), ("cafe", 21)]]  # fmt: skip
+def test_a_small_models_durations_are_laid_out_clipped_and_zero_ones_dropped() -> None:
+    # SmolLM2's way: a few hours each, some nothing, more than the day holds.
+    reply = [{"poi_id": p, "activity": "a", "hours": h} for p, h in
+             [("library", 2), ("library", 4), ("park", 0), ("cafe", 3), ("library", 8), ("park", 3)]]  # fmt: skip
     items, repairs = repair(reply)
-    assert spans(items) == [(7, 12, "cafe"), (12, 20, "library"), (20, 22, "park")]
-    assert len(repairs) == 2 and all("ends before it starts: dropped" in r for r in repairs)
-    # Ends that never move on still cover too little of the day: not worth repairing.
+    assert spans(items) == [(7, 9, "library"), (9, 13, "library"), (13, 16, "cafe"), (16, 22, "library")]
+    assert any("ends before it starts: dropped" in r for r in repairs)  # the 0-hour item
+    assert any("clipped to the window" in r for r in repairs)  # library 16:00 + 8 hours
+    assert len([r for r in repairs if "dropped" in r]) == 2  # and park, after the day was full
+    # Durations that cover too little of the day: not worth repairing.
     with pytest.raises(PlanUnrepairable):
-        repair([{"poi_id": "cafe", "activity": "a", "end": 8}, {"poi_id": "park", "activity": "b", "end": 7}])
+        repair(
+            [{"poi_id": "cafe", "activity": "a", "hours": 1}, {"poi_id": "park", "activity": "b", "hours": 2}]
+        )
 
 
 def test_an_activity_that_only_names_a_place_or_reads_like_an_id_is_written_in_words() -> None:
@@ -186,11 +190,14 @@ def test_an_activity_that_only_names_a_place_or_reads_like_an_id_is_written_in_w
     assert repair([item(7, 22, "park", "read my_notes here")])[0][0].activity == "read my_notes here"
 
 
-def test_the_plan_schema_asks_for_no_start_and_at_least_one_item() -> None:
+def test_the_plan_schema_asks_for_hours_not_times_and_at_least_one_item() -> None:
     from backend.llm.base import json_schema_for
     from backend.planning.schemas import plan_reply_for
 
     sent = json_schema_for(plan_reply_for(("cafe", "park")))["properties"]["items"]
-    assert list(sent["items"]["properties"]) == ["poi_id", "activity", "end"] and sent["minItems"] == 1
-    # A reply that gives a start anyway is taken at its word.
+    assert list(sent["items"]["properties"]) == ["poi_id", "activity", "hours"] and sent["minItems"] == 1
+    assert sent["items"]["properties"]["hours"]["maximum"] == 8  # no one item takes the whole day
+    # A reply that gives a start and an end anyway is taken at its word; one with no time at all is not valid.
     assert PlanReplyItem.model_validate({"poi_id": "cafe", "activity": "a", "start": 9, "end": 10}).start == 9
+    with pytest.raises(ValueError, match="hours"):
+        PlanReplyItem.model_validate({"poi_id": "cafe", "activity": "a"})

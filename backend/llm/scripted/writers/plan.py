@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from backend.llm.scripted.engine import WriterContext
+from backend.planning.schemas import MAX_ITEM_HOURS
 
 #: Activities by kind of place, Japanese and English; `{name}` is the place's name.
 ACTIVITIES: dict[str, tuple[list[str], list[str]]] = {
@@ -65,8 +66,8 @@ def _activity(ctx: WriterContext, poi: dict[str, Any]) -> str:
 def write_plan(ctx: WriterContext) -> dict[str, Any]:
     """Home in the morning, a few places through the day (lunch at a restaurant near noon), home at night.
 
-    Items follow each other as the schema asks (where, what, until when; each begins where the one before
-    ends), so the reply names no start."""
+    Items follow each other as the schema asks (where, what, for how many hours), so the reply names no
+    start or end; an item is at most MAX_ITEM_HOURS long (the repair fills what is left with home)."""
     window = ctx.facts.get("window") or {}
     start = float(window.get("start", ctx.facts.get("wake_hour", 7.0)))
     end = float(window.get("end", ctx.facts.get("sleep_hour", 22.0)))
@@ -77,7 +78,7 @@ def write_plan(ctx: WriterContext) -> dict[str, Any]:
     lang = 0 if ctx.ja else 1
     span = end - start
     if not pois or span < 3:
-        return {"items": [_item(home or "", HOME_EVENING[lang], end)]}
+        return {"items": [_item(home or "", HOME_EVENING[lang], start, end)]}
     morning = min(1.0, span / 5) if start < 10 else 0.0
     evening = min(2.0, span / 5)
     places = _pick_places(ctx, pois, max(1, min(len(pois), int((span - morning - evening) // 2))))
@@ -86,21 +87,21 @@ def write_plan(ctx: WriterContext) -> dict[str, Any]:
         places.insert(min(1, len(places)), restaurant)
     items: list[dict[str, Any]] = []
     if morning:
-        items.append(_item(home, HOME_MORNING[lang], start + morning))
+        items.append(_item(home, HOME_MORNING[lang], start, start + morning))
     cursor, out_until = start + morning, end - evening
     block = (out_until - cursor) / len(places)
     for index, poi in enumerate(places):
         finish = out_until if index == len(places) - 1 else _quarter(cursor + block)
         if finish > cursor:
-            items.append(_item(poi["id"], _activity(ctx, poi), finish))
+            items.append(_item(poi["id"], _activity(ctx, poi), cursor, finish))
         cursor = max(cursor, finish)
     if end > cursor:
-        items.append(_item(home, HOME_EVENING[lang], end))
+        items.append(_item(home, HOME_EVENING[lang], cursor, end))
     return {"items": items}
 
 
-def _item(poi_id: str | None, activity: str, end: float) -> dict[str, Any]:
-    return {"poi_id": poi_id, "activity": activity, "end": end}
+def _item(poi_id: str | None, activity: str, start: float, end: float) -> dict[str, Any]:
+    return {"poi_id": poi_id, "activity": activity, "hours": min(MAX_ITEM_HOURS, end - start)}
 
 
 WRITERS = {"PlanReply": write_plan}
