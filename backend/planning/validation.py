@@ -86,7 +86,23 @@ def repair_plan(
             f"the plan covers only {share:.0f}% of {format_clock(start)}-{format_clock(end)}"
         )
     filled = _fill_gaps(trimmed, start, end, home, HOME_ACTIVITY.get(language, HOME_ACTIVITY["en"]), repairs)
-    return [PlanItem.model_validate(it) for it in filled], repairs
+    return [PlanItem.model_validate(it) for it in _merged(filled, repairs)], repairs
+
+
+def _merged(items: list[dict[str, Any]], repairs: list[str]) -> list[dict[str, Any]]:
+    """Back-to-back items at the same place doing the same thing are one (a small model repeats an item)."""
+    result: list[dict[str, Any]] = []
+    for item in items:
+        last = result[-1] if result else None
+        same = last is not None and (last["poi_id"], last["activity"]) == (item["poi_id"], item["activity"])
+        if last is not None and same and abs(last["end"] - item["start"]) < 1e-9:
+            repairs.append(
+                f"{format_clock(item['start'])}-{format_clock(item['end'])} repeats the item before: merged"
+            )
+            result[-1] = {**last, "end": item["end"]}
+        else:
+            result.append(item)
+    return result
 
 
 def _laid_out(items: Sequence[Any], start: float) -> list[dict[str, Any]]:

@@ -163,7 +163,7 @@ def test_a_small_models_durations_are_laid_out_clipped_and_zero_ones_dropped() -
     reply = [{"poi_id": p, "activity": "a", "hours": h} for p, h in
              [("library", 2), ("library", 4), ("park", 0), ("cafe", 3), ("library", 8), ("park", 3)]]  # fmt: skip
     items, repairs = repair(reply)
-    assert spans(items) == [(7, 9, "library"), (9, 13, "library"), (13, 16, "cafe"), (16, 22, "library")]
+    assert spans(items) == [(7, 13, "library"), (13, 16, "cafe"), (16, 22, "library")]  # 2 + 4 h merged
     assert any("ends before it starts: dropped" in r for r in repairs)  # the 0-hour item
     assert any("clipped to the window" in r for r in repairs)  # library 16:00 + 8 hours
     assert len([r for r in repairs if "dropped" in r]) == 2  # and park, after the day was full
@@ -201,3 +201,11 @@ def test_the_plan_schema_asks_for_hours_not_times_and_at_least_one_item() -> Non
     assert PlanReplyItem.model_validate({"poi_id": "cafe", "activity": "a", "start": 9, "end": 10}).start == 9
     with pytest.raises(ValueError, match="hours"):
         PlanReplyItem.model_validate({"poi_id": "cafe", "activity": "a"})
+
+
+def test_back_to_back_repeats_of_an_item_are_merged() -> None:
+    reply = [{"poi_id": "park", "activity": "walk", "hours": 2} for _ in range(3)]
+    reply.append({"poi_id": "cafe", "activity": "tea", "hours": 9})
+    items, repairs = repair(reply)
+    assert spans(items) == [(7, 13, "park"), (13, 22, "cafe")]
+    assert sum("merged" in r for r in repairs) == 2
