@@ -39,8 +39,10 @@ class PlanReplyItem(BaseModel):
 
     poi_id: str = Field(max_length=64)
     activity: str = Field(max_length=MAX_ACTIVITY_CHARS)
-    # The schema asks for a number (never null); validation also takes an item timed by start and end.
-    hours: Annotated[float | None, WithJsonSchema(HOURS_SCHEMA)] = Field(None, ge=0, le=MAX_ITEM_HOURS)
+    # The schema asks for a number up to MAX_ITEM_HOURS (never null); validation takes any length of a day (a
+    # server whose grammar ignores number bounds, such as llama-server, lets a model write 10) and an item
+    # timed by start and end.
+    hours: Annotated[float | None, WithJsonSchema(HOURS_SCHEMA)] = Field(None, ge=0, le=24)
     #: Not asked for: SmolLM2 given start and end (or an end) copied the window's hours into every item, the
     #: first one taking the whole day. A reply that gives them anyway is taken at its word.
     start: SkipJsonSchema[float | None] = Field(None, ge=0, le=24)

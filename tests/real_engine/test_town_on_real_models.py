@@ -265,6 +265,10 @@ def test_plan_rating_council_and_reflections_are_stored_sound(town: dict[str, An
     places = {p["id"] for p in client.get("/v1/pois").json()}
     assert not plan_problems(items, known_pois=places, home="cafe", start=7.0, end=23.0), plan
     print(f"{town['model']}: plan source {plan['source']}, council outcome {town['council'].get('outcome')}")
+    print(
+        f"{town['model']}: plan {[(i['start'], i['end'], i['poi_id'], i['activity']) for i in plan['items']]}"
+    )
+    assert plan["source"] in ("model", "repaired"), plan  # the model's plan, not the fallback
     assert town["council"]["status"] == "done"
     app: Any = client.app
     with Session(app.state.engine) as session:
