@@ -104,6 +104,9 @@ class Settings(BaseSettings):
     # A llama-cpp-python chat format (gemma, chatml, llama-3...) for a GGUF without a chat template (start-up
     # refuses one otherwise); when set it also replaces the GGUF's own template. None: the GGUF's template.
     llamacpp_chat_format: str | None = Field(None, min_length=1, max_length=64)
+    # Memory for the KV states of prompts' stable prefixes (a speaker's persona and rules), so a turn reads
+    # only what follows them even after other calls ran (backend/llm/kvcache.py). 0 turns the cache off.
+    llamacpp_prefix_cache_mb: int = Field(256, ge=0, le=65_536)
 
     # Model per role; empty means "the provider's model".
     model_dialogue: str | None = None

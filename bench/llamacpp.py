@@ -125,6 +125,13 @@ class BackgroundLoad:
         self.future.result(timeout=600)
 
 
+def background_calls(app: Any, loop: asyncio.AbstractEventLoop) -> None:
+    """One short background-priority call, run to its end (in a town, a rating or a reflection)."""
+    options = GenerateOptions(purpose="reflection", priority=PRIORITY_BACKGROUND, max_tokens=16)
+    call = app.state.llm.complete(BACKGROUND, options=options)
+    asyncio.run_coroutine_threadsafe(call, loop).result(timeout=600)
+
+
 def phase_with_background(url: str, app: Any, loop: Any, turns: int, tag: str) -> list[tuple[float, bool]]:
     load = BackgroundLoad(app, loop)
     results = []
@@ -145,10 +152,10 @@ def turn_waits(app: Any) -> list[float]:
     return list(find_scheduler(app.state.llm).stats[PRIORITY_TURN].recent)  # type: ignore[union-attr]
 
 
-def line(label: str, values: list[float], fallbacks: int | None = None) -> None:
+def line(label: str, values: list[float], fallbacks: int | None = None, unit: str = "s") -> None:
     figures = " ".join(f"{v:6.2f}" for v in values)
     extra = "" if fallbacks is None else f"  fallbacks {fallbacks}/{len(values)}"
-    print(f"  {label:<58} median {statistics.median(values):6.2f} s   [{figures}]{extra}")
+    print(f"  {label:<58} median {statistics.median(values):6.2f} {unit}   [{figures}]{extra}")
 
 
 def main() -> None:
@@ -158,6 +165,13 @@ def main() -> None:
     parser.add_argument(
         "--threads", type=int, default=1, help="LLAMACPP_THREADS (1 is fastest on 2 shared cores)"
     )
+    parser.add_argument(
+        "--prefix-cache-mb",
+        type=int,
+        default=None,
+        help="LLAMACPP_PREFIX_CACHE_MB (0: off; default: the setting's)",
+    )
+    parser.add_argument("--streamed-only", action="store_true", help="only the streamed turns")
     args = parser.parse_args()
     try:
         if importlib.util.find_spec("llama_cpp") is None:
@@ -180,14 +194,28 @@ def main() -> None:
             llm_seed=7,
             load_demo_world=False,
             log_level="warning",
+            turn_deadline_s=120,  # the model's time is measured, not the fallback's (a busy 2-core VM is slow)
+            **({} if args.prefix_cache_mb is None else {"llamacpp_prefix_cache_mb": args.prefix_cache_mb}),
         )
 
-    print(f"model {args.model}, {args.threads} thread(s), n_ctx 2048, LLM_SEED 7, {args.turns} turns a phase")
+    cache = settings("preemptive").llamacpp_prefix_cache_mb
+    print(
+        f"model {args.model}, {args.threads} thread(s), n_ctx 2048, LLM_SEED 7, TURN_DEADLINE_S 120, "
+        f"{args.turns} turns a phase, prefix cache {cache} MB"
+    )
     with serve(settings("preemptive"), preemptible=True) as (url, app, loop):
-        streamed = [streamed_turn(url, f"stream-{i}") for i in range(args.turns)]
-        print("streamed turn (/v1/conversation/turn/stream):")
+        streamed = []
+        for index in range(args.turns):
+            streamed.append(streamed_turn(url, f"stream-{index}"))
+            background_calls(app, loop)  # what runs between two turns in a town: the context is replaced
+        print("streamed turn (/v1/conversation/turn/stream), a background call before each next turn:")
         line("time to first delta", [s[0] for s in streamed])
         line("time to the reply event (whole line)", [s[1] for s in streamed], sum(s[2] for s in streamed))
+        answered = [s for s in streamed if not s[2]]  # a fallback line's deltas are not the model's
+        if answered:
+            line("first delta / whole line, lines from the model", [s[0] / s[1] for s in answered], unit="x")
+        if args.streamed_only:
+            return
         seen = len(turn_waits(app))
         idle = [plain_turn(url, f"idle-{i}") for i in range(args.turns)]
         idle_waits, seen = turn_waits(app)[seen:], len(turn_waits(app))

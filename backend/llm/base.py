@@ -47,33 +47,72 @@ PURPOSE_ROLES = {
     "judge": "judge",
 }
 
-#: Completion tokens a call may generate when `options.max_tokens` is None, per purpose (a council call's
-#: purpose is its stage). The cap bounds the work of one call (a runaway or stale call frees the model); it is
-#: not a length control. Each is sized so that a reply at its schema's limits fits at 2 tokens a character
-#: (Japanese costs about 0.5 with Gemma's vocabulary, 2 with byte-level ones such as SmolLM2's), up to
-#: MAX_COMPLETION_CAP for schemas that allow more (tests/llm/test_completion_caps.py checks both).
-MAX_COMPLETION_CAP = 1024
+#: Completion tokens a call may generate when `options.max_tokens` is None. A structured reply's cap comes from
+#: its schema (`reply_tokens`: the longest reply it allows); these serve free text and schemas that bound
+#: nothing, per purpose (a council call's purpose is its stage). The cap bounds the work of one call (a runaway
+#: or stale call frees the model); it is not a length control.
 COMPLETION_CAPS: dict[str, int] = {
     "dialogue": 640,
     "turn": 640,
     "fallback": 640,
-    "interview": MAX_COMPLETION_CAP,
     "emotion": 160,
-    "reflection": MAX_COMPLETION_CAP,
-    "questions": MAX_COMPLETION_CAP,
-    "insight": MAX_COMPLETION_CAP,
-    "person": MAX_COMPLETION_CAP,
-    "plan": MAX_COMPLETION_CAP,
-    "intention": 1024,
-    "opinion": MAX_COMPLETION_CAP,
-    "response": MAX_COMPLETION_CAP,
-    "aggregate": MAX_COMPLETION_CAP,
-    "consensus": MAX_COMPLETION_CAP,
-    "judge": MAX_COMPLETION_CAP,
 }
-#: Importance ratings are capped per memory rated in the call (`facts["memories"]`, one when absent).
-IMPORTANCE_CAP_BASE, IMPORTANCE_CAP_PER_ITEM = 16, 8
-DEFAULT_COMPLETION_CAP = 512
+DEFAULT_COMPLETION_CAP = 1024
+#: Tokens a character of a reply may cost: Japanese on a byte-level vocabulary such as SmolLM2's costs about
+#: 2 (Gemma's vocabulary about 0.5, English text about 0.25), and JSON's keys and punctuation count the same.
+TOKENS_PER_CHAR = 2
+#: Characters of a number the grammar (backend/llm/grammar.py) does not bound: a sign, 16 digits, a
+#: point and 15 decimals; a bounded one takes its bound's digits and, for a `number`, 6 decimals.
+NUMBER_CHARS = 33
+
+
+def _number_chars(schema: dict[str, Any], integer: bool) -> int:
+    low, high = schema.get("minimum"), schema.get("maximum")
+    if low is None or high is None:
+        return 17 if integer else NUMBER_CHARS
+    digits = max(len(str(int(low))), len(str(int(high))))
+    return digits if integer else digits + 7
+
+
+def reply_chars(schema: Any) -> int | None:
+    """Characters of the longest JSON reply `schema` allows, every string at its maxLength and every list at
+    its maxItems (one space after each token, as the grammar allows); None when something is unbounded."""
+    if not isinstance(schema, dict):
+        return None
+    for branch in ("anyOf", "oneOf"):
+        if branch in schema:
+            options = [reply_chars(option) for option in schema[branch]]
+            return None if None in options else max(o for o in options if o is not None)
+    if "enum" in schema or "const" in schema:
+        values = schema.get("enum", [schema.get("const")])
+        return max(len(json.dumps(value, ensure_ascii=False)) for value in values) + 1
+    kind = schema.get("type")
+    if kind == "object":
+        fields = [(key, reply_chars(sub)) for key, sub in schema.get("properties", {}).items()]
+        if any(size is None for _, size in fields):
+            return None
+        return 3 + sum(len(json.dumps(key, ensure_ascii=False)) + 3 + (size or 0) for key, size in fields)
+    if kind == "array":
+        # An item at a `prefixItems` position follows that schema; the rest follow `items`.
+        sizes = [reply_chars(sub) for sub in [schema.get("items", {}), *schema.get("prefixItems", [])]]
+        most = schema.get("maxItems")
+        if most is None or None in sizes:
+            return None
+        return 3 + most * (max(size or 0 for size in sizes) + 2)
+    if kind == "string":
+        return None if schema.get("maxLength") is None else 3 + schema["maxLength"]
+    if kind in ("integer", "number"):
+        return _number_chars(schema, kind == "integer") + 1
+    if kind in ("boolean", "null"):
+        return 6
+    return None
+
+
+def reply_tokens(schema: dict[str, Any]) -> int | None:
+    """Completion tokens the longest reply `schema` allows may take (TOKENS_PER_CHAR a character), or None
+    when the schema bounds nothing."""
+    chars = reply_chars(schema)
+    return None if chars is None else TOKENS_PER_CHAR * chars
 
 
 class GenerateOptions(BaseModel):
@@ -106,13 +145,15 @@ class GenerateOptions(BaseModel):
         return PURPOSE_ROLES.get(self.purpose, PURPOSE_ROLES.get(self.stage or "", "dialogue"))
 
 
-def completion_cap(options: GenerateOptions) -> int:
-    """The completion-token limit of a call: `options.max_tokens`, else its purpose's COMPLETION_CAPS entry."""
+def completion_cap(options: GenerateOptions, schema: dict[str, Any] | None = None) -> int:
+    """The completion-token limit of a call: `options.max_tokens`; else, for a structured reply, what the
+    longest reply its `schema` allows may take (`reply_tokens`), so a valid reply is never cut off; else its
+    purpose's COMPLETION_CAPS entry (free text, or a schema that bounds nothing)."""
     if options.max_tokens is not None:
         return options.max_tokens
-    if options.purpose == "importance":
-        items = options.facts.get("memories")
-        return IMPORTANCE_CAP_BASE + IMPORTANCE_CAP_PER_ITEM * (len(items) if isinstance(items, list) else 1)
+    derived = reply_tokens(schema) if schema is not None else None
+    if derived is not None:
+        return derived
     return COMPLETION_CAPS.get(options.purpose, DEFAULT_COMPLETION_CAP)
 
 

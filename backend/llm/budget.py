@@ -68,14 +68,22 @@ class PromptBudgetLLM(LLMWrapper):
         super().__init__(inner)
         self.context_tokens = context_tokens
 
-    def budget(self, options: GenerateOptions) -> int:
-        """Prompt tokens a call may use: the context less the reply's cap (its max_tokens, else its purpose's
-        completion cap) and a margin."""
-        return max(MIN_BUDGET, self.context_tokens - completion_cap(options) - MARGIN)
+    def budget(self, options: GenerateOptions, schema: dict[str, Any] | None = None) -> int:
+        """Prompt tokens a call may use: the context less the reply's cap (its max_tokens, else what its
+        schema allows, else its purpose's cap) and a margin. The reply keeps at most half the context: a
+        schema that allows more than the context holds must not starve the prompt of its rules."""
+        reserved = min(completion_cap(options, schema), self.context_tokens // 2)
+        return max(MIN_BUDGET, self.context_tokens - reserved - MARGIN)
 
-    def _fit(self, messages: Sequence[Message], options: GenerateOptions) -> tuple[list[Message], Any]:
-        fitted, tokens = fit_messages(messages, self.budget(options), self.inner.count_tokens)
-        return fitted, options.model_copy(update={"prompt_tokens_counted": tokens})
+    def _fit(
+        self, messages: Sequence[Message], options: GenerateOptions, schema: dict[str, Any] | None
+    ) -> tuple[list[Message], GenerateOptions]:
+        fitted, tokens = fit_messages(messages, self.budget(options, schema), self.inner.count_tokens)
+        # The cap sent is what the context still holds after the prompt (a server such as vLLM refuses a
+        # request whose prompt and max_tokens exceed the model's context).
+        room = max(1, self.context_tokens - tokens - MARGIN)
+        cap = min(completion_cap(options, schema), room)
+        return fitted, options.model_copy(update={"prompt_tokens_counted": tokens, "max_tokens": cap})
 
     async def complete(
         self,
@@ -84,7 +92,7 @@ class PromptBudgetLLM(LLMWrapper):
         options: GenerateOptions,
         schema: dict[str, Any] | None = None,
     ) -> Completion:
-        fitted, counted = self._fit(messages, options)
+        fitted, counted = self._fit(messages, options, schema)
         return await self.inner.complete(fitted, options=counted, schema=schema)
 
     async def stream(
@@ -95,6 +103,6 @@ class PromptBudgetLLM(LLMWrapper):
         schema: dict[str, Any] | None = None,
         usage: Completion | None = None,
     ) -> AsyncIterator[str]:
-        fitted, counted = self._fit(messages, options)
+        fitted, counted = self._fit(messages, options, schema)
         async for piece in self.inner.stream(fitted, options=counted, schema=schema, usage=usage):
             yield piece

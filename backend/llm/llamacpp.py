@@ -43,6 +43,7 @@ from backend.llm.base import (
     normalise_rows,
 )
 from backend.llm.grammar import json_schema_to_gbnf
+from backend.llm.kvcache import PrefixCache
 
 R = TypeVar("R")
 
@@ -117,8 +118,23 @@ class _Engine:
         self.stops: set[threading.Event] = set()  # the stop flags of the calls at or past the gate
         self.closing = False
         self.stopping: threading.Event | None = None  # the running call's flag (worker thread only)
+        #: Stable prompt prefixes' KV states (kvcache.py), and the running call's stable text (worker only).
+        self.prefixes: PrefixCache | None = None
+        self.stable: str | None = None
         if callable(getattr(llama, "eval", None)):
             llama.eval = self._chunked(llama.eval)  # Llama.generate evaluates prompt and tokens through it
+        if callable(getattr(llama, "generate", None)):
+            llama.generate = self._prefixed(llama.generate)
+
+    def _prefixed(self, generate: Callable[..., Any]) -> Callable[..., Any]:
+        # Llama.generate gets the whole prompt's tokens: the cache restores (or evaluates and keeps) the
+        # stable prefix first, and generate then reads only what follows it.
+        def prefixed(tokens: Sequence[int], *args: Any, **kwargs: Any) -> Any:
+            if self.prefixes is not None and self.stable:
+                self.prefixes.prepare(self.llama, tokens, self.stable)
+            return generate(tokens, *args, **kwargs)
+
+        return prefixed
 
     def _chunked(self, evaluate: Callable[[Sequence[int]], None]) -> Callable[[Sequence[int]], None]:
         def chunked(tokens: Sequence[int]) -> None:
@@ -163,7 +179,7 @@ class _Engine:
             try:
                 return fn(self.llama)
             finally:
-                self.stopping = None
+                self.stopping = self.stable = None
 
     def stop_all(self) -> None:
         """Refuse new calls and stop every running one at its next token (call in the event loop)."""
@@ -237,8 +253,11 @@ class LlamaCppLLM(LLM):
         temperature: float = 0.7,
         seed: int | None = None,
         chat: str = "chat template from the GGUF",
+        prefix_cache_bytes: int = 0,
     ) -> None:
         self.engine = _Engine(llama)
+        if prefix_cache_bytes > 0:
+            self.engine.prefixes = PrefixCache(llama_cpp_module(), prefix_cache_bytes)
         self.model = model_name
         self.temperature = temperature
         self.seed = seed
@@ -275,6 +294,7 @@ class LlamaCppLLM(LLM):
             temperature=settings.llm_temperature,
             seed=settings.llm_seed,
             chat=chat,
+            prefix_cache_bytes=settings.llamacpp_prefix_cache_mb * 2**20,
         )
 
     def resolve_model(self, options: GenerateOptions) -> str:
@@ -339,7 +359,7 @@ class LlamaCppLLM(LLM):
         stop = threading.Event()
         try:
             prompt_tokens, completion_tokens, finish = await self.engine.run(
-                lambda llama: _generate(llama, request, pieces.append, stop), options.priority, stop
+                lambda llama: self._generate(llama, request, pieces.append, stop), options.priority, stop
             )
         except (ValueError, RuntimeError) as exc:
             raise _failure(exc) from exc
@@ -374,7 +394,7 @@ class LlamaCppLLM(LLM):
 
         def work(llama: Any) -> None:
             try:
-                put(("done", _generate(llama, request, lambda piece: put(("piece", piece)), stop)))
+                put(("done", self._generate(llama, request, lambda piece: put(("piece", piece)), stop)))
             except Exception as exc:  # handed to the consumer, which raises it
                 put(("error", exc))
 
@@ -400,6 +420,14 @@ class LlamaCppLLM(LLM):
             stop.set()  # a consumer that stops early frees the model at the next token
             with contextlib.suppress(Exception):
                 await asyncio.shield(job)
+
+    def _generate(
+        self, llama: Any, request: dict[str, Any], put: Callable[[str], None], stop: threading.Event
+    ) -> tuple[int | None, int | None, str | None]:
+        """Worker thread: `_generate`, with the call's system message as the stable prefix to cache."""
+        first = request["messages"][0] if request["messages"] else {}
+        self.engine.stable = first.get("content") if first.get("role") == "system" else None
+        return _generate(llama, request, put, stop)
 
     async def aclose(self) -> None:
         """Stop the running generation at its next token (shutdown must not wait for it), then close."""

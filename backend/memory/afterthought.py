@@ -39,14 +39,6 @@ Key = tuple[str, str]
 
 #: One paragraph: the grammar ends the reflection here (a small model otherwise writes to the limit).
 REFLECTION_CHARS = 400
-#: Tokens per character a reply's text may cost (a byte-level vocabulary spends about 2 on Japanese).
-TOKENS_PER_CHAR = 2
-
-
-def reply_tokens(max_chars: int) -> int:
-    """Completion tokens an Afterthought at every limit needs, so a valid reply is never cut off."""
-    chars = REFLECTION_CHARS + 3 * 40 + 3 * 100 + max_chars + 2 * LABEL_MAX_CHARS
-    return TOKENS_PER_CHAR * chars + 64  # the JSON around the text
 
 
 class Afterthought(BaseModel):
@@ -69,7 +61,9 @@ def afterthought_for(language: str | None, max_chars: int) -> type[Afterthought]
     fields: dict[str, Any] = {
         "person_summary": (
             str,
-            Field(min_length=1, max_length=2000, json_schema_extra={"maxLength": max_chars}),
+            # Validation takes what the schema asks for (PERSON_SUMMARY_CHARS goes up to 4000) and, below
+            # 2000, a little more: a model without a grammar may overshoot its limit.
+            Field(min_length=1, max_length=max(2000, max_chars), json_schema_extra={"maxLength": max_chars}),
         )
     }
     if language is not None:
@@ -195,7 +189,6 @@ async def ask(
         session_id=conv.session_id,
         language=conv.language,
         priority=PRIORITY_BACKGROUND,
-        max_tokens=reply_tokens(limit),
         facts=facts,
     )
     try:

@@ -20,13 +20,18 @@ DEFAULT_IMPORTANT = 5
 IMPORTANT_FROM = 6
 
 #: The reply's fields in words: a JSON example's placeholders ("...") are what a small model copies.
+#: No example values either: SmolLM2 shown "13.5 means 13:30" wrote 13.5 into every item, and given an end
+#: hour it wrote the day's last hour into the first item. Items follow each other and say how long they
+#: take (at most MAX_ITEM_HOURS, in the schema), so no item can take the whole day and none can overlap.
+#: Places are listed in the user message (the grammar allows only their ids), not in a field's line, where
+#: a small model took them for the words to copy into `activity`.
 SYSTEM = (
-    "You plan one day for a character who lives in a small town: cover {window} without gaps or overlaps.\n"
+    "You plan one day for a character who lives in a small town, from {window}.\n"
     "Reply with a JSON object with one field:\n"
-    "- items: the day's activities in order, each with these fields:\n"
-    "- start, end: hours of the day as numbers (13.5 means 13:30)\n"
-    "- poi_id: where it happens, one of {poi_ids}\n"
-    "- activity: what the character does there, a short phrase in {language}, in keeping with the character"
+    "- items: the day's activities in the order they happen, each with these fields:\n"
+    "- poi_id: where it happens: the id of one of the places listed\n"
+    "- activity: what the character does there, a short phrase in {language}, in keeping with the character\n"
+    "- hours: how many hours it takes, as a number; the next activity begins when it ends"
 )
 
 
@@ -89,10 +94,7 @@ def build_messages(facts: dict[str, Any]) -> list[Message]:
     window = facts["window"]
     language = "Japanese" if facts["language"] == "ja" else "English"
     system = SYSTEM.format(
-        window=f"{format_clock(window['start'])}-{format_clock(window['end'])} "
-        f"({window['start']:g} to {window['end']:g})",
-        poi_ids=", ".join(p["id"] for p in facts["pois"]) or "(none)",
-        language=language,
+        window=f"{format_clock(window['start'])} to {format_clock(window['end'])}", language=language
     )
     persona = facts["persona"]
     lines = [
@@ -122,8 +124,8 @@ def build_messages(facts: dict[str, Any]) -> list[Message]:
 
 #: What a plan must be, said with the reason when one is beyond repair (the re-ask).
 PLAN_RULES = (
-    "answer again with a complete plan that follows the rules: known poi_id values only, in order, "
-    "no overlaps, covering the whole window"
+    "answer again with a complete plan: the activities in the order they happen, at the places listed, "
+    "each taking some hours, together covering the whole day"
 )
 
 

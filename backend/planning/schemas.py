@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema, WithJsonSchema
 
 from backend.world.schemas import PoiPublic
 
@@ -24,23 +25,44 @@ def _hours(value: Any) -> Any:
 #: A day's plan holds at most this many items (a 06-23 day in 45-minute blocks), each a short phrase.
 MAX_PLAN_ITEMS = 24
 MAX_ACTIVITY_CHARS = 120
+#: The schema asks for at least this many items: a grammar-bound small model otherwise may close the list
+#: at once (`{"items": []}`). Validation takes fewer; the repair then judges the plan.
+MIN_PLAN_ITEMS = 1
+#: An item lasts at most this many hours in the schema, so no single item can take a whole day.
+MAX_ITEM_HOURS = 8
+HOURS_SCHEMA = {"type": "number", "minimum": 0, "maximum": MAX_ITEM_HOURS}
 
 
 class PlanReplyItem(BaseModel):
-    """One activity as the model proposes it (times in hours of the day, e.g. 13.5 = 13:30)."""
+    """One activity of the day, in order: where, what, and how many hours it takes; it begins where the
+    previous one ended (the first at the start of the window)."""
 
-    start: float = Field(ge=0, le=24)
-    end: float = Field(ge=0, le=24)
     poi_id: str = Field(max_length=64)
     activity: str = Field(max_length=MAX_ACTIVITY_CHARS)
+    # The schema asks for a number up to MAX_ITEM_HOURS (never null); validation takes any length of a day (a
+    # server whose grammar ignores number bounds, such as llama-server, lets a model write 10) and an item
+    # timed by start and end.
+    hours: Annotated[float | None, WithJsonSchema(HOURS_SCHEMA)] = Field(None, ge=0, le=24)
+    #: Not asked for: SmolLM2 given start and end (or an end) copied the window's hours into every item, the
+    #: first one taking the whole day. A reply that gives them anyway is taken at its word.
+    start: SkipJsonSchema[float | None] = Field(None, ge=0, le=24)
+    end: SkipJsonSchema[float | None] = Field(None, ge=0, le=24)
 
     _clock = field_validator("start", "end", mode="before")(_hours)
+
+    @model_validator(mode="after")
+    def _timed(self) -> PlanReplyItem:
+        if self.hours is None and self.end is None:
+            raise ValueError("an item needs its hours (or an end)")
+        return self
 
 
 class PlanReply(BaseModel):
     """The model's reply for purpose `plan`: the day's activities from the start to the end of the window."""
 
-    items: list[PlanReplyItem] = Field(max_length=MAX_PLAN_ITEMS)
+    items: list[PlanReplyItem] = Field(
+        max_length=MAX_PLAN_ITEMS, json_schema_extra={"minItems": MIN_PLAN_ITEMS}
+    )
 
 
 @functools.lru_cache(maxsize=64)
@@ -57,7 +79,7 @@ def plan_reply_for(poi_ids: tuple[str, ...]) -> type[PlanReply]:
     item = create_model(
         "PlanReplyItem", __base__=PlanReplyItem, __doc__=PlanReplyItem.__doc__, poi_id=(str, poi_id)
     )
-    items = Field(max_length=MAX_PLAN_ITEMS)
+    items = Field(max_length=MAX_PLAN_ITEMS, json_schema_extra={"minItems": MIN_PLAN_ITEMS})
     return create_model("PlanReply", __base__=PlanReply, __doc__=PlanReply.__doc__, items=(list[item], items))
 
 

@@ -208,7 +208,7 @@ async def _ask(
         facts=facts,
     )
     messages = prompts.build_messages(facts)
-    known = {p.id for p in pois}
+    known = {p.id: p.name for p in pois}  # names: an activity that only names a place is repaired in words
     schema = plan_reply_for(tuple(sorted(known)))  # the schema names the world's places
 
     def repaired(reply: PlanReply) -> tuple[list[PlanItem], list[str]]:

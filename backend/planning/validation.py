@@ -53,8 +53,10 @@ def repair_plan(
     """Turn a proposed plan into a sound one over [start, end).
 
     Args:
-        items: proposed items (dicts or models with start, end, poi_id, activity; hours of the day).
-        known_pois: ids of the world's points of interest.
+        items: proposed items in order (dicts or models with poi_id, activity, and `hours` or a start and
+            an end in hours of the day); one timed by its hours begins where the items before it end.
+        known_pois: ids of the world's points of interest, or a mapping of id to name (with names, an
+            activity that only names a place is rewritten as spending time there).
         home: the point used for unknown places and gaps (None when the world has no place at all).
         start, end: the window to cover, e.g. wake and sleep hours.
         language: "ja" or "en", for the filler activity.
@@ -70,7 +72,8 @@ def repair_plan(
     if not items:
         raise PlanUnrepairable("the plan has no items")
     repairs: list[str] = []
-    proposed = _known_places(items, known_pois, home, repairs)
+    laid_out = _laid_out(items, start)
+    proposed = _known_places(laid_out, known_pois, home, repairs, language)
     clipped = _clip(proposed, start, end, repairs)
     ordered = sorted(clipped, key=lambda it: (it["start"], it["end"]))
     if [id(it) for it in ordered] != [id(it) for it in clipped]:
@@ -83,29 +86,85 @@ def repair_plan(
             f"the plan covers only {share:.0f}% of {format_clock(start)}-{format_clock(end)}"
         )
     filled = _fill_gaps(trimmed, start, end, home, HOME_ACTIVITY.get(language, HOME_ACTIVITY["en"]), repairs)
-    return [PlanItem.model_validate(it) for it in filled], repairs
+    return [PlanItem.model_validate(it) for it in _merged(filled, repairs)], repairs
+
+
+def _merged(items: list[dict[str, Any]], repairs: list[str]) -> list[dict[str, Any]]:
+    """Back-to-back items at the same place doing the same thing are one (a small model repeats an item)."""
+    result: list[dict[str, Any]] = []
+    for item in items:
+        last = result[-1] if result else None
+        same = last is not None and (last["poi_id"], last["activity"]) == (item["poi_id"], item["activity"])
+        if last is not None and same and abs(last["end"] - item["start"]) < 1e-9:
+            repairs.append(
+                f"{format_clock(item['start'])}-{format_clock(item['end'])} repeats the item before: merged"
+            )
+            result[-1] = {**last, "end": item["end"]}
+        else:
+            result.append(item)
+    return result
+
+
+def _laid_out(items: Sequence[Any], start: float) -> list[dict[str, Any]]:
+    """Items in the reply's order, each with a start and an end: one timed by its `hours` (as the schema
+    asks) begins where the day so far ends (the window's start, then the latest end before it); one that
+    gives its start or end is taken at its word."""
+    result, cursor = [], start
+    for raw in items:
+        item = _as_dict(raw)
+        hours = item.get("hours")
+        if item.get("start") is None and isinstance(hours, int | float):
+            item = {**item, "start": cursor}
+        if (
+            item.get("end") is None
+            and isinstance(hours, int | float)
+            and isinstance(item["start"], int | float)
+        ):
+            item = {**item, "end": min(24.0, float(item["start"]) + float(hours))}
+        if isinstance(item.get("end"), int | float):
+            cursor = max(cursor, float(item["end"]))
+        result.append(item)
+    return result
 
 
 def _known_places(
-    items: Sequence[Any], known: Collection[str], home: str | None, repairs: list[str]
+    items: Sequence[Any], known: Collection[str], home: str | None, repairs: list[str], language: str
 ) -> list[dict[str, Any]]:
     result, unknown = [], 0
-    for raw in items:
-        item = _as_dict(raw)
+    for item in items:
         try:
             begin, finish = float(item["start"]), float(item["end"])
         except (KeyError, TypeError, ValueError) as exc:
             raise PlanUnrepairable(f"a plan item has no usable start/end: {item!r:.80}") from exc
         poi = item.get("poi_id")
-        activity = str(item.get("activity") or "").strip()[:200]
         if poi not in known and poi != home:
             unknown += 1
             repairs.append(f"unknown place {poi!r} at {format_clock(begin)} replaced by home")
             poi = home
+        activity = _activity(str(item.get("activity") or "").strip()[:200], poi, known, language, repairs)
         result.append({"start": begin, "end": finish, "poi_id": poi, "activity": activity or "…"})
     if unknown * 2 > len(result):
         raise PlanUnrepairable(f"{unknown} of {len(result)} items name places that do not exist")
     return result
+
+
+def _activity(
+    activity: str, poi: str | None, known: Collection[str], language: str, repairs: list[str]
+) -> str:
+    """An activity whose meaning is clear though its words are not: a place's id or name alone means being
+    there ("library" -> "Spend time at 図書館"); an id-like "fresco_baking" means "fresco baking"."""
+    names = known if isinstance(known, Mapping) else {}
+    said = activity.casefold()
+    if said and any(said in (pid.casefold(), str(name).casefold()) for pid, name in names.items()):
+        name = names.get(poi, poi) or ""
+        written = FALLBACK_ACTIVITY.get(language, FALLBACK_ACTIVITY["en"]).format(name=name)
+        repairs.append(f"activity {activity!r} named only a place: {written!r}")
+        return written
+    if "_" in activity and " " not in activity and activity.isascii():
+        written = " ".join(activity.replace("_", " ").split())
+        repairs.append(f"activity {activity!r} written as words: {written!r}")
+        return written
+    return activity
 
 
 def _clip(items: list[dict[str, Any]], start: float, end: float, repairs: list[str]) -> list[dict[str, Any]]:

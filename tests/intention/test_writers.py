@@ -15,6 +15,15 @@ POIS = [{"id": "park", "name": "Park", "kind": "park"}, {"id": "cafe", "name": "
         {"id": "home_ren", "name": "Ren's place", "kind": "home"}]  # fmt: skip
 
 
+def _timed(items: list[dict[str, Any]], start: float) -> list[dict[str, Any]]:
+    """The reply's items laid out in order from the window's start (the schema asks for hours)."""
+    out = []
+    for item in items:
+        out.append({**item, "start": start, "end": start + item["hours"]})
+        start += item["hours"]
+    return out
+
+
 def _ctx(facts: dict[str, Any], language: str = "ja", seed: int = 0) -> WriterContext:
     return WriterContext(facts, random.Random(seed), [], GenerateOptions(language=language), None)
 
@@ -41,10 +50,10 @@ def test_the_english_planner_keeps_an_event_from_an_important_memory() -> None:
         "window": {"start": 7.0, "end": 23.0}, "persona": {"traits": []},
         "important_dated": [{"content": memory, "day": 1, "time_of_day": 10.0}],
     }  # fmt: skip
-    items = write_plan(_ctx(facts, "en"))["items"]
+    items = _timed(write_plan(_ctx(facts, "en"))["items"], 7.0)
     at_seven = [it for it in items if it["start"] <= 19.0 < it["end"]]
     assert (at_seven[0]["poi_id"] == "park") is likes(0, "oliver", memory)
     # The intentions' appointment is kept whatever the character's taste: it means to go.
     facts["intentions"] = ["Go to Grace's party at the Park today at 7pm"]
-    items = write_plan(_ctx(facts, "en"))["items"]
+    items = _timed(write_plan(_ctx(facts, "en"))["items"], 7.0)
     assert [it["poi_id"] for it in items if it["start"] <= 19.0 < it["end"]] == ["park"]

@@ -59,7 +59,9 @@ async def test_the_wrapper_fits_each_call_and_says_what_it_counted() -> None:
     assert count_messages(call.messages, estimate_tokens) == call.options.prompt_tokens_counted
 
 
-@pytest.mark.parametrize("context", [512, 2048])
-async def test_the_budget_never_falls_below_the_minimum(context: int) -> None:
+@pytest.mark.parametrize(("context", "budget"), [(512, 256), (2048, 1024 - 32)])
+async def test_a_long_reply_leaves_the_prompt_half_the_context_and_never_below_the_minimum(
+    context: int, budget: int
+) -> None:
     llm = PromptBudgetLLM(ScriptedLLM(seed=0), context_tokens=context)
-    assert llm.budget(GenerateOptions(max_tokens=4000)) == 256
+    assert llm.budget(GenerateOptions(max_tokens=4000)) == budget

@@ -1,102 +1,148 @@
-"""Per-purpose completion-token caps and LLM_SEED, as every adapter sends them (llama.cpp, OpenAI, Ollama).
+"""Completion-token caps and LLM_SEED, as every adapter sends them (llama.cpp, OpenAI, Ollama).
 
-The caps are checked against the reply schemas themselves: a reply at its schema's limits (every string at
-its maxLength, every list at its maxItems) fits at 2 tokens a character, up to MAX_COMPLETION_CAP.
+A structured reply's cap comes from its schema: the longest reply the schema allows (every string at its
+maxLength, every list at its maxItems, every enum at its longest word) must fit its cap at TOKENS_PER_CHAR
+tokens a character, for every reply schema the server sends, the per-call ones (a world's places, a batch's
+count, a council's criteria, the person summary's length) included.
 """
 
 from __future__ import annotations
 
-import math
+import json
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
 from backend.config import Settings
-from backend.conversation.schemas import TurnReply
+from backend.conversation.schemas import TurnReply, turn_reply_for
 from backend.council import schemas as council
-from backend.emotion.schemas import EmotionEvaluation
+from backend.emotion.schemas import EmotionEvaluation, evaluation_for
+from backend.intention.schemas import IntentionsReply
 from backend.interview.schemas import InterviewReply
 from backend.llm.base import (
     COMPLETION_CAPS,
     DEFAULT_COMPLETION_CAP,
-    MAX_COMPLETION_CAP,
+    TOKENS_PER_CHAR,
     GenerateOptions,
     completion_cap,
     json_schema_for,
+    reply_tokens,
 )
+from backend.llm.budget import PromptBudgetLLM
 from backend.llm.llamacpp import LlamaCppLLM
 from backend.llm.ollama import OllamaLLM
 from backend.llm.openai_compat import VLLMLLM, OpenAILLM
+from backend.llm.scripted.engine import ScriptedLLM
 from backend.memory import prompts as memory
-from backend.planning.schemas import PlanReply
+from backend.memory.afterthought import afterthought_for
+from backend.memory.reflection import ratings_for
+from backend.planning.schemas import PlanReply, plan_reply_for
 from tests.llm.conftest import settings_for
 
-TOKENS_PER_CHAR = 2
-
-#: (purpose, the reply schema of its calls, how many memories a call names)
-REPLIES: list[tuple[str, type[BaseModel], int | None]] = [
-    ("dialogue", TurnReply, None),
-    ("emotion", EmotionEvaluation, None),
-    ("importance", memory.ImportanceRating, None),
-    ("importance", memory.ImportanceRatings, 16),
-    ("reflection", memory.ConversationReflection, None),
-    ("questions", memory.SalientQuestions, None),
-    ("insight", memory.InsightList, None),
-    ("person", memory.PersonUpdate, None),
-    ("person", memory.PersonSummary, None),
-    ("plan", PlanReply, None),
-    ("opinion", council.MemberOpinion, None),
-    ("response", council.MemberOpinion, None),
-    ("aggregate", council.Aggregation, None),
-    ("consensus", council.Consensus, None),
-    ("judge", council.JudgeReply, None),
-    ("interview", InterviewReply, None),
+#: (purpose, the reply schema of its calls): every reply schema the server sends, per-call ones included.
+REPLIES: list[tuple[str, type[BaseModel]]] = [
+    ("dialogue", TurnReply),
+    ("dialogue", turn_reply_for("ja")),
+    ("dialogue", turn_reply_for("en")),
+    ("emotion", EmotionEvaluation),
+    ("emotion", evaluation_for("ja")),
+    ("importance", memory.ImportanceRating),
+    ("importance", memory.ImportanceRatings),
+    ("importance", ratings_for(1)),
+    ("importance", ratings_for(16)),
+    ("reflection", memory.ConversationReflection),
+    ("reflection", afterthought_for("ja", 400)),
+    ("reflection", afterthought_for(None, 4000)),  # PERSON_SUMMARY_CHARS at its largest
+    ("questions", memory.SalientQuestions),
+    ("insight", memory.InsightList),
+    ("person", memory.PersonUpdate),
+    ("person", memory.PersonSummary),
+    ("plan", PlanReply),
+    ("plan", plan_reply_for(("cafe", "park", "home_of_somebody_with_a_long_name"))),
+    ("opinion", council.MemberOpinion),
+    ("response", council.MemberOpinion),
+    ("aggregate", council.Aggregation),
+    ("consensus", council.Consensus),
+    ("judge", council.JudgeReply),
+    ("judge", council.judge_reply_for(["feasibility", "cost", "fairness to every resident"])),
+    ("interview", InterviewReply),
+    ("intention", IntentionsReply),
 ]
 
 
-def longest_reply_tokens(node: Any) -> float:
-    """Tokens of the longest reply the schema allows: strings at maxLength (TOKENS_PER_CHAR each), lists at
-    maxItems, keys and punctuation at about three characters a token; infinite where nothing bounds it."""
-    if not isinstance(node, dict):
-        return 4
+def longest(node: dict[str, Any]) -> Any:
+    """The longest reply a JSON schema allows: strings at maxLength (of a CJK character, a token or two
+    each), lists at maxItems, the longest enum word, numbers at their widest bound."""
     if "anyOf" in node:
-        return max(longest_reply_tokens(option) for option in node["anyOf"])
+        return max((longest(option) for option in node["anyOf"]), key=lambda v: len(json.dumps(v)))
     if "enum" in node:
-        return max(len(str(value)) for value in node["enum"]) / 2 + 2
+        return max(node["enum"], key=lambda v: len(json.dumps(v, ensure_ascii=False)))
+    if "const" in node:
+        return node["const"]
     kind = node.get("type")
     if kind == "object":
-        fields = node.get("properties", {}).items()
-        return 2 + sum(len(key) / 3 + 3 + longest_reply_tokens(value) for key, value in fields)
+        return {key: longest(sub) for key, sub in node.get("properties", {}).items()}
     if kind == "array":
-        items = node.get("maxItems")
-        return math.inf if items is None else 2 + items * (longest_reply_tokens(node.get("items", {})) + 1)
+        prefix = node.get("prefixItems", [])  # the judge's criteria, in order
+        return [longest(prefix[i] if i < len(prefix) else node["items"]) for i in range(node["maxItems"])]
     if kind == "string":
-        length = node.get("maxLength")
-        return math.inf if length is None else 2 + length * TOKENS_PER_CHAR
-    return 6  # a number, a boolean
+        return "語" * node["maxLength"]
+    if kind == "integer":
+        return max([node.get("minimum", -1), node.get("maximum", 10**16)], key=lambda v: len(str(v)))
+    if kind == "number":
+        high = node.get("maximum")
+        return -1.5 * 10**14 if high is None else float(f"{int(high) - 1}.999999")
+    return False if kind == "boolean" else None
 
 
-@pytest.mark.parametrize(("purpose", "schema", "items"), REPLIES, ids=lambda v: getattr(v, "__name__", v))
-def test_a_reply_at_its_schema_limits_fits_the_cap(
-    purpose: str, schema: type[BaseModel], items: int | None
-) -> None:
-    facts = {"memories": ["m"] * items} if items else {}
-    cap = completion_cap(GenerateOptions(purpose=purpose, facts=facts))
-    needed = longest_reply_tokens(json_schema_for(schema))
-    assert cap >= min(MAX_COMPLETION_CAP, needed), (
-        f"{purpose}: {schema.__name__} may need {needed:.0f} tokens"
-    )
+NAMES = [f"{purpose}-{schema.__name__}-{index}" for index, (purpose, schema) in enumerate(REPLIES)]
 
 
-def test_caps_follow_the_purpose_and_yield_to_max_tokens() -> None:
-    assert completion_cap(GenerateOptions(purpose="dialogue")) == COMPLETION_CAPS["dialogue"]
-    assert completion_cap(GenerateOptions(purpose="dialogue", max_tokens=32)) == 32
-    assert completion_cap(GenerateOptions(purpose="something-new")) == DEFAULT_COMPLETION_CAP
+@pytest.mark.parametrize(("purpose", "schema"), REPLIES, ids=NAMES)
+def test_a_reply_at_its_schema_limits_fits_its_cap(purpose: str, schema: type[BaseModel]) -> None:
+    sent = json_schema_for(schema)
+    reply = longest(sent)
+    schema.model_validate(reply)  # a valid reply, at every limit
+    # A space after every token, as the grammar allows; every character at TOKENS_PER_CHAR tokens.
+    text = json.dumps(reply, ensure_ascii=False, separators=(", ", ": "))
+    cap = completion_cap(GenerateOptions(purpose=purpose), sent)
+    assert cap >= TOKENS_PER_CHAR * len(text), f"{purpose}: {schema.__name__} may need {len(text)} chars"
+    assert cap == reply_tokens(sent)  # derived from the schema, not a number per purpose
+
+
+def test_an_importance_batch_is_capped_by_its_count() -> None:
     one, sixteen = (
-        completion_cap(GenerateOptions(purpose="importance", facts={"memories": ["m"] * n})) for n in (1, 16)
+        completion_cap(GenerateOptions(purpose="importance"), json_schema_for(ratings_for(n)))
+        for n in (1, 16)
     )
-    assert one < COMPLETION_CAPS["emotion"] and sixteen > one  # a rating is a few tokens per memory
+    assert one < COMPLETION_CAPS["emotion"] < sixteen  # a rating is a few tokens per memory
+
+
+def test_free_text_and_unbounded_schemas_take_the_purposes_cap_and_max_tokens_wins() -> None:
+    unbounded = {"type": "object", "properties": {"text": {"type": "string"}}}
+    assert completion_cap(GenerateOptions(purpose="dialogue")) == COMPLETION_CAPS["dialogue"]
+    assert completion_cap(GenerateOptions(purpose="dialogue"), unbounded) == COMPLETION_CAPS["dialogue"]
+    assert completion_cap(GenerateOptions(purpose="something-new")) == DEFAULT_COMPLETION_CAP
+    sent = json_schema_for(council.Consensus)
+    assert completion_cap(GenerateOptions(purpose="consensus", max_tokens=32), sent) == 32
+
+
+async def test_the_budget_sends_the_schemas_cap_where_the_context_holds_it() -> None:
+    scripted = ScriptedLLM()
+    messages = [{"role": "system", "content": "rules"}, {"role": "user", "content": "word " * 300}]
+    sent = json_schema_for(memory.PersonUpdate)
+    needed = completion_cap(GenerateOptions(purpose="person"), sent)
+    roomy = PromptBudgetLLM(scripted, context_tokens=64_000)
+    await roomy.complete(messages, options=GenerateOptions(purpose="person"), schema=sent)
+    assert scripted.history[-1].options.max_tokens == needed
+    # A context smaller than the schema allows: the prompt keeps half of it, the reply gets the rest.
+    small = PromptBudgetLLM(scripted, context_tokens=2048)
+    assert small.budget(GenerateOptions(purpose="person"), sent) == 2048 - 1024 - 32
+    await small.complete(messages, options=GenerateOptions(purpose="person"), schema=sent)
+    call = scripted.history[-1].options
+    assert call.prompt_tokens_counted is not None
+    assert call.max_tokens == 2048 - call.prompt_tokens_counted - 32 < needed
 
 
 def _llamacpp(settings: Settings) -> LlamaCppLLM:

@@ -32,9 +32,16 @@ def compact(value: Any) -> str:
 VALID = [
     (ImportanceRating, {"importance": 7}),
     (EmotionEvaluation, {**dict.fromkeys(EmotionEvaluation.model_fields, 0), "joy": 100, "label": "嬉しい"}),
-    (PlanReply, {"items": [{"start": 7, "end": 8.5, "poi_id": "cafe", "activity": "朝のコーヒー"}]}),
-    (PlanReply, {"items": [{"start": 0, "end": 24.0, "poi_id": "home", "activity": "寝る"}]}),
-    (PlanReply, {"items": []}),
+    (PlanReply, {"items": [{"poi_id": "cafe", "activity": "朝のコーヒー", "hours": 1.5}]}),
+    (
+        PlanReply,
+        {
+            "items": [
+                {"poi_id": "home", "activity": "寝る", "hours": 8.0},
+                {"poi_id": "a", "activity": "b", "hours": 0},
+            ]
+        },
+    ),
     (
         MemberOpinion,
         {"stance": "conditional", "opinion": "賛成だが\n条件がある", "concerns": [], "conditions": ["予算"]},

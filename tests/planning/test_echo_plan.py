@@ -20,10 +20,16 @@ def test_the_plan_prompt_names_the_fields_without_a_template(
     call = scripted.calls("plan")[-1]
     assert_no_template(call.messages)
     system = call.messages[0]["content"]
-    assert "cover 07:00-22:00 (7 to 22) without gaps or overlaps" in system
-    assert "- items: the day's activities in order, each with these fields:" in system
-    assert "- poi_id: where it happens, one of " in system and "library" in system.split("poi_id")[1]
+    assert "from 07:00 to 22:00." in system
+    assert "- items: the day's activities in the order they happen, each with these fields:" in system
+    # The places are listed in the user message, not in a field's line (where a small model took them for
+    # the words to write as an activity); the grammar allows only their ids.
+    assert (
+        "- poi_id: where it happens: the id of one of the places listed" in system and "library" not in system
+    )
+    assert "- library: " in call.messages[1]["content"]
     assert "- activity: what the character does there, a short phrase in Japanese" in system
+    assert "- hours: how many hours it takes, as a number" in system and "13.5" not in system
 
 
 def test_placeholder_activities_are_re_asked_once(client: TestClient, scripted: ScriptedLLM) -> None:

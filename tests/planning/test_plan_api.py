@@ -146,7 +146,7 @@ def test_plan_beyond_repair_is_reasked_once(client: TestClient, scripted: Script
     calls = scripted.calls("plan")
     assert len(calls) == 2
     assert "could not be used" in calls[1].messages[-1]["content"]
-    assert "known poi_id values only" in calls[1].messages[-1]["content"]
+    assert "at the places listed" in calls[1].messages[-1]["content"]
     traced = client.get("/v1/llm-calls", params={"purpose": "plan"}).json()["calls"]
     first, second = sorted(traced, key=lambda c: c["id"])
     assert first["ok"] is False and first["error"].startswith("invalid reply: ")  # the re-ask's cause

@@ -146,3 +146,66 @@ def test_fallback_plan_is_sound_and_deterministic() -> None:
 def test_fallback_without_any_place_stays_home_all_day() -> None:
     plan = fallback_plan([], home=None, start=6, end=21, language="en")
     assert spans(plan) == [(6, 21, None)] and plan[0].activity == "Time at home"
+
+
+def test_items_timed_by_their_hours_follow_each_other_from_the_window_start() -> None:
+    # The schema asks for where, what and how long: each item begins where the day so far ends.
+    reply = [{"poi_id": "cafe", "activity": "x", "hours": 5}, {"poi_id": "park", "activity": "y", "hours": 6},
+             {"poi_id": "home", "activity": "z", "hours": 4}]  # fmt: skip
+    items, repairs = repair(reply)
+    assert spans(items) == [(7, 12, "cafe"), (12, 18, "park"), (18, 22, "home")] and repairs == []
+    items, _ = repair(reply, start=10.5)  # a replan from 10:30: the last item is clipped to the window
+    assert spans(items)[0] == (10.5, 15.5, "cafe") and spans(items)[-1] == (21.5, 22, "home")
+
+
+def test_a_small_models_durations_are_laid_out_clipped_and_zero_ones_dropped() -> None:
+    # SmolLM2's way: a few hours each, some nothing, more than the day holds.
+    reply = [{"poi_id": p, "activity": "a", "hours": h} for p, h in
+             [("library", 2), ("library", 4), ("park", 0), ("cafe", 3), ("library", 8), ("park", 3)]]  # fmt: skip
+    items, repairs = repair(reply)
+    assert spans(items) == [(7, 13, "library"), (13, 16, "cafe"), (16, 22, "library")]  # 2 + 4 h merged
+    assert any("ends before it starts: dropped" in r for r in repairs)  # the 0-hour item
+    assert any("clipped to the window" in r for r in repairs)  # library 16:00 + 8 hours
+    assert len([r for r in repairs if "dropped" in r]) == 2  # and park, after the day was full
+    # Durations that cover too little of the day: not worth repairing.
+    with pytest.raises(PlanUnrepairable):
+        repair(
+            [{"poi_id": "cafe", "activity": "a", "hours": 1}, {"poi_id": "park", "activity": "b", "hours": 2}]
+        )
+
+
+def test_an_activity_that_only_names_a_place_or_reads_like_an_id_is_written_in_words() -> None:
+    names = {"home": "家", "cafe": "中央カフェ", "park": "公園", "library": "図書館"}
+    reply = [
+        item(7, 12, "library", "library"),
+        item(12, 18, "park", "中央カフェ"),
+        item(18, 22, "cafe", "fresco_baking"),
+    ]
+    items, repairs = repair_plan(reply, known_pois=names, home="home", start=7, end=22, language="ja")
+    assert [it.activity for it in items] == ["図書館で過ごす", "公園で過ごす", "fresco baking"]
+    assert len(repairs) == 3
+    # Without names (ids only) an activity is kept as written; a sentence with an underscore is left alone.
+    kept, _ = repair([item(7, 22, "park", "library")])
+    assert kept[0].activity == "library"
+    assert repair([item(7, 22, "park", "read my_notes here")])[0][0].activity == "read my_notes here"
+
+
+def test_the_plan_schema_asks_for_hours_not_times_and_at_least_one_item() -> None:
+    from backend.llm.base import json_schema_for
+    from backend.planning.schemas import plan_reply_for
+
+    sent = json_schema_for(plan_reply_for(("cafe", "park")))["properties"]["items"]
+    assert list(sent["items"]["properties"]) == ["poi_id", "activity", "hours"] and sent["minItems"] == 1
+    assert sent["items"]["properties"]["hours"]["maximum"] == 8  # no one item takes the whole day
+    # A reply that gives a start and an end anyway is taken at its word; one with no time at all is not valid.
+    assert PlanReplyItem.model_validate({"poi_id": "cafe", "activity": "a", "start": 9, "end": 10}).start == 9
+    with pytest.raises(ValueError, match="hours"):
+        PlanReplyItem.model_validate({"poi_id": "cafe", "activity": "a"})
+
+
+def test_back_to_back_repeats_of_an_item_are_merged() -> None:
+    reply = [{"poi_id": "park", "activity": "walk", "hours": 2} for _ in range(3)]
+    reply.append({"poi_id": "cafe", "activity": "tea", "hours": 9})
+    items, repairs = repair(reply)
+    assert spans(items) == [(7, 13, "park"), (13, 22, "cafe")]
+    assert sum("merged" in r for r in repairs) == 2

@@ -4,14 +4,17 @@ Two English agents and the Japanese demo pair hold three conversations (one stre
 plan, the council deliberates once, a memory is rated, emotion and reflections run in the background. What
 is asserted is behaviour, not quality: every reply is parsed (a re-ask may repair it), no placeholder or
 schema word reaches Unity, at most one line in ten falls back, the plan comes from the model, and a streamed
-turn's deltas make up its final line.
+turn's deltas make up its final line. MACHI_REAL_TOWN=served runs the same town on SmolLM2 through
+llama-server and the OpenAI-compatible adapter (LLM_PROVIDER=vllm) instead of in process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import subprocess
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -49,14 +52,25 @@ MODELS = {
     "smollm2": {"turns": 4, "ja_turns": 2, "council": "en"},
     "gemma3-270m": {"turns": 3, "ja_turns": 3, "council": "ja"},
 }
+#: The same town through llama.cpp's llama-server (build_llama_server.sh) and the OpenAI-compatible adapter
+#: (LLM_PROVIDER=vllm: `response_format` json_schema and `structured_outputs`), on SmolLM2.
+SERVED = "smollm2-llama-server"
 
 
-def _settings(tmp: Path, model: str) -> Settings:
+def _settings(tmp: Path, model: str, served: str | None = None) -> Settings:
     from tests.real_engine.conftest import real_settings
 
+    # Through llama-server: the vllm adapter at its URL, with the server's context as the prompt budget's.
+    via = {
+        "llm_provider": "vllm",
+        "vllm_base_url": served,
+        "vllm_model": "smollm2",
+        "llm_context_tokens": 4096,
+    }
     settings: Settings = real_settings(
         tmp,
         f"package:{model}",
+        **(via if served else {}),
         llamacpp_n_ctx=4096,  # the town's prompts (persona, memories, the conversation) need the room
         llm_seed=7,
         llm_timeout_s=240,  # an end-of-conversation reply at every limit: about 2,500 tokens
@@ -69,10 +83,12 @@ def _settings(tmp: Path, model: str) -> Settings:
 
 
 #: The town takes a quarter of an hour on 2 busy cores (small models write to every field's limit), so it
-#: runs when asked: MACHI_REAL_TOWN=1 for SmolLM2's, =all for Gemma 3 270M's too (twice the cost per token).
+#: runs when asked: MACHI_REAL_TOWN=1 for SmolLM2's, =served for SmolLM2's through llama-server, =all for
+#: those and Gemma 3 270M's (twice the cost per token).
 #: tests/real_engine's other tests run both models on shorter work in every run.
 WANTED = os.environ.get("MACHI_REAL_TOWN", "")
 RUN = [m for m in MODELS if WANTED == "all" or (WANTED == "1" and m == "smollm2")]
+RUN += [SERVED] if WANTED in ("all", "served") else []
 pytestmark = [
     *pytestmark,
     pytest.mark.skipif(
@@ -87,11 +103,44 @@ def town(
 ) -> Iterator[dict[str, Any]]:
     from tests.real_engine.conftest import packaged_gguf
 
-    model = request.param
-    packaged_gguf(model, "smollm2" if model == "smollm2" else "gemma3")  # skip when not installed
-    settings = _settings(tmp_path_factory.mktemp(model), model)
-    with TestClient(create_app(settings)) as client:
-        yield {"client": client, "model": model, **_play(client, **MODELS[model])}
+    name = request.param
+    model = "smollm2" if name == SERVED else name
+    gguf = packaged_gguf(model, "smollm2" if model == "smollm2" else "gemma3")  # skip when not installed
+    with contextlib.ExitStack() as stack:
+        served = stack.enter_context(llama_server(gguf, tmp_path_factory)) if name == SERVED else None
+        settings = _settings(tmp_path_factory.mktemp(model), model, served)
+        client = stack.enter_context(TestClient(create_app(settings)))
+        yield {"client": client, "model": name, **_play(client, **MODELS[model])}
+
+
+@contextlib.contextmanager
+def llama_server(gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """llama-server on loopback serving `gguf` as "smollm2" (one slot, one thread); yields its /v1 URL."""
+    from tests.real_engine.test_openai_adapters_on_llama_server import (
+        BUILD_SCRIPT,
+        free_port,
+        server_binary,
+        wait_until_healthy,
+    )
+
+    binary = server_binary()
+    if not binary.is_file():
+        pytest.skip(f"llama-server not built: run {BUILD_SCRIPT}")
+    port, log = free_port(), tmp_path_factory.mktemp("llama-server") / "server.log"
+    command = [str(binary), "-m", str(gguf), "--alias", "smollm2", "--host", "127.0.0.1", "--port", str(port),
+               "-t", "1", "-tb", "1", "-c", "4096", "-np", "1", "--no-webui", "--seed", "7"]  # fmt: skip
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_until_healthy(process, f"http://127.0.0.1:{port}", log)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def _talk(
@@ -216,6 +265,10 @@ def test_plan_rating_council_and_reflections_are_stored_sound(town: dict[str, An
     places = {p["id"] for p in client.get("/v1/pois").json()}
     assert not plan_problems(items, known_pois=places, home="cafe", start=7.0, end=23.0), plan
     print(f"{town['model']}: plan source {plan['source']}, council outcome {town['council'].get('outcome')}")
+    print(
+        f"{town['model']}: plan {[(i['start'], i['end'], i['poi_id'], i['activity']) for i in plan['items']]}"
+    )
+    assert plan["source"] in ("model", "repaired"), plan  # the model's plan, not the fallback
     assert town["council"]["status"] == "done"
     app: Any = client.app
     with Session(app.state.engine) as session:

@@ -7,7 +7,7 @@ from typing import Any
 from backend.intention.appointment import Place, find_appointment
 from backend.llm.scripted import news
 from backend.llm.scripted.engine import WriterContext
-from backend.planning.schemas import PlanItem
+from backend.planning.schemas import MAX_ITEM_HOURS, PlanItem
 from backend.planning.validation import keep_appointments
 
 #: Activities by kind of place, Japanese and English; `{name}` is the place's name.
@@ -67,7 +67,10 @@ def _activity(ctx: WriterContext, poi: dict[str, Any]) -> str:
 
 
 def write_plan(ctx: WriterContext) -> dict[str, Any]:
-    """Home in the morning, a few places through the day (lunch at a restaurant near noon), home at night."""
+    """Home in the morning, a few places through the day (lunch at a restaurant near noon), home at night.
+
+    Items follow each other as the schema asks (where, what, for how many hours), so the reply names no
+    start or end; an item is at most MAX_ITEM_HOURS long (the repair fills what is left with home)."""
     window = ctx.facts.get("window") or {}
     start = float(window.get("start", ctx.facts.get("wake_hour", 7.0)))
     end = float(window.get("end", ctx.facts.get("sleep_hour", 22.0)))
@@ -78,7 +81,7 @@ def write_plan(ctx: WriterContext) -> dict[str, Any]:
     lang = 0 if ctx.ja else 1
     span = end - start
     if not pois or span < 3:
-        return {"items": [{"start": start, "end": end, "poi_id": home or "", "activity": HOME_EVENING[lang]}]}
+        return {"items": _in_hours([_item(home or "", HOME_EVENING[lang], start, end)])}
     morning = min(1.0, span / 5) if start < 10 else 0.0
     evening = min(2.0, span / 5)
     places = _pick_places(ctx, pois, max(1, min(len(pois), int((span - morning - evening) // 2))))
@@ -87,15 +90,34 @@ def write_plan(ctx: WriterContext) -> dict[str, Any]:
         places.insert(min(1, len(places)), restaurant)
     items: list[dict[str, Any]] = []
     if morning:
-        items.append({"start": start, "end": start + morning, "poi_id": home, "activity": HOME_MORNING[lang]})
+        items.append(_item(home, HOME_MORNING[lang], start, start + morning))
     cursor, out_until = start + morning, end - evening
     block = (out_until - cursor) / len(places)
     for index, poi in enumerate(places):
         finish = out_until if index == len(places) - 1 else _quarter(cursor + block)
-        items.append({"start": cursor, "end": finish, "poi_id": poi["id"], "activity": _activity(ctx, poi)})
-        cursor = finish
-    items.append({"start": cursor, "end": end, "poi_id": home, "activity": HOME_EVENING[lang]})
-    return {"items": _with_appointments(ctx, [it for it in items if it["end"] > it["start"]], start, end)}
+        if finish > cursor:
+            items.append(_item(poi["id"], _activity(ctx, poi), cursor, finish))
+        cursor = max(cursor, finish)
+    if end > cursor:
+        items.append(_item(home, HOME_EVENING[lang], cursor, end))
+    return {"items": _in_hours(_with_appointments(ctx, items, start, end))}
+
+
+def _item(poi_id: str | None, activity: str, start: float, end: float) -> dict[str, Any]:
+    return {"poi_id": poi_id, "activity": activity, "start": start, "end": end}
+
+
+def _in_hours(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The day as the schema asks for it: in order, each item's hours (one longer than MAX_ITEM_HOURS in
+    parts: back-to-back repeats are merged again by the repair)."""
+    out = []
+    for item in items:
+        left = item["end"] - item["start"]
+        while left > 1e-9:
+            hours = min(MAX_ITEM_HOURS, left)
+            out.append({"poi_id": item["poi_id"], "activity": item["activity"], "hours": round(hours, 4)})
+            left -= hours
+    return out
 
 
 def _appointments(ctx: WriterContext) -> list[tuple[float, float, str, str]]:
