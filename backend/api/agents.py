@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Response
 
 from backend.api.deps import EventsDep, MemoryDep, SessionDep, WorldDep
+from backend.intention import repo as intention_repo
 from backend.intention import service as intention
 from backend.world import service
 from backend.world.schemas import (
@@ -46,7 +47,7 @@ def get_agent(agent_id: AgentId, session: SessionDep, world: WorldDep) -> AgentD
     """Persona, last reported state, current plan item, newest emotion and intentions."""
     agent = service.get_agent(session, world, agent_id)
     detail = service.agent_detail(session, agent)
-    mind = intention.read(session, world, agent_id)
+    mind = intention_repo.read(session, world, agent_id)
     detail.intentions = intention.public(agent_id, mind, agent.state_day, agent.language).text
     return detail
 
@@ -57,7 +58,7 @@ def delete_agent(
 ) -> dict[str, Any]:
     """Remove the agent with its memories, plans and state history."""
     removed = service.delete_agent(session, memory, world, agent_id)
-    intention.forget_agent(session, world, agent_id)
+    intention_repo.forget_agent(session, world, agent_id)
     return {"deleted": agent_id, "removed": removed}
 
 

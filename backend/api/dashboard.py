@@ -23,6 +23,7 @@ from starlette.types import Scope
 from backend import __version__
 from backend.api.deps import WORLD_ID, SessionDep
 from backend.conversation.models import Conversation
+from backend.intention import repo as intention_repo
 from backend.intention import service as intention
 from backend.planning.service import plan_public, stored_plan
 from backend.security.keys import VIEWER, KeyRing, request_role
@@ -218,13 +219,13 @@ def agent_page(
 
 def _mind(session: Session, world_id: str, agent: Agent, day: int) -> dict[str, Any]:
     """The agent's intentions (said from the shown day) and who it told what, who told it what."""
-    rows = intention.told_rows(session, world_id, agent.id)
-    names = intention.agent_names(
+    rows = intention_repo.told_rows(session, world_id, agent.id)
+    names = intention_repo.agent_names(
         session,
         world_id,
         sorted({r.teller_id for r in rows} | {r.listener_id for r in rows} | {r.origin_id for r in rows}),
     )
-    public = intention.public(agent.id, intention.read(session, world_id, agent.id), day, agent.language)
+    public = intention.public(agent.id, intention_repo.read(session, world_id, agent.id), day, agent.language)
     return {
         "lines": [line for line in public.text.splitlines() if line],
         "told": [{"who": names.get(r.listener_id, r.listener_id), "text": r.text, "day": r.day, "time": r.time_of_day}

@@ -8,8 +8,9 @@ from fastapi import APIRouter, Query
 
 from backend.api.agents import AgentId
 from backend.api.deps import IntentionsDep, MemoryDep, SessionDep, WorldDep
+from backend.intention.repo import told_rows
 from backend.intention.schemas import IntentionsPublic, ToldList, ToldPublic, WhisperRequest, WhisperResult
-from backend.intention.service import public, told_rows
+from backend.intention.service import public
 from backend.memory.models import MAX_DAY
 
 router = APIRouter(prefix="/v1", tags=["intention"])

@@ -16,13 +16,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
 from backend.config import Settings
 from backend.errors import LLMError
 from backend.gametime import utcnow
 from backend.intention import appointment as appt
-from backend.intention import prompts, telling
+from backend.intention import prompts, repo, telling
 from backend.intention.models import Intention, Told
 from backend.intention.schemas import (
     MAX_LINE_CHARS,
@@ -33,7 +33,7 @@ from backend.intention.schemas import (
 )
 from backend.llm.base import LLM, PRIORITY_PLAN, GenerateOptions
 from backend.logs import reason
-from backend.memory.models import NEWS_TAG, Memory, MemoryCreate
+from backend.memory.models import MemoryCreate
 from backend.memory.service import MemoryService
 from backend.memory.tags import memory_tags
 from backend.world.models import Agent, PointOfInterest
@@ -79,69 +79,6 @@ def public(
     )
 
 
-def read(session: Session, world_id: str, agent_id: str) -> Intention | None:
-    return session.get(Intention, (world_id, agent_id))
-
-
-def heard_rows(session: Session, world_id: str, listener_id: str) -> list[Told]:
-    return list(session.exec(select(Told).where(Told.world_id == world_id, Told.listener_id == listener_id)))
-
-
-def told_rows(session: Session, world_id: str, agent_id: str) -> list[Told]:
-    """Every telling the agent took part in (as teller or listener), oldest first."""
-    query = (
-        select(Told)
-        .where(Told.world_id == world_id, (Told.teller_id == agent_id) | (Told.listener_id == agent_id))
-        .order_by(col(Told.day), col(Told.time_of_day), col(Told.created_at))
-    )
-    return list(session.exec(query))
-
-
-def forget_agent(session: Session, world_id: str, agent_id: str) -> None:
-    """A deleted agent's intentions and every telling it was part of go with it."""
-    row = read(session, world_id, agent_id)
-    if row is not None:
-        session.delete(row)
-    told = select(Told).where(
-        Told.world_id == world_id, (Told.teller_id == agent_id) | (Told.listener_id == agent_id)
-    )
-    for record in session.exec(told):
-        session.delete(record)
-    session.commit()
-
-
-def known_keys(session: Session, world_id: str, agent_id: str) -> set[str]:
-    """Keys of everything the agent knows: what it was told (by anyone) and what it told others."""
-    query = select(Told.item_key).where(
-        Told.world_id == world_id, (Told.listener_id == agent_id) | (Told.teller_id == agent_id)
-    )
-    return set(session.exec(query))
-
-
-def agent_names(session: Session, world_id: str, ids: Sequence[str]) -> dict[str, str]:
-    if not ids:
-        return {}
-    query = select(Agent.id, Agent.name).where(Agent.world_id == world_id, col(Agent.id).in_(list(ids)))
-    return dict(session.exec(query).all())
-
-
-def news_importance(session: Session, world_id: str, agent_id: str, sessions: set[str]) -> dict[str, int]:
-    """Per conversation, the importance the agent's own memory of the news heard there was rated."""
-    if not sessions:
-        return {}
-    query = select(Memory.session_id, Memory.importance, Memory.tags).where(
-        Memory.world_id == world_id,
-        Memory.agent_id == agent_id,
-        Memory.type == "observation",
-        col(Memory.session_id).in_(sorted(sessions)),
-    )
-    found: dict[str, int] = {}
-    for session_id, importance, tags in session.exec(query):
-        if NEWS_TAG in (tags or []) and session_id:
-            found[session_id] = max(found.get(session_id, 0), int(importance))
-    return found
-
-
 def for_turn(
     session: Session,
     world_id: str,
@@ -154,25 +91,24 @@ def for_turn(
 ) -> TurnIntentions:
     """The speaker's intentions said from `day`, and the first item the partner has not heard. News the
     speaker heard is passed on only when its memory of it was rated at least `pass_on_importance`."""
-    row = read(session, world_id, speaker.id)
+    row = repo.read(session, world_id, speaker.id)
     lines = list(row.lines) if row else []
-    heard = heard_rows(session, world_id, speaker.id)
+    heard = repo.heard_rows(session, world_id, speaker.id)
     if heard and pass_on_importance > 1:
-        rated = news_importance(session, world_id, speaker.id, {r.session_id for r in heard if r.session_id})
+        rated = repo.news_importance(
+            session, world_id, speaker.id, {r.session_id for r in heard if r.session_id}
+        )
         heard = [r for r in heard if rated.get(r.session_id or "", 0) >= pass_on_importance]
-    names = agent_names(
+    names = repo.agent_names(
         session, world_id, sorted({r.origin_id for r in heard} | {r.teller_id for r in heard})
     )
-    places = [
-        appt.Place(p.id, p.name)
-        for p in session.exec(select(PointOfInterest).where(PointOfInterest.world_id == world_id))
-    ]
+    places = [appt.Place(p.id, p.name) for p in repo.places(session, world_id)]
     items = telling.candidates(
         speaker.id, speaker.name, lines, heard, names, places=places, today=day, fresh_days=fresh_days
     )
     tell = None
     if items:
-        untold = telling.untold(items, partner.id, known_keys(session, world_id, partner.id))
+        untold = telling.untold(items, partner.id, repo.known_keys(session, world_id, partner.id))
         tell = untold[0] if untold else None
     shown = [appt.rebase(str(line["text"]), int(line["day"]), day, speaker.language) for line in lines]
     return TurnIntentions(shown, tell)
@@ -216,6 +152,14 @@ def appointments(row: Intention | None, pois: Sequence[PointOfInterest], day: in
     return sorted(found.values(), key=lambda a: a.start)
 
 
+def _heard_line(row: Told, names: dict[str, str], day: int, language: str) -> str:
+    """News as the revision prompt shows it: when, from whom, what (said from `day`), and whose news it is."""
+    teller, origin = names.get(row.teller_id, row.teller_id), names.get(row.origin_id, row.origin_id)
+    whose = f" ({origin})" if row.origin_id != row.teller_id else ""
+    said = appt.rebase(row.text, row.written_day, day, language)
+    return prompts.dated(f"{teller}: {said}{whose}", row.day, row.time_of_day)
+
+
 class IntentionService:
     """Built once in create_app's lifespan and kept at `app.state.intentions`."""
 
@@ -228,12 +172,12 @@ class IntentionService:
     # --- reading ---
     def get(self, world_id: str, agent: Agent, today: int | None = None) -> IntentionsPublic:
         with Session(self.engine) as session:
-            return public(agent.id, read(session, world_id, agent.id), today, agent.language)
+            return public(agent.id, repo.read(session, world_id, agent.id), today, agent.language)
 
     def appointments(self, agent: Agent, pois: Sequence[PointOfInterest], day: int) -> list[appt.Appointment]:
         """The appointments the agent's intentions hold for `day`, each said from that day."""
         with Session(self.engine) as session:
-            row = read(session, agent.world_id, agent.id)
+            row = repo.read(session, agent.world_id, agent.id)
         return [
             replace(found, what=appt.rebase(found.what, found.written_day, day, agent.language))
             for found in appointments(row, pois, day)
@@ -246,7 +190,7 @@ class IntentionService:
         """Put a line first (a line already held moves up), keeping at most MAX_LINES."""
         text = one_line(text)
         with Session(self.engine, expire_on_commit=False) as session:
-            row = read(session, world_id, agent_id) or Intention(world_id=world_id, agent_id=agent_id)
+            row = repo.read(session, world_id, agent_id) or Intention(world_id=world_id, agent_id=agent_id)
             kept = [line for line in row.lines if line.get("text") != text]
             new = {"text": text, "day": day, "time_of_day": time_of_day, "source": source}
             row.lines = [new, *kept][:MAX_LINES]
@@ -317,22 +261,22 @@ class IntentionService:
         )
 
     def _revision_facts(self, world_id: str, agent: Agent, day: int) -> dict[str, Any] | None:
+        """What the morning revision reads (None when today's is done): yesterday's lines said from today,
+        important memories and the news heard within TELL_FRESH_DAYS, each with its day and hour."""
         with Session(self.engine) as session:
-            row = read(session, world_id, agent.id)
+            row = repo.read(session, world_id, agent.id)
             if row is not None and row.revised_day is not None and row.revised_day >= day:
                 return None
-            heard = heard_rows(session, world_id, agent.id)
-            names = agent_names(
+            heard = repo.heard_rows(session, world_id, agent.id)
+            names = repo.agent_names(
                 session, world_id, sorted({r.origin_id for r in heard} | {r.teller_id for r in heard})
             )
-        important = [
-            m
-            for m in self.memory.recent(
-                world_id, agent.id, limit=REVISION_MEMORIES, min_importance=REVISION_IMPORTANCE
-            )
-            if day - m.created_day <= self.settings.tell_fresh_days
-        ]
-        fresh = [r for r in heard if day - r.day <= self.settings.tell_fresh_days and r.origin_id != agent.id]
+        fresh_days = self.settings.tell_fresh_days
+        recent = self.memory.recent(
+            world_id, agent.id, limit=REVISION_MEMORIES, min_importance=REVISION_IMPORTANCE
+        )
+        important = [m for m in recent if day - m.created_day <= fresh_days]
+        fresh = [r for r in heard if day - r.day <= fresh_days and r.origin_id != agent.id]
         previous = list(row.lines) if row else []
         return {
             "agent_id": agent.id,
@@ -348,15 +292,7 @@ class IntentionService:
                 {"content": m.content, "day": m.created_day, "time_of_day": m.created_time_of_day}
                 for m in important
             ],
-            "heard": [
-                prompts.dated(
-                    f"{names.get(r.teller_id, r.teller_id)}: {appt.rebase(r.text, r.written_day, day, agent.language)}"
-                    + (f" ({names.get(r.origin_id, r.origin_id)})" if r.origin_id != r.teller_id else ""),
-                    r.day,
-                    r.time_of_day,
-                )
-                for r in fresh
-            ],
+            "heard": [_heard_line(r, names, day, agent.language) for r in fresh],
             "heard_items": [
                 {
                     "text": r.text,
@@ -373,7 +309,7 @@ class IntentionService:
         self, world_id: str, agent_id: str, day: int, lines: list[str] | None, time_of_day: float
     ) -> Intention:
         with Session(self.engine, expire_on_commit=False) as session:
-            row = read(session, world_id, agent_id) or Intention(world_id=world_id, agent_id=agent_id)
+            row = repo.read(session, world_id, agent_id) or Intention(world_id=world_id, agent_id=agent_id)
             if lines is not None:
                 texts = list(dict.fromkeys(one_line(text) for text in lines if text.strip()))
                 row.lines = [

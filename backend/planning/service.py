@@ -106,30 +106,19 @@ async def make_plan(
     if start >= agent.sleep_hour and existing is not None:
         return existing  # the day is over: nothing left to replan
     mind = await _intentions(intentions, agent, request.day, first=existing is None)
-    facts = prompts.build_facts(
-        session,
-        memory,
-        agent,
-        pois,
-        day=request.day,
-        window=(start, agent.sleep_hour),
-        home=home,
-        reason=request.reason,
-        kept=kept,
-        intentions=mind,
-    )
+    window = (start, agent.sleep_hour)
+    facts = prompts.build_facts(session, memory, agent, pois, day=request.day, window=window, home=home,
+                                reason=request.reason, kept=kept, intentions=mind)  # fmt: skip
     # The model may take many seconds on a busy GPU: give the connection back to the pool meanwhile (what
     # was read stays usable, detached; storing the plan opens a new transaction).
     session.close()
-    items, source, repairs = await _ask(llm, agent, pois, home, facts, (start, agent.sleep_hour))
+    items, source, repairs = await _ask(llm, agent, pois, home, facts, window)
     full = [PlanItem.model_validate(it) for it in kept] + items
     known = {p.id for p in pois}
     if plan_problems(full, known_pois=known, home=home, start=agent.wake_hour, end=agent.sleep_hour):
         full, source = _fallback(agent, pois, home, agent.wake_hour, agent.sleep_hour), "fallback"
-    if intentions is not None:
-        full, kept_repairs = await _keep_appointments(intentions, agent, pois, full, request.day, start)
-        repairs = [*repairs, *kept_repairs]
-    plan = _store(session, world_id, agent_id, request, full, source, repairs)
+    full, kept_repairs = await _keep_appointments(intentions, agent, pois, full, request.day, start)
+    plan = _store(session, world_id, agent_id, request, full, source, [*repairs, *kept_repairs])
     await _remember(memory, agent, plan, pois, start)
     _announce(agent, plan, request, events=events, emotion=emotion)
     return plan
@@ -166,7 +155,7 @@ async def _intentions(service: IntentionService | None, agent: Agent, day: int, 
 
 
 async def _keep_appointments(
-    service: IntentionService,
+    service: IntentionService | None,
     agent: Agent,
     pois: list[PointOfInterest],
     items: list[PlanItem],
@@ -174,6 +163,8 @@ async def _keep_appointments(
     start: float,
 ) -> tuple[list[PlanItem], list[str]]:
     """Every appointment the intentions hold for the day stays in the plan at its time and place."""
+    if service is None:
+        return items, []
     found = await asyncio.to_thread(service.appointments, agent, pois, day)
     wanted = [(a.start, a.end, a.poi_id, a.what) for a in found if a.start >= start]
     if not wanted:

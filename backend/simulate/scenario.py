@@ -216,62 +216,57 @@ def run_party(
         url, api_key=api_key, world_id=world_id, seed=seed, timeout_s=timeout_s, turn_timeout_s=timeout_s
     ) as client:
         agents = client.agents()
-        places = {p["id"]: p for p in client.pois()}
-        interview = has_interview(client)
+        report: dict[str, Any] = {
+            "agents": len(agents),
+            "days": days,
+            "host": party.host,
+            "place": {p["id"]: p for p in client.pois()}[party.poi]["name"],
+            "interview": has_interview(client),
+        }
         start_density = density(client, agents)
-        client._send(
-            "POST",
-            f"/v1/agents/{party.host}/whisper",
-            {"text": party.text, "day": party.day - 1, "time_of_day": 6.0},
-        )
-        world = HeadlessWorld(
-            client,
-            seed=seed,
-            start_day=party.day - 1,
-            start_hour=6.0,
-            run_id=f"party{seed}-{uuid.uuid4().hex[:4]}",
-        )
+        body = {"text": party.text, "day": party.day - 1, "time_of_day": 6.0}
+        client._send("POST", f"/v1/agents/{party.host}/whisper", body)
+        run_id = f"party{seed}-{uuid.uuid4().hex[:4]}"
+        world = HeadlessWorld(client, seed=seed, start_day=party.day - 1, start_hour=6.0, run_id=run_id)
         say(f"day {party.day - 1}: 06:00-24:00")
         world.run(18.0)
-        after_day1 = knowledge(client, agents, party, interview=interview)
-        if days < 2:
-            return {
-                "agents": len(agents), "host": party.host, "place": places[party.poi]["name"],
-                "interview": interview, "days": 1, "knew_day1": after_day1.__dict__,
-                "density": {"start": start_density, "end": density(client, agents)},
-                "model": model_use(client, len(agents), 0.75), "variety": line_variety(client),
-                "turns": world.report.turns, "fallbacks": world.report.fallbacks,
-            }  # fmt: skip
-        say(f"day {party.day}: 00:00-{party.start + 0.5:g}")
-        world.run(party.start + 0.5)
-        told = client._send("GET", f"/v1/agents/{party.host}/told")
-        invited = sorted({t["listener_id"] for t in told["told"]})
-        others = [a["id"] for a in agents if a["id"] != party.host]
-        heard = sorted({a for a in others if client._send("GET", f"/v1/agents/{a}/told")["heard"]})
-        place_name = places[party.poi]["name"]
-        there = at_place(client, others, place_name, party)
-        say(f"day {party.day}: {party.start + 0.5:g}-24:00")
-        world.run(24.0 - party.start - 0.5)
-        after_day2 = knowledge(client, agents, party, interview=interview)
-        plans = plans_hold(client, others, party)
-        return {
-            "agents": len(agents),
-            "days": 2,
-            "host": party.host,
-            "place": place_name,
-            "interview": interview,
-            "knew_day1": after_day1.__dict__,
-            "knew_day2": after_day2.__dict__,
-            "invited": invited,
-            "heard": heard,
-            "plans_hold": plans,
-            "at_place": there,
-            "density": {"start": start_density, "end": density(client, agents)},
-            "model": model_use(client, len(agents), 2.0),
-            "variety": line_variety(client),
-            "turns": world.report.turns,
-            "fallbacks": world.report.fallbacks,
-        }
+        report["knew_day1"] = knowledge(client, agents, party, interview=report["interview"]).__dict__
+        if days >= 2:
+            report.update(_party_day(client, world, agents, party, report, say))
+        report.update(
+            density={"start": start_density, "end": density(client, agents)},
+            model=model_use(client, len(agents), 2.0 if days >= 2 else 0.75),
+            variety=line_variety(client),
+            turns=world.report.turns,
+            fallbacks=world.report.fallbacks,
+        )
+        return report
+
+
+def _party_day(
+    client: Any,
+    world: Any,
+    agents: list[dict[str, Any]],
+    party: Party,
+    report: dict[str, Any],
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    """The party's day: who was invited and who heard, who is there when it starts, who planned it."""
+    say(f"day {party.day}: 00:00-{party.start + 0.5:g}")
+    world.run(party.start + 0.5)
+    told = client._send("GET", f"/v1/agents/{party.host}/told")
+    others = [a["id"] for a in agents if a["id"] != party.host]
+    heard = sorted({a for a in others if client._send("GET", f"/v1/agents/{a}/told")["heard"]})
+    there = at_place(client, others, report["place"], party)
+    say(f"day {party.day}: {party.start + 0.5:g}-24:00")
+    world.run(24.0 - party.start - 0.5)
+    return {
+        "knew_day2": knowledge(client, agents, party, interview=report["interview"]).__dict__,
+        "invited": sorted({t["listener_id"] for t in told["told"]}),
+        "heard": heard,
+        "plans_hold": plans_hold(client, others, party),
+        "at_place": there,
+    }
 
 
 def _render_day1(report: dict[str, Any]) -> str:

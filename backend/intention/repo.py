@@ -1,0 +1,79 @@
+"""All SQL of the intention concept: the `intention` and `told` tables, and the few reads of other concepts'
+rows it needs (agent names, the listener's rating of the news it heard). Plain functions on a session."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlmodel import Session, col, select
+
+from backend.intention.models import Intention, Told
+from backend.memory.models import NEWS_TAG, Memory
+from backend.world.models import Agent, PointOfInterest
+
+
+def read(session: Session, world_id: str, agent_id: str) -> Intention | None:
+    return session.get(Intention, (world_id, agent_id))
+
+
+def heard_rows(session: Session, world_id: str, listener_id: str) -> list[Told]:
+    return list(session.exec(select(Told).where(Told.world_id == world_id, Told.listener_id == listener_id)))
+
+
+def told_rows(session: Session, world_id: str, agent_id: str) -> list[Told]:
+    """Every telling the agent took part in (as teller or listener), oldest first."""
+    query = (
+        select(Told)
+        .where(Told.world_id == world_id, (Told.teller_id == agent_id) | (Told.listener_id == agent_id))
+        .order_by(col(Told.day), col(Told.time_of_day), col(Told.created_at))
+    )
+    return list(session.exec(query))
+
+
+def forget_agent(session: Session, world_id: str, agent_id: str) -> None:
+    """A deleted agent's intentions and every telling it was part of go with it."""
+    row = read(session, world_id, agent_id)
+    if row is not None:
+        session.delete(row)
+    told = select(Told).where(
+        Told.world_id == world_id, (Told.teller_id == agent_id) | (Told.listener_id == agent_id)
+    )
+    for record in session.exec(told):
+        session.delete(record)
+    session.commit()
+
+
+def known_keys(session: Session, world_id: str, agent_id: str) -> set[str]:
+    """Keys of everything the agent knows: what it was told (by anyone) and what it told others."""
+    query = select(Told.item_key).where(
+        Told.world_id == world_id, (Told.listener_id == agent_id) | (Told.teller_id == agent_id)
+    )
+    return set(session.exec(query))
+
+
+def agent_names(session: Session, world_id: str, ids: Sequence[str]) -> dict[str, str]:
+    if not ids:
+        return {}
+    query = select(Agent.id, Agent.name).where(Agent.world_id == world_id, col(Agent.id).in_(list(ids)))
+    return dict(session.exec(query).all())
+
+
+def news_importance(session: Session, world_id: str, agent_id: str, sessions: set[str]) -> dict[str, int]:
+    """Per conversation, the importance the agent's own memory of the news heard there was rated."""
+    if not sessions:
+        return {}
+    query = select(Memory.session_id, Memory.importance, Memory.tags).where(
+        Memory.world_id == world_id,
+        Memory.agent_id == agent_id,
+        Memory.type == "observation",
+        col(Memory.session_id).in_(sorted(sessions)),
+    )
+    found: dict[str, int] = {}
+    for session_id, importance, tags in session.exec(query):
+        if NEWS_TAG in (tags or []) and session_id:
+            found[session_id] = max(found.get(session_id, 0), int(importance))
+    return found
+
+
+def places(session: Session, world_id: str) -> list[PointOfInterest]:
+    return list(session.exec(select(PointOfInterest).where(PointOfInterest.world_id == world_id)))
