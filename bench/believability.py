@@ -46,6 +46,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--provider", default="scripted")
     parser.add_argument("--days", type=int, choices=(1, 2), default=2, help="1: the first game day only")
+    parser.add_argument("--hours", type=float, default=18.0, help="with --days 1: game hours from 06:00")
     args = parser.parse_args()
     towns = [name for name in bundled_names() if args.town in ("all", name)]
     if not towns:
@@ -58,7 +59,13 @@ def main() -> int:
                 # A real model on a CPU takes minutes for a day's first plan: Unity's 30 s would time out.
                 timeout = 30.0 if args.provider == "scripted" else 900.0
                 report = scenario_cli.run(
-                    url, town, seed=args.seed, api_key=None, days=args.days, timeout_s=timeout
+                    url,
+                    town,
+                    seed=args.seed,
+                    api_key=None,
+                    days=args.days,
+                    timeout_s=timeout,
+                    first_hours=args.hours,
                 )
             print(f"== {town} on {args.provider}, seed {args.seed} ({time.monotonic() - started:.0f} s wall)")
             print(scenario.render(report))

@@ -201,11 +201,13 @@ def run_party(
     progress: Callable[[str], None] | None = None,
     days: int = 2,
     timeout_s: float = 30.0,
+    first_hours: float = 18.0,
 ) -> dict[str, Any]:
     """Whisper the host, play two game days (day 1 from 06:00, day 2 until the party starts plus half an
     hour, then to midnight), and measure. The world must be freshly loaded (its counts are the run's).
     `days=1` plays only the first day (a slow real model): what the party's day would show is left out.
-    `timeout_s`: how long a request may take (a day's first plan on a slow CPU model takes minutes)."""
+    `timeout_s`: how long a request may take (a day's first plan on a slow CPU model takes minutes).
+    `first_hours`: game hours of the first day played from 06:00 (fewer with `days=1` on a slow model)."""
     from backend.simulate import load_client_package
 
     machi_client = load_client_package()
@@ -222,20 +224,23 @@ def run_party(
             "host": party.host,
             "place": {p["id"]: p for p in client.pois()}[party.poi]["name"],
             "interview": has_interview(client),
+            "first_hours": first_hours if days < 2 else 18.0,
         }
         start_density = density(client, agents)
         body = {"text": party.text, "day": party.day - 1, "time_of_day": 6.0}
         client._send("POST", f"/v1/agents/{party.host}/whisper", body)
         run_id = f"party{seed}-{uuid.uuid4().hex[:4]}"
         world = HeadlessWorld(client, seed=seed, start_day=party.day - 1, start_hour=6.0, run_id=run_id)
-        say(f"day {party.day - 1}: 06:00-24:00")
-        world.run(18.0)
+        if days >= 2:
+            first_hours = 18.0  # the party's day starts at midnight
+        say(f"day {party.day - 1}: 06:00 + {first_hours:g} h")
+        world.run(first_hours)
         report["knew_day1"] = knowledge(client, agents, party, interview=report["interview"]).__dict__
         if days >= 2:
             report.update(_party_day(client, world, agents, party, report, say))
         report.update(
             density={"start": start_density, "end": density(client, agents)},
-            model=model_use(client, len(agents), 2.0 if days >= 2 else 0.75),
+            model=model_use(client, len(agents), 2.0 if days >= 2 else first_hours / 24),
             variety=line_variety(client),
             turns=world.report.turns,
             fallbacks=world.report.fallbacks,
@@ -272,7 +277,7 @@ def _party_day(
 def _render_day1(report: dict[str, Any]) -> str:
     others, model, variety = report["agents"] - 1, report["model"], report["variety"]
     lines = [
-        f"party scenario, first day only: {report['agents']} agents, host {report['host']}, at {report['place']}",
+        f"party scenario, first day only ({report.get('first_hours', 18):g} game hours): {report['agents']} agents, host {report['host']}, at {report['place']}",
         f"knew of it after day 1: by memory {_share(report['knew_day1']['knew_by_memory'], others)}, "
         f"by interview {_share(report['knew_day1']['knew_by_interview'], others)}",
         f"relationship density: {report['density']['start']:.3f} -> {report['density']['end']:.3f}",

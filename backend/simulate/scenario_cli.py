@@ -52,6 +52,7 @@ def run(
     progress: Any = None,
     days: int = 2,
     timeout_s: float = 30.0,
+    first_hours: float = 18.0,
 ) -> dict[str, Any]:
     from backend.simulate import load_client_package, scenario
 
@@ -69,6 +70,7 @@ def run(
         progress=progress,
         days=days,
         timeout_s=timeout_s,
+        first_hours=first_hours,
     )
     return {"town": town, "world_id": world_id, "seed": seed, **report}
 
