@@ -50,6 +50,12 @@ class PlanReplyItem(BaseModel):
 
     _clock = field_validator("start", "end", mode="before")(_hours)
 
+    @field_validator("hours", mode="before")
+    @classmethod
+    def _at_most_a_day(cls, value: Any) -> Any:
+        # More hours than a day has means the rest of the day (the repair clips it to the window).
+        return min(value, 24) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
     @model_validator(mode="after")
     def _timed(self) -> PlanReplyItem:
         if self.hours is None and self.end is None:

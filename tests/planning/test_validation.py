@@ -201,6 +201,8 @@ def test_the_plan_schema_asks_for_hours_not_times_and_at_least_one_item() -> Non
     assert PlanReplyItem.model_validate({"poi_id": "cafe", "activity": "a", "start": 9, "end": 10}).start == 9
     with pytest.raises(ValueError, match="hours"):
         PlanReplyItem.model_validate({"poi_id": "cafe", "activity": "a"})
+    # More hours than a day (a server whose grammar ignores the bound) means the rest of the day.
+    assert PlanReplyItem.model_validate({"poi_id": "cafe", "activity": "a", "hours": 3000}).hours == 24
 
 
 def test_back_to_back_repeats_of_an_item_are_merged() -> None:

@@ -255,6 +255,11 @@ def test_every_reply_was_parsed_and_no_call_failed_for_the_provider(town: dict[s
     assert not broken, [(c.purpose, c.error) for c in broken]
     refused = Counter(c.purpose for c in calls if (c.error or "").startswith("invalid reply: "))
     print(f"{town['model']}: {len(calls)} calls; refused replies by purpose: {dict(refused)}")
+    for call in calls:
+        if call.purpose == "plan":
+            print(
+                f"{town['model']}: plan call {'ok' if call.ok else call.error}: {(call.raw_reply or '')[:300]}"
+            )
 
 
 def test_plan_rating_council_and_reflections_are_stored_sound(town: dict[str, Any]) -> None:
