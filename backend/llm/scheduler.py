@@ -158,7 +158,7 @@ class Scheduler:
                 stats.waiting -= 1
                 if future.done() and not future.cancelled():
                     self.release()  # the slot was handed to us just as we were cancelled
-                else:
+                elif entry in self._heap:  # release() may have dropped it already (its future was cancelled)
                     self._heap.remove(entry)
                     heapq.heapify(self._heap)
                 raise

@@ -121,3 +121,20 @@ def test_concurrency_defaults_per_provider(settings) -> None:  # type: ignore[no
     assert settings.model_copy(update={"llm_provider": "ollama"}).resolved_llm_concurrency() == 1
     assert settings.model_copy(update={"llm_provider": "vllm"}).resolved_llm_concurrency() == 4
     assert settings.model_copy(update={"llm_concurrency": 3}).resolved_llm_concurrency() == 3
+
+
+async def test_a_waiter_cancelled_as_the_slot_is_released_leaves_the_queue_cleanly() -> None:
+    """A waiter's task is cancelled (its future with it), then release() runs before the task sees the
+    cancellation: release skips the cancelled entry, and the waiter's own clean-up must not fail on it
+    (the real engine hit `list.remove(x): x not in list` this way when a turn's deadline passed)."""
+    scheduler = Scheduler(1)
+    await scheduler.acquire(1)
+    waiter = asyncio.create_task(scheduler.acquire(3))
+    await asyncio.sleep(0)  # queued
+    waiter.cancel()
+    scheduler.release()  # runs before the waiter wakes: skips its cancelled future, frees the slot
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    assert scheduler.in_flight == 0 and scheduler.snapshot()["queued"] == 0
+    await scheduler.acquire(2)  # the slot is free for the next caller
+    assert scheduler.in_flight == 1
