@@ -28,7 +28,8 @@ def parse_major(value: str | None) -> int | None:
     if value is None or not value.strip():
         return PROTOCOL_VERSION
     major, _, _ = value.strip().partition(".")
-    return int(major) if major.isdigit() else None
+    # isdigit() alone takes "²" and other digits int() refuses (a 500): ASCII digits only.
+    return int(major) if major.isascii() and major.isdigit() else None
 
 
 def _header(scope: Scope) -> str | None:

@@ -148,9 +148,10 @@ class MemoryList(BaseModel):
 class RetrievalWeights(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    recency: float | None = PydanticField(None, ge=0)
-    importance: float | None = PydanticField(None, ge=0)
-    relevance: float | None = PydanticField(None, ge=0)
+    # Infinity or NaN would make every score the same non-number: the ranking returned nothing (422 instead).
+    recency: float | None = PydanticField(None, ge=0, allow_inf_nan=False)
+    importance: float | None = PydanticField(None, ge=0, allow_inf_nan=False)
+    relevance: float | None = PydanticField(None, ge=0, allow_inf_nan=False)
 
 
 class RetrieveRequest(BaseModel):

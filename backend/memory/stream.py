@@ -157,7 +157,13 @@ def page(
     if types:
         filters.append(col(Memory.type).in_(list(types)))
     if q:
-        filters.append(or_(col(Memory.content).contains(q), col(Memory.location_name).contains(q)))
+        # autoescape: % and _ in the text are themselves, not LIKE wildcards that match everything.
+        filters.append(
+            or_(
+                col(Memory.content).contains(q, autoescape=True),
+                col(Memory.location_name).contains(q, autoescape=True),
+            )
+        )
     if min_importance is not None:
         filters.append(col(Memory.importance) >= min_importance)
     if until is not None:

@@ -136,7 +136,7 @@ def _content_length(scope: Scope) -> int | None:
     for key, value in scope.get("headers", []):
         if key == b"content-length":
             text = value.decode("latin-1").strip()
-            return int(text) if text.isdigit() else None
+            return int(text) if text.isascii() and text.isdigit() else None
     return None
 
 

@@ -128,3 +128,43 @@ def test_values_the_database_cannot_hold_are_named_422s(
     response = demo.request(method, path, json=body)
     assert response.status_code == 422, response.text
     assert field in {problem["field"] for problem in response.json()["error"]["details"]}
+
+
+def test_a_protocol_header_of_non_ascii_digits_is_a_4xx(demo: TestClient) -> None:
+    # "²".isdigit() is True but int("²") raises: that was a 500 on every /v1 route. (The test client sends
+    # header text as UTF-8, so the server's latin-1 reading of "²" is checked where it is parsed.)
+    from backend.api.protocol import parse_major
+    from backend.security.middleware import _content_length
+
+    assert [parse_major(v) for v in ("²", "1²", "١", "1", "1.2")] == [None, None, None, 1, 1]
+    assert _content_length({"headers": [(b"content-length", "²".encode("latin-1"))]}) is None
+    for value in ("²".encode("latin-1"), "١".encode()):
+        reply = demo.get("/v1/agents", headers={"X-Machi-Protocol": value})
+        assert reply.status_code == 400 and reply.json()["error"]["code"] == "unsupported_protocol"
+
+
+def test_memory_search_text_is_literal_not_a_like_pattern(demo: TestClient) -> None:
+    demo.post(
+        "/v1/agents/aoi/memories", json={"type": "observation", "content": "割引は50%だった", "importance": 3}
+    )
+    demo.post(
+        "/v1/agents/aoi/memories", json={"type": "observation", "content": "snake_case の話", "importance": 3}
+    )
+    total = demo.get("/v1/agents/aoi/memories").json()["total"]
+    assert total >= 2
+    percent = demo.get("/v1/agents/aoi/memories", params={"q": "%"}).json()
+    assert [m["content"] for m in percent["memories"]] == ["割引は50%だった"]
+    underscore = demo.get("/v1/agents/aoi/memories", params={"q": "_"}).json()
+    assert [m["content"] for m in underscore["memories"]] == ["snake_case の話"]
+
+
+def test_non_finite_retrieval_weights_are_refused(demo: TestClient) -> None:
+    for body in (
+        '{"query": "カフェ", "weights": {"recency": Infinity}}',
+        '{"query": "カフェ", "weights": {"relevance": NaN}}',
+    ):
+        reply = demo.post(
+            "/v1/agents/aoi/memories/retrieve", content=body, headers={"content-type": "application/json"}
+        )
+        assert reply.status_code == 422, reply.text
+        assert "weights" in str(reply.json()["error"])
