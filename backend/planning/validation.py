@@ -289,7 +289,10 @@ def fallback_plan(
     else:
         items.append({"start": start, "end": end, "poi_id": home, "activity": home_text})
     known = {pid for pid, _, _ in pois}
-    repaired, _ = repair_plan(items, known_pois=known, home=home, start=start, end=end, language=language)
+    try:
+        repaired, _ = repair_plan(items, known_pois=known, home=home, start=start, end=end, language=language)
+    except (PlanUnrepairable, ValueError):  # a window too short to hold an item: the fallback is still total
+        return [PlanItem(start=start, end=max(end, start), poi_id=home, activity=home_text)]
     return repaired
 
 

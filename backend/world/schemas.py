@@ -10,6 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_vali
 AgentState = Literal["moving_to_poi", "wandering_in_poi", "talking", "cooldown", "waiting_for_replan"]
 ID_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
 MAX_TRAITS = 20
+#: An agent is awake at least this many hours a day: a shorter window leaves no room for a plan (a 7:00 to
+#: 7:001 day made the plan routes fail).
+MIN_AWAKE_HOURS = 1.0
 
 
 class Position(BaseModel):
@@ -56,9 +59,10 @@ class AgentBase(BaseModel):
 
     @model_validator(mode="after")
     def _wake_before_sleep(self) -> AgentBase:
-        if self.wake_hour >= self.sleep_hour:
+        if self.sleep_hour - self.wake_hour < MIN_AWAKE_HOURS:
             raise ValueError(
-                f"wake_hour ({self.wake_hour:g}) must be earlier than sleep_hour ({self.sleep_hour:g})"
+                f"wake_hour ({self.wake_hour:g}) must be at least {MIN_AWAKE_HOURS:g} hour before sleep_hour "
+                f"({self.sleep_hour:g})"
             )
         return self
 

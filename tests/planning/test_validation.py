@@ -211,3 +211,21 @@ def test_back_to_back_repeats_of_an_item_are_merged() -> None:
     items, repairs = repair(reply)
     assert spans(items) == [(7, 13, "park"), (13, 22, "cafe")]
     assert sum("merged" in r for r in repairs) == 2
+
+
+def test_the_fallback_plan_is_total_even_for_a_sliver_of_a_day() -> None:
+    from backend.planning.validation import fallback_plan
+
+    for start, end in ((7.0, 7.001), (23.99, 24.0), (7.0, 7.0)):
+        items = fallback_plan(
+            [("cafe", "カフェ", "cafe"), ("home", "家", "home")], home="home", start=start, end=end
+        )
+        assert len(items) == 1 and items[0].poi_id == "home" and items[0].start == start
+
+
+def test_an_awake_window_shorter_than_an_hour_is_refused_on_write(client) -> None:  # type: ignore[no-untyped-def]
+    reply = client.put("/v1/agents/aoi", json={"name": "葵", "wake_hour": 7, "sleep_hour": 7.001})
+    assert reply.status_code == 422 and "sleep_hour" in reply.text
+    assert (
+        client.put("/v1/agents/aoi", json={"name": "葵", "wake_hour": 7, "sleep_hour": 8}).status_code == 201
+    )
