@@ -53,9 +53,15 @@ def test_full_eight_turn_conversation_ends_with_max_turns(client: TestClient, sc
 
 def test_writer_reaches_max_turns_when_no_one_leaves(client: TestClient, scripted: ScriptedLLM) -> None:
     add_agents(client)
-    for _ in range(7):
+    # Seven different lines: one said back word for word would be re-asked (the echo check), and the
+    # writer's answer then depends on what memories the prompt holds by then.
+    for index in range(7):
         scripted.enqueue(
-            {"dialogue": "なるほどね。", "emotion": "neutral", "is_conversation_end": False},
+            {
+                "dialogue": f"なるほどね、{index + 1}つ目の話だね。",
+                "emotion": "neutral",
+                "is_conversation_end": False,
+            },
             purpose="dialogue",
         )
     replies = talk(client, "aoi", "hikari", "s-eight", NAMES)
