@@ -64,17 +64,29 @@ def load_turn_state(session: Session, world_id: str, req: TurnRequest, agents: A
         _STORED_TURN, {"world_id": world_id, "session_id": req.session_id, "turn_index": turn_index}
     ).first()
     if stored is not None:
-        reply, spoken_by = stored
-        if spoken_by != req.agent_id:
-            raise Conflict(
-                f"turn {turn_index} of session {req.session_id!r} was spoken by {spoken_by!r}",
-                details={"field": "agent_id", "turn_index": turn_index},
-            )
+        reply, spoken_by, spoken_to = stored
+        check_pair(req, turn_index, spoken_by, spoken_to)
         return TurnState(speaker, partner, reply, None)
     conv = conn.execute(_CONVERSATION_OPEN, {"w": world_id, "s": req.session_id}).first()
     if conv is not None:
         _check_open(req, *conv)
     return TurnState(speaker, partner, None, _plan_activity(conn, world_id, req))
+
+
+def check_pair(req: TurnRequest, turn_index: int, spoken_by: str, spoken_to: str) -> None:
+    """A stored turn answers only its own pair: another speaker or target at its index is a 409 naming both."""
+    if (spoken_by, spoken_to) == (req.agent_id, req.target_id):
+        return
+    raise Conflict(
+        f"turn {turn_index} of session {req.session_id!r} was spoken by {spoken_by!r} to {spoken_to!r}; this "
+        f"request is {req.agent_id!r} to {req.target_id!r} (another pair needs another session_id)",
+        details={
+            "field": "agent_id" if spoken_by != req.agent_id else "target_id",
+            "turn_index": turn_index,
+            "stored": {"agent_id": spoken_by, "target_id": spoken_to},
+            "requested": {"agent_id": req.agent_id, "target_id": req.target_id},
+        },
+    )
 
 
 def _check_open(req: TurnRequest, ended: bool, end_reason: str | None, agent_a: str, agent_b: str) -> None:
@@ -96,7 +108,7 @@ _TURN_KEY = (
     col(Turn.session_id) == bindparam("session_id"),
     col(Turn.turn_index) == bindparam("turn_index"),
 )
-_STORED_TURN = select(col(Turn.reply), col(Turn.speaker_id)).where(*_TURN_KEY)
+_STORED_TURN = select(col(Turn.reply), col(Turn.speaker_id), col(Turn.target_id)).where(*_TURN_KEY)
 _PLAN_ITEMS = select(col(Plan.items)).where(
     col(Plan.world_id) == bindparam("world_id"),
     col(Plan.agent_id) == bindparam("agent_id"),
@@ -129,12 +141,20 @@ def last_emotion(engine: Any, world_id: str, session_id: str, agent_id: str) -> 
         return session.exec(query).first()
 
 
-def stored_reply(engine: Any, world_id: str, session_id: str, turn_index: int) -> dict[str, Any] | None:
-    """The reply stored for this turn (the read `load_turn_state` makes for a retry), or None."""
-    params = {"world_id": world_id, "session_id": session_id, "turn_index": turn_index}
+def stored_reply(engine: Any, world_id: str, req: TurnRequest, turn_index: int) -> dict[str, Any] | None:
+    """The reply stored for this turn (the read `load_turn_state` makes for a retry), or None.
+
+    Raises:
+        Conflict: the turn was stored for another speaker or target (see `check_pair`).
+    """
+    params = {"world_id": world_id, "session_id": req.session_id, "turn_index": turn_index}
     with engine.connect() as conn:
         row = conn.execute(_STORED_TURN, params).first()
-    return dict(row[0]) if row is not None else None
+    if row is None:
+        return None
+    reply, spoken_by, spoken_to = row
+    check_pair(req, turn_index, spoken_by, spoken_to)
+    return dict(reply)
 
 
 def commit_turn(
@@ -160,6 +180,9 @@ def commit_turn(
 
     Returns:
         (the reply as stored, True) or, when an identical request stored this turn first, (its reply, False).
+
+    Raises:
+        Conflict: another pair stored this turn or this session first (a race `load_turn_state` could not see).
     """
     for _attempt in range(2):
         try:
@@ -181,7 +204,7 @@ def commit_turn(
                     jobs.extend(added)
                 return reply, True
         except IntegrityError:
-            existing = stored_reply(engine, world_id, req.session_id, reply["turn_index"])
+            existing = stored_reply(engine, world_id, req, reply["turn_index"])
             if existing is not None:
                 return existing, False
             # The conversation row raced with another first turn; its row exists now, so try again.
@@ -294,6 +317,8 @@ def _upsert_conversation(
         conn.execute(_INSERT_CONVERSATION, values_of(conv))
         return ConversationState(req.session_id, req.agent_id, req.target_id, ends)
     agent_a, agent_b, stored_transcript, turn_count, ended = found
+    if {agent_a, agent_b} != {req.agent_id, req.target_id}:
+        _check_open(req, False, None, agent_a, agent_b)  # another pair's first turn won the race: a 409
     values: dict[str, Any] = {"turn_count": max(turn_count, reply["turn_index"] + 1), "updated_at": now}
     if len(transcript) >= len(stored_transcript or []):
         values["transcript"] = transcript

@@ -125,7 +125,8 @@ RULES = """## Rules every call follows
   `MAX_BODY_BYTES` (1 MB) get `413 payload_too_large`.
 - Errors are `{"error": {"code", "message", "details"}}`. A 4xx means the request is wrong (the message names
   the field): do not retry it. Network errors, timeouts and 5xx may be retried with backoff; conversation
-  turns are retry-safe (the same `session_id` and history length returns the stored reply).
+  turns are retry-safe (the same `session_id`, history length, speaker and target return the stored reply;
+  another pair in that session gets `409 conflict` naming both pairs).
 - Times are game time: `day` (1-based) and `time_of_day` in hours (`14.5` = 14:30). Positions are Unity
   world coordinates in metres.
 - The agent state machine: `waiting_for_replan` -> (plan/now) -> `moving_to_poi` -> (arrived) ->
