@@ -7,11 +7,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Response
 
 from backend.api.deps import EventsDep, MemoryDep, SessionDep, WorldDep
+from backend.ids import ID_RULE, Id
 from backend.intention import repo as intention_repo
 from backend.intention import service as intention
 from backend.world import service
 from backend.world.schemas import (
-    ID_PATTERN,
     AgentDetail,
     AgentPublic,
     AgentUpsert,
@@ -23,8 +23,8 @@ from backend.world.schemas import (
 
 router = APIRouter(prefix="/v1", tags=["world"])
 
-AgentId = Annotated[str, Path(pattern=ID_PATTERN, description="the agent's id (letters, digits, _ - .)")]
-PoiId = Annotated[str, Path(pattern=ID_PATTERN, description="the point of interest's id")]
+AgentId = Annotated[Id, Path(description=f"the agent's id: {ID_RULE}")]
+PoiId = Annotated[Id, Path(description=f"the point of interest's id: {ID_RULE}")]
 
 
 @router.get("/agents", response_model=list[AgentPublic])

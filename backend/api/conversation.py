@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from backend.api.deps import SessionDep, WorldDep
@@ -23,8 +23,12 @@ from backend.conversation.schemas import (
 )
 from backend.conversation.service import ConversationService
 from backend.conversation.stream import turn_events
+from backend.ids import StoredSessionId
 
 router = APIRouter(tags=["conversation"])
+
+#: Looked up, not chosen: any stored session id reads back (see backend/ids.py).
+SessionPath = Annotated[StoredSessionId, Path(description="the conversation's session_id")]
 
 
 def get_service(request: Request) -> ConversationService:
@@ -104,7 +108,7 @@ def list_conversations(
 
 
 @router.get("/v1/conversations/{session_id}", response_model=ConversationDetail)
-def get_conversation(session_id: str, session: SessionDep, world: WorldDep) -> ConversationDetail:
+def get_conversation(session_id: SessionPath, session: SessionDep, world: WorldDep) -> ConversationDetail:
     """One conversation with every turn (emotion and fallback flag included). 404 if unknown."""
     conv = store.get_conversation_row(session, world, session_id)
     names = store.names(session, world, {conv.agent_a, conv.agent_b})

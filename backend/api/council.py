@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import PlainTextResponse
 
 from backend.api.deps import MAX_OFFSET, EngineDep, LLMDep, SessionDep, TasksDep, WorldDep
@@ -30,8 +31,11 @@ from backend.council.service import (
     list_councils,
     run_council,
 )
+from backend.ids import StoredSessionId
 
 router = APIRouter(prefix="/v1", tags=["council"])
+#: The server makes council ids (`council-<hex>`): a look-up, bounded like the column.
+CouncilId = Annotated[str, Path(min_length=1, max_length=64)]
 
 
 def _summary(row: CouncilRecord) -> CouncilSummary:
@@ -71,13 +75,13 @@ def list_all(
 
 
 @router.get("/council/{council_id}", response_model=CouncilPublic)
-def get_one(council_id: str, session: SessionDep, world: WorldDep) -> CouncilPublic:
+def get_one(council_id: CouncilId, session: SessionDep, world: WorldDep) -> CouncilPublic:
     row = get_council(session, world, council_id)
     return CouncilPublic.model_validate({**row.model_dump(), "label": council_label(row.number)})
 
 
 @router.get("/council/{council_id}/record.md", response_class=PlainTextResponse)
-def get_record(council_id: str, session: SessionDep, world: WorldDep) -> PlainTextResponse:
+def get_record(council_id: CouncilId, session: SessionDep, world: WorldDep) -> PlainTextResponse:
     row = get_council(session, world, council_id)
     return PlainTextResponse(render_record(row), media_type="text/markdown; charset=utf-8")
 
@@ -97,7 +101,11 @@ async def judge(body: JudgeRequest, world: WorldDep, llm: LLMDep) -> JudgeResult
 
 @router.post("/conversations/{session_id}/judge", response_model=JudgeResult)
 async def judge_stored_conversation(
-    session_id: str, request: Request, world: WorldDep, engine: EngineDep, llm: LLMDep
+    session_id: Annotated[StoredSessionId, Path()],
+    request: Request,
+    world: WorldDep,
+    engine: EngineDep,
+    llm: LLMDep,
 ) -> JudgeResult:
     """Score a stored conversation (in character, coherence, memory use); the verdict is kept on it."""
     memory = getattr(request.app.state, "memory", None)

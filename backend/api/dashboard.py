@@ -21,8 +21,9 @@ from starlette.routing import Match
 from starlette.types import Scope
 
 from backend import __version__
-from backend.api.deps import WORLD_ID, SessionDep
+from backend.api.deps import SessionDep
 from backend.conversation.models import Conversation
+from backend.ids import id_problem
 from backend.intention import repo as intention_repo
 from backend.intention import service as intention
 from backend.planning.service import plan_public, stored_plan
@@ -98,7 +99,7 @@ def _world(world: str | None) -> str | None:
     """The world named in `?world=`, `default` when absent, None when the name is invalid."""
     if not world:
         return DEFAULT_WORLD
-    return world if WORLD_ID.match(world) else None
+    return world if id_problem(world) is None else None
 
 
 def _world_query(world: str) -> str:

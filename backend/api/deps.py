@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated
 
@@ -12,6 +11,7 @@ from sqlmodel import Session
 
 from backend.config import Settings
 from backend.errors import InvalidInput
+from backend.ids import id_problem
 from backend.llm.base import LLM, Embedder
 from backend.tasks import TaskRunner
 from backend.world.models import DEFAULT_WORLD
@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from backend.intention.service import IntentionService
     from backend.memory.service import MemoryService
 
-WORLD_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 #: Databases keep integers in 64 bits: a larger id or offset must be a 404/422, not an overflow (500).
 MAX_ROW_ID = 2**63 - 1
 MAX_OFFSET = 100_000_000
@@ -63,10 +62,11 @@ def get_world(
     chosen, source = (x_machi_world, "header") if x_machi_world else (world, "query")
     if not chosen:
         return DEFAULT_WORLD
-    if not WORLD_ID.match(chosen):
+    problem = id_problem(chosen)
+    if problem is not None:
         field = {"header": "X-Machi-World"} if source == "header" else {"field": "world"}
         raise InvalidInput(
-            "X-Machi-World must be 1-64 characters of letters, digits, '_', '-' or '.'",
+            f"{'X-Machi-World' if source == 'header' else 'world'}: {problem}",
             details={**field, "value": chosen[:80]},
         )
     return chosen

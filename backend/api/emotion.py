@@ -9,11 +9,12 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from backend.api.deps import SessionDep, WorldDep
 from backend.emotion.schemas import EmotionHistory, EmotionState
 from backend.emotion.service import EmotionService
+from backend.ids import ID_RULE, Id
 from backend.world.service import get_agent
 
 router = APIRouter(prefix="/v1/agents", tags=["emotion"])
 
-AgentId = Annotated[str, Path(min_length=1, max_length=64)]
+AgentId = Annotated[Id, Path(description=f"the agent's id: {ID_RULE}")]
 
 
 def get_emotion(request: Request) -> EmotionService:

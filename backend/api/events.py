@@ -8,8 +8,8 @@ from typing import Any
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
-from backend.api.deps import WORLD_ID
 from backend.events import TOPICS, Event
+from backend.ids import id_problem
 from backend.world.models import DEFAULT_WORLD
 
 router = APIRouter(tags=["events"])
@@ -31,7 +31,7 @@ async def events(
     world_id = websocket.headers.get("x-machi-world") or world or DEFAULT_WORLD
     wanted = _split(types)
     unknown = sorted(set(wanted or []) - TOPICS.keys())
-    if not WORLD_ID.match(world_id) or unknown:
+    if id_problem(world_id) is not None or unknown:
         await websocket.accept()
         reason = f"unknown event types: {', '.join(unknown)}" if unknown else "invalid world id"
         await websocket.send_json({"error": {"code": "invalid_input", "message": reason}})

@@ -7,13 +7,13 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Request
 
 from backend.api.deps import WorldDep
+from backend.ids import ID_RULE, Id
 from backend.interview.schemas import InterviewRequest, InterviewResult
 from backend.interview.service import InterviewService
-from backend.world.schemas import ID_PATTERN
 
 router = APIRouter(prefix="/v1/agents", tags=["interview"])
 
-AgentId = Annotated[str, Path(pattern=ID_PATTERN, description="the agent's id (letters, digits, _ - .)")]
+AgentId = Annotated[Id, Path(description=f"the agent's id: {ID_RULE}")]
 
 
 def get_service(request: Request) -> InterviewService:

@@ -9,6 +9,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 
 from backend.api.deps import MAX_OFFSET, MAX_ROW_ID, IntentionsDep, MemoryDep, WorldDep
+from backend.ids import ID_RULE, Id
 from backend.memory.models import (
     Memory,
     MemoryBatchCreate,
@@ -24,7 +25,7 @@ from backend.memory.models import (
 )
 
 router = APIRouter(prefix="/v1/agents/{agent_id}", tags=["memory"])
-AgentId = Annotated[str, Path(min_length=1, max_length=64)]
+AgentId = Annotated[Id, Path(description=f"the agent's id: {ID_RULE}")]
 
 
 def public(row: Memory) -> MemoryPublic:

@@ -8,13 +8,14 @@ from fastapi import APIRouter, Path
 
 from backend.api.deps import MemoryDep, SessionDep, WorldDep
 from backend.errors import NotFound
+from backend.ids import ID_RULE, Id
 from backend.memory import person
 from backend.memory.models import PersonList, PersonMemory, PersonPublic
 from backend.world.service import get_agent
 
 router = APIRouter(prefix="/v1/agents/{agent_id}/people", tags=["memory"])
-AgentId = Annotated[str, Path(min_length=1, max_length=64)]
-OtherId = Annotated[str, Path(min_length=1, max_length=64)]
+AgentId = Annotated[Id, Path(description=f"the agent's id: {ID_RULE}")]
+OtherId = Annotated[Id, Path(description=f"the other agent's id: {ID_RULE}")]
 
 
 def public(row: PersonMemory) -> PersonPublic:

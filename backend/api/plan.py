@@ -7,13 +7,13 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Request
 
 from backend.api.deps import EventsDep, IntentionsDep, LLMDep, MemoryDep, SessionDep, WorldDep
+from backend.ids import ID_RULE, Id
 from backend.planning import service
 from backend.planning.schemas import PlanNow, PlanPublic, PlanRequest
-from backend.world.schemas import ID_PATTERN
 
 router = APIRouter(prefix="/v1/agents/{agent_id}", tags=["plan"])
 
-AgentId = Annotated[str, Path(pattern=ID_PATTERN)]
+AgentId = Annotated[Id, Path(description=f"the agent's id: {ID_RULE}")]
 Day = Annotated[int, Query(ge=1, le=1_000_000, description="game day, 1-based")]
 
 

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationInfo, field_validator
 
 from backend.emotion.schemas import LABEL_MAX_CHARS, label_vocabulary
+from backend.ids import ID_RULE, Id, SessionId, StoredSessionId
 from backend.text import clean_text
 
 #: The VRM 1.0 expression presets: Unity maps these 1:1 onto the avatar's face.
@@ -25,9 +26,12 @@ HistoryLine = Annotated[str, StringConstraints(max_length=MAX_LINE_CHARS)]
 class TurnRequest(BaseModel):
     """A turn request exactly as Unity sends it (`day` and `language` are optional extras)."""
 
-    agent_id: str = Field(min_length=1, max_length=64, description="The agent who speaks now.")
-    target_id: str = Field(min_length=1, max_length=64, description="The agent spoken to.")
-    session_id: str = Field(min_length=1, max_length=128, description="Unity's id for this conversation.")
+    agent_id: Id = Field(description="The agent who speaks now.")
+    target_id: Id = Field(description="The agent spoken to.")
+    session_id: SessionId = Field(
+        description="Unity's id for this conversation: 1-128 characters of " + ID_RULE + ", so that "
+        "GET /v1/conversations/{session_id} reads it back."
+    )
     location_name: str | None = Field(None, max_length=200)
     history: list[HistoryLine] = Field(
         default_factory=list,
@@ -38,13 +42,6 @@ class TurnRequest(BaseModel):
     time_of_day: float = Field(ge=0, lt=24, description="Hours into the game day, e.g. 14.5.")
     day: int = Field(1, ge=1, le=100_000)
     language: Literal["ja", "en"] | None = Field(None, description="Overrides the speaker's language.")
-
-    @field_validator("session_id", "agent_id", "target_id")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be blank")
-        return value
 
     @field_validator("target_id")
     @classmethod
@@ -149,7 +146,7 @@ class TurnResult(BaseModel):
 class EndRequest(BaseModel):
     """Unity reports that a conversation ended (e.g. the agents walked apart)."""
 
-    session_id: str = Field(min_length=1, max_length=128)
+    session_id: StoredSessionId = Field(description="The conversation's session_id, as its turns sent it.")
     reason: str = Field("unity", min_length=1, max_length=32, description="e.g. distance, interrupted.")
     day: int | None = Field(None, ge=1, le=100_000)
     time_of_day: float | None = Field(None, ge=0, lt=24)

@@ -20,11 +20,12 @@ from pydantic import (
     model_validator,
 )
 
+from backend.ids import Id
 from backend.text import clean_text
 
 Stance = Literal["for", "conditional", "against"]
 RecommendedAction = Literal["accept", "revise", "reject"]
-AgentId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
+AgentId = Id
 #: Model-written text shown to people (dashboard, records): control characters are removed.
 ModelText = Annotated[str, AfterValidator(clean_text)]
 #: A concern, a condition, an agreement: one sentence.

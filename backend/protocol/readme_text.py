@@ -127,6 +127,10 @@ RULES = """## Rules every call follows
   the field): do not retry it. Network errors, timeouts and 5xx may be retried with backoff; conversation
   turns are retry-safe (the same `session_id`, history length, speaker and target return the stored reply;
   another pair in that session gets `409 conflict` naming both pairs).
+- Ids you choose (`X-Machi-World`, agent and point-of-interest ids, `session_id`) are 1-64 characters (a
+  `session_id` 1-128) of ASCII letters, digits, `_`, `-` and `.`, not only dots (`aoi`,
+  `aoi-hikari-day1-0001`): they go into URL paths as they are. Anything else is a `422` naming
+  the character, e.g. `a/b` or `会話1`.
 - Times are game time: `day` (1-based) and `time_of_day` in hours (`14.5` = 14:30). Positions are Unity
   world coordinates in metres.
 - The agent state machine: `waiting_for_replan` -> (plan/now) -> `moving_to_poi` -> (arrived) ->

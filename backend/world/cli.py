@@ -14,11 +14,20 @@ from typing import Any
 
 from backend.config import Settings
 from backend.errors import InvalidInput, NotFound
+from backend.ids import id_problem
 from backend.memory.relationship import relationship_density
 from backend.storage.db import create_db_engine, init_db, session_scope
 from backend.storage.lock import hold_database
 from backend.world import demo, transfer
 from backend.world.models import DEFAULT_WORLD
+
+
+def world_id(value: str) -> str:
+    """An argparse type: a world id by the API's rule (backend/ids.py), or a usage error saying why."""
+    problem = id_problem(value)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return value
 
 
 def register(subparsers: Any) -> None:
@@ -27,18 +36,18 @@ def register(subparsers: Any) -> None:
     sub = world.add_subparsers(dest="world_command", required=True)
     export = sub.add_parser("export", help="write a world to a JSON file ('-' for stdout)")
     export.add_argument("file")
-    export.add_argument("--world", default=DEFAULT_WORLD, help="world id (default: default)")
+    export.add_argument("--world", type=world_id, default=DEFAULT_WORLD, help="world id (default: default)")
     export.set_defaults(func=_export)
     load = sub.add_parser("import", help="replace a world with a JSON file's contents")
     load.add_argument("file")
-    load.add_argument("--world", help="target world id (default: the id saved in the file)")
+    load.add_argument("--world", type=world_id, help="target world id (default: the id saved in the file)")
     load.set_defaults(func=_import)
     reset = sub.add_parser("reset", help="wipe a world and load the demo world into it")
-    reset.add_argument("--world", default=DEFAULT_WORLD, help="world id (default: default)")
+    reset.add_argument("--world", type=world_id, default=DEFAULT_WORLD, help="world id (default: default)")
     reset.set_defaults(func=_reset)
     town = sub.add_parser("load", help="wipe a world and load a bundled town into it (demo, town25, ...)")
     town.add_argument("name", help="the bundled town's name")
-    town.add_argument("--world", default=DEFAULT_WORLD, help="world id (default: default)")
+    town.add_argument("--world", type=world_id, default=DEFAULT_WORLD, help="world id (default: default)")
     town.set_defaults(func=_load)
 
 
@@ -68,6 +77,10 @@ def _import(args: argparse.Namespace, settings: Settings) -> int:
         print(f"cannot read {args.file}: {exc}", file=sys.stderr)
         return 2
     target = args.world or (doc.get("world_id") if isinstance(doc, dict) else None) or DEFAULT_WORLD
+    problem = id_problem(str(target))
+    if problem is not None:
+        print(f"not imported: the file's world_id {problem}; choose one with --world", file=sys.stderr)
+        return 2
     try:
         with (
             hold_database(settings.database_url, role="world import"),

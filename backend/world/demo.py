@@ -19,11 +19,12 @@ from sqlmodel import Session, col, delete, select
 
 from backend.errors import NotFound
 from backend.gametime import utcnow
+from backend.ids import Id
 from backend.memory.models import PersonMemory
 from backend.storage.db import session_scope
 from backend.world import transfer
 from backend.world.models import DEFAULT_WORLD, Agent, WorldMeta
-from backend.world.schemas import ID_PATTERN, AgentUpsert, PoiUpsert
+from backend.world.schemas import AgentUpsert, PoiUpsert
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -36,11 +37,11 @@ DEMO_FILE = TOWNS_DIR / f"{DEMO_TOWN}.json"
 
 
 class TownPoi(PoiUpsert):
-    id: str = Field(pattern=ID_PATTERN)
+    id: Id
 
 
 class TownAgent(AgentUpsert):
-    id: str = Field(pattern=ID_PATTERN)
+    id: Id
 
 
 class TownRelationship(BaseModel):
@@ -48,8 +49,8 @@ class TownRelationship(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    from_: str = Field(alias="from", pattern=ID_PATTERN)
-    to: str = Field(pattern=ID_PATTERN)
+    from_: Id = Field(alias="from")
+    to: Id
     summary: str = Field(min_length=1, max_length=1000)
     notes: list[str] = Field(default_factory=list, max_length=12)
 

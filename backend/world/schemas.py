@@ -7,8 +7,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
+from backend.ids import Id
+
 AgentState = Literal["moving_to_poi", "wandering_in_poi", "talking", "cooldown", "waiting_for_replan"]
-ID_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
 MAX_TRAITS = 20
 #: An agent is awake at least this many hours a day: a shorter window leaves no room for a plan (a 7:00 to
 #: 7:001 day made the plan routes fail).
@@ -36,7 +37,7 @@ class AgentBase(BaseModel):
     )
     backstory: str = Field(default="", max_length=4000)
     speaking_style: str = Field(default="", max_length=1000)
-    home_poi: str | None = Field(default=None, pattern=ID_PATTERN)
+    home_poi: Id | None = None
     wake_hour: float = Field(default=7.0, ge=0, le=24)
     sleep_hour: float = Field(default=23.0, ge=0, le=24)
     council_role: Literal["moderator", "member"] | None = None

@@ -23,6 +23,7 @@ from backend.council.models import CouncilRecord
 from backend.emotion.models import EmotionRecord
 from backend.errors import InvalidInput
 from backend.gametime import utcnow
+from backend.ids import require_id
 from backend.intention.models import Intention, Told
 from backend.memory.models import Memory, PersonMemory
 from backend.planning.models import Plan
@@ -100,6 +101,7 @@ def parse_document(doc: Any) -> dict[str, list[SQLModel]]:
         if not isinstance(raw, list):
             raise InvalidInput(f"section {name!r} must be a list of rows", details={"field": name})
         parsed[name] = [_parse_row(name, index, table, row) for index, row in enumerate(raw)]
+    _check_ids(parsed)
     _check_references(parsed)
     for name, rows in parsed.items():
         _check_unique(name, SECTIONS[name], rows)
@@ -129,6 +131,14 @@ def _decode_embedding(value: Any, where: str) -> bytes:
     if len(raw) % 4:
         raise InvalidInput(f"{where} is not a float32 vector ({len(raw)} bytes)", details={"field": where})
     return raw
+
+
+def _check_ids(parsed: dict[str, list[SQLModel]]) -> None:
+    """Agents and places keep the ids the API lets a client choose (backend/ids.py): an id outside them could
+    not be named in a URL. Session ids are left as stored: earlier versions took any, and a save must load."""
+    for section in ("agents", "pois"):
+        for index, row in enumerate(parsed[section]):
+            require_id(row.id, f"{section}[{index}].id")  # type: ignore[attr-defined]
 
 
 def _check_references(parsed: dict[str, list[SQLModel]]) -> None:

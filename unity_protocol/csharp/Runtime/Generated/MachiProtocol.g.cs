@@ -78,6 +78,7 @@ namespace Machi.Protocol
         public EmotionNow Emotion { get; set; }
 
         [JsonProperty("home_poi")]
+        [JsonConverter(typeof(FluffyMinMaxLengthCheckConverter))]
         public string HomePoi { get; set; }
 
         [JsonProperty("id")]
@@ -93,7 +94,7 @@ namespace Machi.Protocol
         public string LocationName { get; set; }
 
         [JsonProperty("name")]
-        [JsonConverter(typeof(FluffyMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(TentacledMinMaxLengthCheckConverter))]
         public string Name { get; set; }
 
         [JsonProperty("position")]
@@ -104,7 +105,7 @@ namespace Machi.Protocol
         public double? SleepHour { get; set; }
 
         [JsonProperty("speaking_style", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(TentacledMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(StickyMinMaxLengthCheckConverter))]
         public string SpeakingStyle { get; set; }
 
         [JsonProperty("state")]
@@ -180,6 +181,7 @@ namespace Machi.Protocol
         public CouncilRole? CouncilRole { get; set; }
 
         [JsonProperty("home_poi")]
+        [JsonConverter(typeof(FluffyMinMaxLengthCheckConverter))]
         public string HomePoi { get; set; }
 
         [JsonProperty("id")]
@@ -192,7 +194,7 @@ namespace Machi.Protocol
         public string LocationName { get; set; }
 
         [JsonProperty("name")]
-        [JsonConverter(typeof(FluffyMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(TentacledMinMaxLengthCheckConverter))]
         public string Name { get; set; }
 
         [JsonProperty("position")]
@@ -203,7 +205,7 @@ namespace Machi.Protocol
         public double? SleepHour { get; set; }
 
         [JsonProperty("speaking_style", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(TentacledMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(StickyMinMaxLengthCheckConverter))]
         public string SpeakingStyle { get; set; }
 
         [JsonProperty("state")]
@@ -243,13 +245,14 @@ namespace Machi.Protocol
         public CouncilRole? CouncilRole { get; set; }
 
         [JsonProperty("home_poi")]
+        [JsonConverter(typeof(FluffyMinMaxLengthCheckConverter))]
         public string HomePoi { get; set; }
 
         [JsonProperty("language", NullValueHandling = NullValueHandling.Ignore)]
         public Language? Language { get; set; }
 
         [JsonProperty("name")]
-        [JsonConverter(typeof(FluffyMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(TentacledMinMaxLengthCheckConverter))]
         public string Name { get; set; }
 
         [JsonProperty("sleep_hour", NullValueHandling = NullValueHandling.Ignore)]
@@ -257,7 +260,7 @@ namespace Machi.Protocol
         public double? SleepHour { get; set; }
 
         [JsonProperty("speaking_style", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(TentacledMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(StickyMinMaxLengthCheckConverter))]
         public string SpeakingStyle { get; set; }
 
         [JsonProperty("traits", NullValueHandling = NullValueHandling.Ignore)]
@@ -419,11 +422,14 @@ namespace Machi.Protocol
         /// e.g. distance, interrupted.
         /// </summary>
         [JsonProperty("reason", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(IndigoMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(IndecentMinMaxLengthCheckConverter))]
         public string Reason { get; set; }
 
+        /// <summary>
+        /// The conversation's session_id, as its turns sent it.
+        /// </summary>
         [JsonProperty("session_id")]
-        [JsonConverter(typeof(IndecentMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(HilariousMinMaxLengthCheckConverter))]
         public string SessionId { get; set; }
 
         [JsonProperty("time_of_day")]
@@ -553,7 +559,7 @@ namespace Machi.Protocol
     public partial class MemoryCreate
     {
         [JsonProperty("content")]
-        [JsonConverter(typeof(HilariousMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(AmbitiousMinMaxLengthCheckConverter))]
         public string Content { get; set; }
 
         [JsonProperty("day", NullValueHandling = NullValueHandling.Ignore)]
@@ -566,7 +572,7 @@ namespace Machi.Protocol
         public long? Importance { get; set; }
 
         [JsonProperty("location_name")]
-        [JsonConverter(typeof(AmbitiousMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(CunningMinMaxLengthCheckConverter))]
         public string LocationName { get; set; }
 
         [JsonProperty("tags")]
@@ -689,7 +695,7 @@ namespace Machi.Protocol
     public partial class PlanItem
     {
         [JsonProperty("activity")]
-        [JsonConverter(typeof(AmbitiousMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(CunningMinMaxLengthCheckConverter))]
         public string Activity { get; set; }
 
         [JsonProperty("end")]
@@ -707,18 +713,18 @@ namespace Machi.Protocol
     public partial class PoiPublic
     {
         [JsonProperty("description", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(MagentaMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(FriskyMinMaxLengthCheckConverter))]
         public string Description { get; set; }
 
         [JsonProperty("id")]
         public string Id { get; set; }
 
         [JsonProperty("kind", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(FriskyMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(MischievousMinMaxLengthCheckConverter))]
         public string Kind { get; set; }
 
         [JsonProperty("name")]
-        [JsonConverter(typeof(MischievousMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(BraggadociousMinMaxLengthCheckConverter))]
         public string Name { get; set; }
 
         [JsonProperty("position")]
@@ -762,7 +768,7 @@ namespace Machi.Protocol
         public long Day { get; set; }
 
         [JsonProperty("reason")]
-        [JsonConverter(typeof(BraggadociousMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter1))]
         public string Reason { get; set; }
 
         [JsonProperty("time_of_day")]
@@ -776,15 +782,15 @@ namespace Machi.Protocol
     public partial class PoiUpsert
     {
         [JsonProperty("description", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(MagentaMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(FriskyMinMaxLengthCheckConverter))]
         public string Description { get; set; }
 
         [JsonProperty("kind", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(FriskyMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(MischievousMinMaxLengthCheckConverter))]
         public string Kind { get; set; }
 
         [JsonProperty("name")]
-        [JsonConverter(typeof(MischievousMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(BraggadociousMinMaxLengthCheckConverter))]
         public string Name { get; set; }
 
         [JsonProperty("position")]
@@ -820,7 +826,7 @@ namespace Machi.Protocol
         public long? K { get; set; }
 
         [JsonProperty("query")]
-        [JsonConverter(typeof(MinMaxLengthCheckConverter1))]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter2))]
         public string Query { get; set; }
 
         [JsonProperty("relevance")]
@@ -903,7 +909,7 @@ namespace Machi.Protocol
         public long Day { get; set; }
 
         [JsonProperty("location_name")]
-        [JsonConverter(typeof(AmbitiousMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(CunningMinMaxLengthCheckConverter))]
         public string LocationName { get; set; }
 
         [JsonProperty("position")]
@@ -936,7 +942,7 @@ namespace Machi.Protocol
         /// The agent who speaks now.
         /// </summary>
         [JsonProperty("agent_id")]
-        [JsonConverter(typeof(FriskyMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(FluffyMinMaxLengthCheckConverter))]
         public string AgentId { get; set; }
 
         [JsonProperty("day", NullValueHandling = NullValueHandling.Ignore)]
@@ -957,21 +963,22 @@ namespace Machi.Protocol
         public Language? Language { get; set; }
 
         [JsonProperty("location_name")]
-        [JsonConverter(typeof(AmbitiousMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(CunningMinMaxLengthCheckConverter))]
         public string LocationName { get; set; }
 
         /// <summary>
-        /// Unity's id for this conversation.
+        /// Unity's id for this conversation: 1-128 characters of letters A-Z a-z, digits 0-9, '_',
+        /// '-' and '.' (not only dots), so that GET /v1/conversations/{session_id} reads it back.
         /// </summary>
         [JsonProperty("session_id")]
-        [JsonConverter(typeof(IndecentMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter3))]
         public string SessionId { get; set; }
 
         /// <summary>
         /// The agent spoken to.
         /// </summary>
         [JsonProperty("target_id")]
-        [JsonConverter(typeof(FriskyMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(FluffyMinMaxLengthCheckConverter))]
         public string TargetId { get; set; }
 
         /// <summary>
@@ -1053,7 +1060,7 @@ namespace Machi.Protocol
         /// the thought, in the agent's language
         /// </summary>
         [JsonProperty("text")]
-        [JsonConverter(typeof(MinMaxLengthCheckConverter2))]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter4))]
         public string Text { get; set; }
 
         /// <summary>
@@ -1467,6 +1474,34 @@ namespace Machi.Protocol
         public static readonly CouncilRoleConverter Singleton = new CouncilRoleConverter();
     }
 
+    internal class FluffyMinMaxLengthCheckConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(string);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            var value = serializer.Deserialize<string>(reader);
+            if (value.Length >= 1 && value.Length <= 64)
+            {
+                return value;
+            }
+            throw new Exception("Cannot unmarshal type string");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (string)untypedValue;
+            if (value.Length >= 1 && value.Length <= 64)
+            {
+                serializer.Serialize(writer, value);
+                return;
+            }
+            throw new Exception("Cannot marshal type string");
+        }
+
+        public static readonly FluffyMinMaxLengthCheckConverter Singleton = new FluffyMinMaxLengthCheckConverter();
+    }
+
     internal class LanguageConverter : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(Language) || t == typeof(Language?);
@@ -1508,7 +1543,7 @@ namespace Machi.Protocol
         public static readonly LanguageConverter Singleton = new LanguageConverter();
     }
 
-    internal class FluffyMinMaxLengthCheckConverter : JsonConverter
+    internal class TentacledMinMaxLengthCheckConverter : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(string);
 
@@ -1533,7 +1568,7 @@ namespace Machi.Protocol
             throw new Exception("Cannot marshal type string");
         }
 
-        public static readonly FluffyMinMaxLengthCheckConverter Singleton = new FluffyMinMaxLengthCheckConverter();
+        public static readonly TentacledMinMaxLengthCheckConverter Singleton = new TentacledMinMaxLengthCheckConverter();
     }
 
     internal class PurpleMinMaxValueCheckConverter : JsonConverter
@@ -1604,7 +1639,7 @@ namespace Machi.Protocol
         public static readonly FluffyMinMaxValueCheckConverter Singleton = new FluffyMinMaxValueCheckConverter();
     }
 
-    internal class TentacledMinMaxLengthCheckConverter : JsonConverter
+    internal class StickyMinMaxLengthCheckConverter : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(string);
 
@@ -1629,7 +1664,7 @@ namespace Machi.Protocol
             throw new Exception("Cannot marshal type string");
         }
 
-        public static readonly TentacledMinMaxLengthCheckConverter Singleton = new TentacledMinMaxLengthCheckConverter();
+        public static readonly StickyMinMaxLengthCheckConverter Singleton = new StickyMinMaxLengthCheckConverter();
     }
 
     internal class PurpleDecodeArrayConverter : JsonConverter
@@ -1642,7 +1677,7 @@ namespace Machi.Protocol
             var value = new List<string>();
             while (reader.TokenType != JsonToken.EndArray)
             {
-                var converter = StickyMinMaxLengthCheckConverter.Singleton;
+                var converter = IndigoMinMaxLengthCheckConverter.Singleton;
                 var arrayItem = (string)converter.ReadJson(reader, typeof(string), null, serializer);
                 value.Add(arrayItem);
                 reader.Read();
@@ -1656,7 +1691,7 @@ namespace Machi.Protocol
             writer.WriteStartArray();
             foreach (var arrayItem in value)
             {
-                var converter = StickyMinMaxLengthCheckConverter.Singleton;
+                var converter = IndigoMinMaxLengthCheckConverter.Singleton;
                 converter.WriteJson(writer, arrayItem, serializer);
             }
             writer.WriteEndArray();
@@ -1666,34 +1701,6 @@ namespace Machi.Protocol
         public static readonly PurpleDecodeArrayConverter Singleton = new PurpleDecodeArrayConverter();
     }
 
-    internal class StickyMinMaxLengthCheckConverter : JsonConverter
-    {
-        public override bool CanConvert(Type t) => t == typeof(string);
-
-        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
-        {
-            var value = serializer.Deserialize<string>(reader);
-            if (value.Length <= 50)
-            {
-                return value;
-            }
-            throw new Exception("Cannot unmarshal type string");
-        }
-
-        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
-        {
-            var value = (string)untypedValue;
-            if (value.Length <= 50)
-            {
-                serializer.Serialize(writer, value);
-                return;
-            }
-            throw new Exception("Cannot marshal type string");
-        }
-
-        public static readonly StickyMinMaxLengthCheckConverter Singleton = new StickyMinMaxLengthCheckConverter();
-    }
-
     internal class IndigoMinMaxLengthCheckConverter : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(string);
@@ -1701,7 +1708,7 @@ namespace Machi.Protocol
         public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
         {
             var value = serializer.Deserialize<string>(reader);
-            if (value.Length >= 1 && value.Length <= 32)
+            if (value.Length <= 50)
             {
                 return value;
             }
@@ -1711,7 +1718,7 @@ namespace Machi.Protocol
         public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
         {
             var value = (string)untypedValue;
-            if (value.Length >= 1 && value.Length <= 32)
+            if (value.Length <= 50)
             {
                 serializer.Serialize(writer, value);
                 return;
@@ -1729,6 +1736,34 @@ namespace Machi.Protocol
         public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
         {
             var value = serializer.Deserialize<string>(reader);
+            if (value.Length >= 1 && value.Length <= 32)
+            {
+                return value;
+            }
+            throw new Exception("Cannot unmarshal type string");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (string)untypedValue;
+            if (value.Length >= 1 && value.Length <= 32)
+            {
+                serializer.Serialize(writer, value);
+                return;
+            }
+            throw new Exception("Cannot marshal type string");
+        }
+
+        public static readonly IndecentMinMaxLengthCheckConverter Singleton = new IndecentMinMaxLengthCheckConverter();
+    }
+
+    internal class HilariousMinMaxLengthCheckConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(string);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            var value = serializer.Deserialize<string>(reader);
             if (value.Length >= 1 && value.Length <= 128)
             {
                 return value;
@@ -1747,7 +1782,7 @@ namespace Machi.Protocol
             throw new Exception("Cannot marshal type string");
         }
 
-        public static readonly IndecentMinMaxLengthCheckConverter Singleton = new IndecentMinMaxLengthCheckConverter();
+        public static readonly HilariousMinMaxLengthCheckConverter Singleton = new HilariousMinMaxLengthCheckConverter();
     }
 
     internal class TentacledMinMaxValueCheckConverter : JsonConverter
@@ -1784,34 +1819,6 @@ namespace Machi.Protocol
         public static readonly TentacledMinMaxValueCheckConverter Singleton = new TentacledMinMaxValueCheckConverter();
     }
 
-    internal class HilariousMinMaxLengthCheckConverter : JsonConverter
-    {
-        public override bool CanConvert(Type t) => t == typeof(string);
-
-        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
-        {
-            var value = serializer.Deserialize<string>(reader);
-            if (value.Length >= 1 && value.Length <= 10000)
-            {
-                return value;
-            }
-            throw new Exception("Cannot unmarshal type string");
-        }
-
-        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
-        {
-            var value = (string)untypedValue;
-            if (value.Length >= 1 && value.Length <= 10000)
-            {
-                serializer.Serialize(writer, value);
-                return;
-            }
-            throw new Exception("Cannot marshal type string");
-        }
-
-        public static readonly HilariousMinMaxLengthCheckConverter Singleton = new HilariousMinMaxLengthCheckConverter();
-    }
-
     internal class AmbitiousMinMaxLengthCheckConverter : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(string);
@@ -1819,7 +1826,7 @@ namespace Machi.Protocol
         public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
         {
             var value = serializer.Deserialize<string>(reader);
-            if (value.Length <= 200)
+            if (value.Length >= 1 && value.Length <= 10000)
             {
                 return value;
             }
@@ -1829,7 +1836,7 @@ namespace Machi.Protocol
         public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
         {
             var value = (string)untypedValue;
-            if (value.Length <= 200)
+            if (value.Length >= 1 && value.Length <= 10000)
             {
                 serializer.Serialize(writer, value);
                 return;
@@ -1838,6 +1845,34 @@ namespace Machi.Protocol
         }
 
         public static readonly AmbitiousMinMaxLengthCheckConverter Singleton = new AmbitiousMinMaxLengthCheckConverter();
+    }
+
+    internal class CunningMinMaxLengthCheckConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(string);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            var value = serializer.Deserialize<string>(reader);
+            if (value.Length <= 200)
+            {
+                return value;
+            }
+            throw new Exception("Cannot unmarshal type string");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (string)untypedValue;
+            if (value.Length <= 200)
+            {
+                serializer.Serialize(writer, value);
+                return;
+            }
+            throw new Exception("Cannot marshal type string");
+        }
+
+        public static readonly CunningMinMaxLengthCheckConverter Singleton = new CunningMinMaxLengthCheckConverter();
     }
 
     internal class FluffyDecodeArrayConverter : JsonConverter
@@ -1850,7 +1885,7 @@ namespace Machi.Protocol
             var value = new List<string>();
             while (reader.TokenType != JsonToken.EndArray)
             {
-                var converter = CunningMinMaxLengthCheckConverter.Singleton;
+                var converter = MagentaMinMaxLengthCheckConverter.Singleton;
                 var arrayItem = (string)converter.ReadJson(reader, typeof(string), null, serializer);
                 value.Add(arrayItem);
                 reader.Read();
@@ -1864,7 +1899,7 @@ namespace Machi.Protocol
             writer.WriteStartArray();
             foreach (var arrayItem in value)
             {
-                var converter = CunningMinMaxLengthCheckConverter.Singleton;
+                var converter = MagentaMinMaxLengthCheckConverter.Singleton;
                 converter.WriteJson(writer, arrayItem, serializer);
             }
             writer.WriteEndArray();
@@ -1874,7 +1909,7 @@ namespace Machi.Protocol
         public static readonly FluffyDecodeArrayConverter Singleton = new FluffyDecodeArrayConverter();
     }
 
-    internal class CunningMinMaxLengthCheckConverter : JsonConverter
+    internal class MagentaMinMaxLengthCheckConverter : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(string);
 
@@ -1899,7 +1934,7 @@ namespace Machi.Protocol
             throw new Exception("Cannot marshal type string");
         }
 
-        public static readonly CunningMinMaxLengthCheckConverter Singleton = new CunningMinMaxLengthCheckConverter();
+        public static readonly MagentaMinMaxLengthCheckConverter Singleton = new MagentaMinMaxLengthCheckConverter();
     }
 
     internal class TypeElementConverter : JsonConverter
@@ -1948,34 +1983,6 @@ namespace Machi.Protocol
         public static readonly TypeElementConverter Singleton = new TypeElementConverter();
     }
 
-    internal class MagentaMinMaxLengthCheckConverter : JsonConverter
-    {
-        public override bool CanConvert(Type t) => t == typeof(string);
-
-        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
-        {
-            var value = serializer.Deserialize<string>(reader);
-            if (value.Length <= 2000)
-            {
-                return value;
-            }
-            throw new Exception("Cannot unmarshal type string");
-        }
-
-        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
-        {
-            var value = (string)untypedValue;
-            if (value.Length <= 2000)
-            {
-                serializer.Serialize(writer, value);
-                return;
-            }
-            throw new Exception("Cannot marshal type string");
-        }
-
-        public static readonly MagentaMinMaxLengthCheckConverter Singleton = new MagentaMinMaxLengthCheckConverter();
-    }
-
     internal class FriskyMinMaxLengthCheckConverter : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(string);
@@ -1983,7 +1990,7 @@ namespace Machi.Protocol
         public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
         {
             var value = serializer.Deserialize<string>(reader);
-            if (value.Length >= 1 && value.Length <= 64)
+            if (value.Length <= 2000)
             {
                 return value;
             }
@@ -1993,7 +2000,7 @@ namespace Machi.Protocol
         public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
         {
             var value = (string)untypedValue;
-            if (value.Length >= 1 && value.Length <= 64)
+            if (value.Length <= 2000)
             {
                 serializer.Serialize(writer, value);
                 return;
@@ -2011,6 +2018,34 @@ namespace Machi.Protocol
         public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
         {
             var value = serializer.Deserialize<string>(reader);
+            if (value.Length >= 1 && value.Length <= 64)
+            {
+                return value;
+            }
+            throw new Exception("Cannot unmarshal type string");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (string)untypedValue;
+            if (value.Length >= 1 && value.Length <= 64)
+            {
+                serializer.Serialize(writer, value);
+                return;
+            }
+            throw new Exception("Cannot marshal type string");
+        }
+
+        public static readonly MischievousMinMaxLengthCheckConverter Singleton = new MischievousMinMaxLengthCheckConverter();
+    }
+
+    internal class BraggadociousMinMaxLengthCheckConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(string);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            var value = serializer.Deserialize<string>(reader);
             if (value.Length >= 1 && value.Length <= 200)
             {
                 return value;
@@ -2029,10 +2064,10 @@ namespace Machi.Protocol
             throw new Exception("Cannot marshal type string");
         }
 
-        public static readonly MischievousMinMaxLengthCheckConverter Singleton = new MischievousMinMaxLengthCheckConverter();
+        public static readonly BraggadociousMinMaxLengthCheckConverter Singleton = new BraggadociousMinMaxLengthCheckConverter();
     }
 
-    internal class BraggadociousMinMaxLengthCheckConverter : JsonConverter
+    internal class MinMaxLengthCheckConverter1 : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(string);
 
@@ -2057,7 +2092,7 @@ namespace Machi.Protocol
             throw new Exception("Cannot marshal type string");
         }
 
-        public static readonly BraggadociousMinMaxLengthCheckConverter Singleton = new BraggadociousMinMaxLengthCheckConverter();
+        public static readonly MinMaxLengthCheckConverter1 Singleton = new MinMaxLengthCheckConverter1();
     }
 
     internal class StickyMinMaxValueCheckConverter : JsonConverter
@@ -2094,7 +2129,7 @@ namespace Machi.Protocol
         public static readonly StickyMinMaxValueCheckConverter Singleton = new StickyMinMaxValueCheckConverter();
     }
 
-    internal class MinMaxLengthCheckConverter1 : JsonConverter
+    internal class MinMaxLengthCheckConverter2 : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(string);
 
@@ -2119,7 +2154,7 @@ namespace Machi.Protocol
             throw new Exception("Cannot marshal type string");
         }
 
-        public static readonly MinMaxLengthCheckConverter1 Singleton = new MinMaxLengthCheckConverter1();
+        public static readonly MinMaxLengthCheckConverter2 Singleton = new MinMaxLengthCheckConverter2();
     }
 
     internal class RelevanceConverter : JsonConverter
@@ -2234,7 +2269,7 @@ namespace Machi.Protocol
             var value = new List<string>();
             while (reader.TokenType != JsonToken.EndArray)
             {
-                var converter = MagentaMinMaxLengthCheckConverter.Singleton;
+                var converter = FriskyMinMaxLengthCheckConverter.Singleton;
                 var arrayItem = (string)converter.ReadJson(reader, typeof(string), null, serializer);
                 value.Add(arrayItem);
                 reader.Read();
@@ -2248,7 +2283,7 @@ namespace Machi.Protocol
             writer.WriteStartArray();
             foreach (var arrayItem in value)
             {
-                var converter = MagentaMinMaxLengthCheckConverter.Singleton;
+                var converter = FriskyMinMaxLengthCheckConverter.Singleton;
                 converter.WriteJson(writer, arrayItem, serializer);
             }
             writer.WriteEndArray();
@@ -2256,6 +2291,34 @@ namespace Machi.Protocol
         }
 
         public static readonly TentacledDecodeArrayConverter Singleton = new TentacledDecodeArrayConverter();
+    }
+
+    internal class MinMaxLengthCheckConverter3 : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(string);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            var value = serializer.Deserialize<string>(reader);
+            if (value.Length >= 1 && value.Length <= 128)
+            {
+                return value;
+            }
+            throw new Exception("Cannot unmarshal type string");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (string)untypedValue;
+            if (value.Length >= 1 && value.Length <= 128)
+            {
+                serializer.Serialize(writer, value);
+                return;
+            }
+            throw new Exception("Cannot marshal type string");
+        }
+
+        public static readonly MinMaxLengthCheckConverter3 Singleton = new MinMaxLengthCheckConverter3();
     }
 
     internal class EmotionConverter : JsonConverter
@@ -2365,7 +2428,7 @@ namespace Machi.Protocol
         public static readonly EndReasonConverter Singleton = new EndReasonConverter();
     }
 
-    internal class MinMaxLengthCheckConverter2 : JsonConverter
+    internal class MinMaxLengthCheckConverter4 : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(string);
 
@@ -2390,6 +2453,6 @@ namespace Machi.Protocol
             throw new Exception("Cannot marshal type string");
         }
 
-        public static readonly MinMaxLengthCheckConverter2 Singleton = new MinMaxLengthCheckConverter2();
+        public static readonly MinMaxLengthCheckConverter4 Singleton = new MinMaxLengthCheckConverter4();
     }
 }
