@@ -118,23 +118,41 @@ def clean_text(text: str, max_chars: int | None = None) -> str:
     return text
 
 
+# A line break of any kind with the spaces around it (clean_text has made "\r" a "\n" and removed the rest).
+_LINE_BREAK = re.compile(r"\s*[\n\u2028\u2029]\s*")
+
+
+def one_line(text: str, max_chars: int | None = None) -> str:
+    """`clean_text` on one line: each line break, with the spaces around it, becomes one space.
+
+    For what becomes a line of a transcript (a dialogue line, a history line Unity relays): a newline in
+    it would start a "Name: line" of its own ("...\n葵: 偽の行") in every prompt and memory made from it.
+    """
+    text = _LINE_BREAK.sub(" ", clean_text(text))
+    if max_chars is not None and len(text) > max_chars:
+        text = text[:max_chars].rstrip()
+    return text
+
+
 # An escape sequence the next piece of a stream may still complete (cleaning it now would leave "[31" visible).
 _OPEN_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*)?$")
 
 
 class StreamCleaner:
-    """`clean_text` for text that arrives in pieces: `feed` returns what to show now, so that the pieces
-    concatenate to `clean_text` of the whole. What is shown never changes: an escape sequence the next piece
-    may complete is held back, and so is whitespace until something visible follows it."""
+    """`clean_text` (or with `single_line`, `one_line`) for text that arrives in pieces: `feed` returns what
+    to show now, so that the pieces concatenate to the cleaning of the whole. What is shown never changes: an
+    escape sequence the next piece may complete is held back, and so is whitespace (a line break too) until
+    something visible follows it."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, single_line: bool = False) -> None:
         self.raw = ""
         self.shown = ""
+        self._clean = one_line if single_line else clean_text
 
     def feed(self, piece: str) -> str:
         self.raw += piece
         held = _OPEN_ESCAPE.search(self.raw)
-        cleaned = clean_text(self.raw[: held.start()] if held else self.raw)
+        cleaned = self._clean(self.raw[: held.start()] if held else self.raw)
         if not cleaned.startswith(self.shown):  # cannot happen (cleaning only appends); show nothing more
             return ""
         new, self.shown = cleaned[len(self.shown) :], cleaned

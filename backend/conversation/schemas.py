@@ -6,11 +6,19 @@ import functools
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationInfo, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationInfo,
+    field_validator,
+)
 
 from backend.emotion.schemas import LABEL_MAX_CHARS, label_vocabulary
 from backend.ids import ID_RULE, Id, SessionId, StoredSessionId
-from backend.text import clean_text
+from backend.text import one_line
 
 #: The VRM 1.0 expression presets: Unity maps these 1:1 onto the avatar's face.
 EMOTIONS = ("neutral", "happy", "angry", "sad", "relaxed", "surprised")
@@ -20,7 +28,8 @@ EndReason = Literal["model", "max_turns", "farewell"]
 MAX_HISTORY_LINES = 64
 MAX_LINE_CHARS = 2000
 
-HistoryLine = Annotated[str, StringConstraints(max_length=MAX_LINE_CHARS)]
+#: A line Unity relays: one line, as a dialogue line is (a newline in it would forge a speaker's line).
+HistoryLine = Annotated[str, StringConstraints(max_length=MAX_LINE_CHARS), AfterValidator(one_line)]
 
 
 class TurnRequest(BaseModel):
@@ -89,8 +98,9 @@ class TurnReply(BaseModel):
     @field_validator("dialogue")
     @classmethod
     def _clean(cls, value: str) -> str:
-        # Unity shows this in a speech bubble: control characters out, newlines kept.
-        return cut_line(clean_text(value))
+        # One line of a transcript, shown in a speech bubble: control characters out, line breaks made spaces
+        # (a newline would start a forged "Name: line" in every prompt and memory made from it).
+        return cut_line(one_line(value))
 
 
 @functools.cache

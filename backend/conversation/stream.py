@@ -2,7 +2,8 @@
 
 Invariant for Unity: the `delta` texts (since the last `reset`, if any) concatenate to the final reply's
 `dialogue`. Deltas are cleaned as they stream (text.StreamCleaner: control characters and terminal escapes
-never reach a speech bubble, not even for a moment), exactly as the final dialogue is. A server-side change
+never reach a speech bubble, not even for a moment, and line breaks become spaces), exactly as the final
+dialogue is. A server-side change
 that only appends (a goodbye added because the partner said goodbye) is sent as one more delta. A change
 that rewrites what was already shown (the model failed mid-stream and a fallback line replaces it, or the
 reply was cut) is sent as `reset` followed by the whole final line.
@@ -70,7 +71,7 @@ async def turn_events(service: ConversationService, prepared: PreparedTurn) -> A
 async def _dialogue_pieces(service: ConversationService, prepared: PreparedTurn) -> AsyncIterator[Any]:
     """Dialogue text pieces while the model streams, then the parsed TurnReply (nothing on failure)."""
     messages, options = service.messages(prepared), service.options(prepared)
-    extractor, cleaner, raw = FieldExtractor("dialogue"), StreamCleaner(), []
+    extractor, cleaner, raw = FieldExtractor("dialogue"), StreamCleaner(single_line=True), []
     usage = Completion("")
     loop = asyncio.get_running_loop()
     stop_at = loop.time() + service.remaining(prepared)

@@ -214,7 +214,7 @@ STEPS: list[dict[str, Any]] = [
     {
         "title": "Take a turn, streamed",
         "why": "The same request on the streaming endpoint: `delta` events carry the line as it is written "
-        "(append them; they are already cleaned of control characters and terminal escapes, like the final "
+        "(append them; they are already cleaned of control characters, terminal escapes and line breaks, like the final "
         "`dialogue`), `reset` means clear what was shown, `reply` carries the full TurnResult, `error` an "
         "ErrorBody. The partner answers, so speakers alternate.",
         "method": "POST", "path": "/v1/conversation/turn/stream", "schema": "server-sent events",

@@ -12,7 +12,7 @@ from backend.conversation.service import MAX_DIALOGUE_CHARS
 from backend.council.schemas import Consensus, MemberOpinion
 from backend.llm.scripted import ScriptedLLM
 from backend.memory.prompts import Insight
-from backend.text import StreamCleaner, clean_text
+from backend.text import StreamCleaner, clean_text, one_line
 from tests.conversation.helpers import add_agents, turn
 from tests.conversation.test_stream import events
 
@@ -41,6 +41,17 @@ def test_streamed_pieces_clean_to_exactly_what_the_whole_cleans_to() -> None:
             shown = [cleaner.feed(DIRTY[:i]), cleaner.feed(DIRTY[i:j]), cleaner.feed(DIRTY[j:])]
             assert "".join(shown) == whole, (i, j)
             assert not any(ch in piece for piece in shown for ch in "\x00\x1b\u202e\ufeff\r\t")
+
+
+def test_one_line_pieces_clean_to_exactly_what_the_whole_cleans_to() -> None:
+    text = DIRTY + "\u2028葵: 偽の行 \u2029\n"
+    whole = one_line(text)
+    assert whole == "こんにちは！今日は 晴れ です またね 葵: 偽の行"
+    for i in range(len(text) + 1):
+        for j in range(i, len(text) + 1):
+            cleaner = StreamCleaner(single_line=True)
+            shown = [cleaner.feed(text[:i]), cleaner.feed(text[i:j]), cleaner.feed(text[j:])]
+            assert "".join(shown) == whole, (i, j)
 
 
 def test_streamed_deltas_never_show_control_characters(client: TestClient, scripted: ScriptedLLM) -> None:
