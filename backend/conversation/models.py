@@ -28,8 +28,9 @@ class Conversation(SQLModel, table=True):
     reflected: bool = False
     #: Language the two speakers used ("ja"/"en"), from the first turn.
     language: str | None = Field(default=None, max_length=8)
-    #: The whole transcript as "Name: line" strings: the history Unity sent with the latest turn plus that
-    #: turn's reply, so lines Unity had that were never server turns are kept for the reflection.
+    #: The whole transcript as "Name: line" strings, the server's (conversation/transcript.py): it only grows,
+    #: by each turn's line and any lines of Unity's own past it (kept for the reflection); Unity's history is
+    #: checked against it and never rewrites it. `turn_count` is its length.
     transcript: list[str] = Field(default_factory=list, sa_type=JSON)
     judge: dict[str, Any] | None = Field(default=None, sa_type=JSON)
     created_at: datetime = Field(default_factory=utcnow)

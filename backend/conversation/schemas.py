@@ -129,6 +129,13 @@ def turn_reply_for(language: str | None) -> type[TurnReply]:
     return TurnReplyFor
 
 
+class HistoryFix(BaseModel):
+    """A line of the request's `history` that differed from the conversation's stored transcript."""
+
+    index: int = Field(description="Its place in `history` (0 = the oldest line).")
+    line: str = Field(description="The stored line the server used and keeps there: put it in your history.")
+
+
 class TurnResult(BaseModel):
     """The reply Unity gets. The same JSON is returned when a turn is retried."""
 
@@ -150,6 +157,12 @@ class TurnResult(BaseModel):
         description="The speaker's Plutchik mood when the line was said (values 0-100, label, baseline, "
         "cause). It names no expression: `emotion` is this line's face; between lines the face is the "
         "`vrm_emotion` of GET /v1/agents/{id}/emotion and of the emotion.updated event.",
+    )
+    history_fixes: list[HistoryFix] = Field(
+        default_factory=list,
+        description="The lines of `history` that differed from the conversation's stored transcript. The "
+        "stored transcript is the server's: the turn was answered from the stored lines, which stay; copy "
+        "each `line` into your history at its `index`. Empty when the history matched.",
     )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import unicodedata
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from sqlmodel import Session
@@ -30,6 +30,7 @@ from backend.conversation.schemas import (
     TurnResult,
     turn_reply_for,
 )
+from backend.conversation.transcript import check_history
 from backend.errors import LLMError
 from backend.events import EventBus
 from backend.intention import service as intentions
@@ -73,6 +74,8 @@ class PreparedTurn:
     stored: dict[str, Any] | None = None
     ctx: TurnContext | None = None
     last_emotion: str | None = None
+    #: Where the request's history differed from the stored transcript (the reply's `history_fixes`).
+    fixes: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def turn_index(self) -> int:
@@ -126,10 +129,7 @@ class ConversationService:
         if state.stored_reply is not None:
             prepared.stored = state.stored_reply
             return prepared
-        # Unity may name a speaker by id or display name; the transcript and the prompt use display names.
-        named = rules.named_lines(req.history, (state.speaker, state.partner))
-        if named != req.history:
-            req = prepared.request = req.model_copy(update={"history": named})
+        req = self._check_history(prepared, state)
         language = rules.lang_key(req.language or state.speaker.language)
         partner_last = rules.line_text(req.history[-1]) if req.history else None
         prepared.ctx = TurnContext(
@@ -155,6 +155,25 @@ class ConversationService:
         if feeling is not None:
             prepared.ctx.emotion = feeling.model_dump(mode="json")
         return prepared
+
+    @staticmethod
+    def _check_history(prepared: PreparedTurn, state: store.TurnState) -> TurnRequest:
+        """The request with its history checked against the stored transcript (conversation/transcript.py):
+        the stored lines are used where Unity's differ, which is logged and told in the reply."""
+        req = prepared.request
+        # Unity may name a speaker by id or display name; the transcript and the prompt use display names.
+        checked = check_history(
+            rules.named_lines(req.history, (state.speaker, state.partner)), state.transcript
+        )
+        if checked.fixes:
+            log.warning(
+                "turn %s/%d: history lines %s differ from the stored transcript; the stored ones are used",
+                req.session_id, prepared.turn_index, [fix["index"] for fix in checked.fixes],
+            )  # fmt: skip
+        prepared.fixes = checked.fixes
+        if checked.history != req.history:
+            prepared.request = req.model_copy(update={"history": checked.history})
+        return prepared.request
 
     def _read_state(
         self, world_id: str, req: TurnRequest
@@ -311,6 +330,7 @@ class ConversationService:
             emotion_state={k: v for k, v in ctx.emotion.items() if k != "vrm_emotion"}
             if ctx.emotion
             else None,
+            history_fixes=prepared.fixes,
         ).model_dump(mode="json")
 
     async def finish(self, prepared: PreparedTurn, reply: TurnReply | None) -> dict[str, Any]:

@@ -5,7 +5,7 @@ All functions are synchronous (SQLModel sessions) and take the engine; the servi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -17,6 +17,7 @@ from sqlmodel import Session, col, or_, select
 from backend.conversation import jobs as turn_jobs
 from backend.conversation.models import Conversation, Turn
 from backend.conversation.schemas import TurnRequest
+from backend.conversation.transcript import after_turn, check_not_behind
 from backend.errors import Conflict, NotFound
 from backend.gametime import utcnow
 from backend.intention.models import Told
@@ -36,6 +37,8 @@ class TurnState:
     partner: Agent
     stored_reply: dict[str, Any] | None
     plan_activity: str | None
+    #: The conversation's stored transcript (empty for a first turn): the history is checked against it.
+    transcript: list[str] = field(default_factory=list)
 
 
 def _agent(found: dict[str, Agent], world_id: str, agent_id: str, field: str) -> Agent:
@@ -68,9 +71,13 @@ def load_turn_state(session: Session, world_id: str, req: TurnRequest, agents: A
         check_pair(req, turn_index, spoken_by, spoken_to)
         return TurnState(speaker, partner, reply, None)
     conv = conn.execute(_CONVERSATION_OPEN, {"w": world_id, "s": req.session_id}).first()
+    lines: list[str] = []
     if conv is not None:
-        _check_open(req, *conv)
-    return TurnState(speaker, partner, None, _plan_activity(conn, world_id, req))
+        *state, lines = conv
+        _check_open(req, *state)
+        lines = list(lines or [])
+        check_not_behind(req.session_id, turn_index, len(lines))
+    return TurnState(speaker, partner, None, _plan_activity(conn, world_id, req), lines)
 
 
 def check_pair(req: TurnRequest, turn_index: int, spoken_by: str, spoken_to: str) -> None:
@@ -241,7 +248,11 @@ _CLAIM_REFLECTION = (
     .values(reflected=True)
 )
 _CONVERSATION_OPEN = core_select(
-    _CONVERSATIONS.c.ended, _CONVERSATIONS.c.end_reason, _CONVERSATIONS.c.agent_a, _CONVERSATIONS.c.agent_b
+    _CONVERSATIONS.c.ended,
+    _CONVERSATIONS.c.end_reason,
+    _CONVERSATIONS.c.agent_a,
+    _CONVERSATIONS.c.agent_b,
+    _CONVERSATIONS.c.transcript,
 ).where(*_CONVERSATION_KEY)
 
 
@@ -289,7 +300,7 @@ def _upsert_conversation(
     """Create the conversation on its first turn, or bring it up to this turn (transcript, count, end)."""
     key = {"w": world_id, "s": req.session_id}
     found = conn.execute(_CONVERSATION_STATE, key).first()
-    transcript = [*req.history, line]
+    lines = [*req.history, line]
     ends = bool(reply["is_conversation_end"])
     if found is None:
         # A concurrent first turn inserting the same key raises IntegrityError: the caller tries again.
@@ -307,21 +318,22 @@ def _upsert_conversation(
                 "end_time_of_day": req.time_of_day if ends else None,
                 "ended": ends,
                 "end_reason": reply["end_reason"] if ends else None,
-                "turn_count": reply["turn_index"] + 1,
+                "turn_count": len(lines),
                 "language": language,
-                "transcript": transcript,
+                "transcript": lines,
                 "created_at": now,
                 "updated_at": now,
             },
         )
         conn.execute(_INSERT_CONVERSATION, values_of(conv))
         return ConversationState(req.session_id, req.agent_id, req.target_id, ends)
-    agent_a, agent_b, stored_transcript, turn_count, ended = found
+    agent_a, agent_b, stored, _turn_count, ended = found
     if {agent_a, agent_b} != {req.agent_id, req.target_id}:
         _check_open(req, False, None, agent_a, agent_b)  # another pair's first turn won the race: a 409
-    values: dict[str, Any] = {"turn_count": max(turn_count, reply["turn_index"] + 1), "updated_at": now}
-    if len(transcript) >= len(stored_transcript or []):
-        values["transcript"] = transcript
+    # The stored lines stay (a later turn may have stored lines past this one's history meanwhile: a 409).
+    check_not_behind(req.session_id, len(req.history), len(stored or []))
+    lines = after_turn(stored or [], req.history, line)
+    values: dict[str, Any] = {"turn_count": len(lines), "transcript": lines, "updated_at": now}
     if req.location_name:
         values["location_name"] = req.location_name
     if ends and not ended:

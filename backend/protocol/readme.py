@@ -63,12 +63,14 @@ def run_steps(client: Any) -> list[str]:
     headers = {"X-Machi-Protocol": "1"}
     for number, step in enumerate(STEPS, start=1):
         path = step["path"].format(**context)
-        reply = client.request(step["method"], path, json=step.get("body"), headers=headers)
+        # A body may be made from what earlier replies said (the history holds the line really stored).
+        sent = step["body"](context) if callable(step.get("body")) else step.get("body")
+        reply = client.request(step["method"], path, json=sent, headers=headers)
         if reply.status_code != step.get("status", 200 if step["method"] != "PUT" else reply.status_code):
             raise RuntimeError(f"{step['method']} {path}: {reply.status_code} {reply.text[:300]}")
         if "remember" in step:
             context.update(step["remember"](reply))
-        body = _block("json", _pretty(step["body"])) if step.get("body") is not None else ""
+        body = _block("json", _pretty(sent)) if sent is not None else ""
         answer = reply.text if step.get("sse") else _pretty(reply.json())
         sections.append(
             f"### {number}. {step['title']}\n\n{step['why']}\n\n"

@@ -131,6 +131,12 @@ RULES = """## Rules every call follows
   `session_id` 1-128) of ASCII letters, digits, `_`, `-` and `.`, not only dots (`aoi`,
   `aoi-hikari-day1-0001`): they go into URL paths as they are. Anything else is a `422` naming
   the character, e.g. `a/b` or `会話1`.
+- A conversation's transcript is the server's. A turn's `history` holds every line the conversation has
+  so far, oldest first (one that stops short is `409 conflict` naming `history`). A line that differs from
+  the stored one is answered from the stored line, which stays: the reply's `history_fixes` lists each
+  (`index`, `line`) for you to copy into your history. Lines past the stored transcript are yours (an opener
+  you scripted, a player's line) and are stored once, as sent. Every line is one line: line breaks become
+  spaces.
 - Times are game time: `day` (1-based) and `time_of_day` in hours (`14.5` = 14:30). Positions are Unity
   world coordinates in metres.
 - The agent state machine: `waiting_for_replan` -> (plan/now) -> `moving_to_poi` -> (arrived) ->
@@ -219,8 +225,9 @@ STEPS: list[dict[str, Any]] = [
         "ErrorBody. The partner answers, so speakers alternate.",
         "method": "POST", "path": "/v1/conversation/turn/stream", "schema": "server-sent events",
         "sse": True,
-        "body": {"agent_id": "hikari", "target_id": "aoi", "session_id": SESSION, "location_name": "中央カフェ",
-                 "history": ["葵: おはようございます、ひかりさん！"], "time_of_day": 9.32, "day": 1},
+        "body": lambda seen: {"agent_id": "hikari", "target_id": "aoi", "session_id": SESSION,
+                              "location_name": "中央カフェ", "history": [seen["first_line"]], "time_of_day": 9.32,
+                              "day": 1},
     },
     {
         "title": "End a conversation from Unity",

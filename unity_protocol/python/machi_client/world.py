@@ -272,6 +272,8 @@ class HeadlessWorld:
         self.report.turns += 1
         self.report.streamed_turns += int(talk.stream)
         talk.fallbacks += int(bool(reply.get("fallback")))
+        for fix in reply.get("history_fixes") or []:  # the server's stored transcript wins
+            talk.history[fix["index"]] = fix["line"]
         talk.history.append(f"{speaker.name}: {reply['dialogue']}")
         if reply["is_conversation_end"]:
             self._finish(talk, reply.get("end_reason") or "model")

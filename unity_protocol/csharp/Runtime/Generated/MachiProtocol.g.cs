@@ -16,6 +16,7 @@
 //    var errorBody = ErrorBody.FromJson(jsonString);
 //    var errorInfo = ErrorInfo.FromJson(jsonString);
 //    var healthPublic = HealthPublic.FromJson(jsonString);
+//    var historyFix = HistoryFix.FromJson(jsonString);
 //    var intentionLine = IntentionLine.FromJson(jsonString);
 //    var intentionsPublic = IntentionsPublic.FromJson(jsonString);
 //    var memoryBatchCreate = MemoryBatchCreate.FromJson(jsonString);
@@ -1027,6 +1028,14 @@ namespace Machi.Protocol
         [JsonProperty("fallback")]
         public bool Fallback { get; set; }
 
+        /// <summary>
+        /// The lines of `history` that differed from the conversation's stored transcript. The
+        /// stored transcript is the server's: the turn was answered from the stored lines, which
+        /// stay; copy each `line` into your history at its `index`. Empty when the history matched.
+        /// </summary>
+        [JsonProperty("history_fixes", NullValueHandling = NullValueHandling.Ignore)]
+        public List<HistoryFix> HistoryFixes { get; set; }
+
         [JsonProperty("is_conversation_end")]
         public bool IsConversationEnd { get; set; }
 
@@ -1041,6 +1050,24 @@ namespace Machi.Protocol
 
         [JsonProperty("turn_index")]
         public long TurnIndex { get; set; }
+    }
+
+    /// <summary>
+    /// A line of the request's `history` that differed from the conversation's stored transcript.
+    /// </summary>
+    public partial class HistoryFix
+    {
+        /// <summary>
+        /// Its place in `history` (0 = the oldest line).
+        /// </summary>
+        [JsonProperty("index")]
+        public long Index { get; set; }
+
+        /// <summary>
+        /// The stored line the server used and keeps there: put it in your history.
+        /// </summary>
+        [JsonProperty("line")]
+        public string Line { get; set; }
     }
 
     /// <summary>
@@ -1193,6 +1220,11 @@ namespace Machi.Protocol
     public partial class HealthPublic
     {
         public static HealthPublic FromJson(string json) => JsonConvert.DeserializeObject<HealthPublic>(json, Machi.Protocol.Converter.Settings);
+    }
+
+    public partial class HistoryFix
+    {
+        public static HistoryFix FromJson(string json) => JsonConvert.DeserializeObject<HistoryFix>(json, Machi.Protocol.Converter.Settings);
     }
 
     public partial class IntentionLine
@@ -1354,6 +1386,7 @@ namespace Machi.Protocol
         public static string ToJson(this ErrorBody self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this ErrorInfo self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this HealthPublic self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
+        public static string ToJson(this HistoryFix self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this IntentionLine self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this IntentionsPublic self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this MemoryBatchCreate self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);

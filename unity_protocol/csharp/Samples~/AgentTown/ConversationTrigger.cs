@@ -12,7 +12,8 @@ namespace Machi.Samples
     /// agent's view angle, and nothing between them (a raycast on `obstacleMask`). The one who saw the other
     /// speaks first; both brains switch to Talking at once, so a pair starts one conversation, not two.
     /// Speakers alternate turn by turn, each line going into the history as "Name: line" (the speaker's
-    /// display name); the talk ends when the server says so (is_conversation_end) or when they walk apart
+    /// display name; where the reply's history_fixes says the server stored another line, its line replaces
+    /// ours); the talk ends when the server says so (is_conversation_end) or when they walk apart
     /// (reported as reason "distance"). The headless world in unity_protocol/python follows the same rules.
     /// </summary>
     [RequireComponent(typeof(AgentBrain))]
@@ -104,6 +105,13 @@ namespace Machi.Samples
                         break;
                     }
                     TurnResult reply = await speaker.SpeakAsync(listener, session, history, ct);
+                    if (reply.HistoryFixes != null)
+                    {
+                        foreach (HistoryFix fix in reply.HistoryFixes)
+                        {
+                            history[(int)fix.Index] = fix.Line; // the server's stored transcript wins
+                        }
+                    }
                     history.Add(speaker._brain.DisplayName + ": " + reply.Dialogue);
                     listener.EndLine(); // the new line replaces the listener's: its face goes back to rest
                     if (reply.IsConversationEnd)
