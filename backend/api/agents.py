@@ -56,7 +56,8 @@ def get_agent(agent_id: AgentId, session: SessionDep, world: WorldDep) -> AgentD
 def delete_agent(
     agent_id: AgentId, session: SessionDep, world: WorldDep, memory: MemoryDep
 ) -> dict[str, Any]:
-    """Remove the agent with its memories, plans and state history."""
+    """Remove the agent with its memories, plans, emotions, state history, intentions and pending jobs (an agent
+    re-created under the same id starts with an empty mind)."""
     removed = service.delete_agent(session, memory, world, agent_id)
     intention_repo.forget_agent(session, world, agent_id)
     return {"deleted": agent_id, "removed": removed}

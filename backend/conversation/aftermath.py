@@ -166,6 +166,8 @@ class Aftermath:
             if speaker is None or partner is None:
                 continue  # an agent deleted since: nothing to remember into
             for agent, content in observation_texts(speaker, partner, str(line["dialogue"])):
+                if agent.id in line.get("forgotten", ()):
+                    continue  # deleted since the line was said (conversation/jobs.py forget_agent)
                 if rerun and await asyncio.to_thread(
                     turn_jobs.has_observation, self.engine, world_id, agent.id, session_id, content
                 ):

@@ -85,6 +85,24 @@ def lines_of(payload: dict[str, Any]) -> list[dict[str, Any]]:
     return list(payload["lines"]) if "lines" in payload else [payload]
 
 
+def forget_agent(session: Session, world_id: str, agent_id: str) -> int:
+    """A deleted agent's pending conversation jobs, in the caller's transaction: its reflections are dropped;
+    the lines it spoke or heard stay in their observation jobs for the partner, marked `forgotten` for it, so
+    neither it nor an agent re-created under its id remembers them. Returns how many jobs were dropped."""
+    pending = job_store.pending_of(session, world_id, [OBSERVE, REFLECT])
+    reflections = [
+        i for i, kind, payload in pending if kind == REFLECT and payload.get("agent_id") == agent_id
+    ]
+    for job_id, kind, payload in pending:
+        lines = [dict(line) for line in lines_of(payload)] if kind == OBSERVE else []
+        marked = [line for line in lines if agent_id in (line["speaker_id"], line["partner_id"])]
+        for line in marked:
+            line["forgotten"] = sorted({*line.get("forgotten", []), agent_id})
+        if marked:
+            job_store.rewrite_pending(session, job_id, {**payload, "lines": lines})
+    return job_store.drop_pending(session, reflections)
+
+
 def reflection_jobs(session: Session, world_id: str, conv: Participants) -> list[Job]:
     """One reflection job per participant, added to the caller's transaction."""
     return job_store.add(session, _reflection_rows(world_id, conv))

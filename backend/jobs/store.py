@@ -106,6 +106,35 @@ def _merge_into_pending(
         )
 
 
+def pending_of(
+    session: Session, world_id: str, kinds: Sequence[str]
+) -> list[tuple[int, str, dict[str, Any]]]:
+    """(id, kind, payload) of the world's pending jobs of these kinds, read in the caller's transaction (which
+    may then drop or rewrite some: see `drop_pending`, `rewrite_pending`)."""
+    query = select(_JOB.c.id, _JOB.c.kind, _JOB.c.payload).where(
+        _JOB.c.world_id == world_id, _JOB.c.status == "pending", _JOB.c.kind.in_(list(kinds))
+    )
+    return [(int(i), str(kind), dict(payload)) for i, kind, payload in session.connection().execute(query)]
+
+
+def drop_pending(session: Session, job_ids: Sequence[int]) -> int:
+    """Delete these jobs if still pending (one claimed meanwhile runs). Returns how many went."""
+    if not job_ids:
+        return 0
+    statement = delete(_JOB).where(_JOB.c.id.in_(list(job_ids)), _JOB.c.status == "pending")
+    return int(session.connection().execute(statement).rowcount or 0)
+
+
+def rewrite_pending(session: Session, job_id: int, payload: dict[str, Any]) -> None:
+    """Give a job a new payload if it is still pending (a claimed one has read its payload already)."""
+    statement = (
+        update(_JOB)
+        .where(_JOB.c.id == job_id, _JOB.c.status == "pending")
+        .values(payload=payload, updated_at=utcnow())
+    )
+    session.connection().execute(statement)
+
+
 def claim(engine: Engine, job_id: int, merging_kinds: Sequence[str] = ()) -> Job | None:
     """Mark a due pending job running; None when it is not pending or not due (someone else has it).
 

@@ -67,6 +67,15 @@ def rating_follow_up(key: Key, created: list[Job], delay_s: float = 0.0) -> Foll
     return add
 
 
+def forget_agent(session: Session, world_id: str, agent_id: str) -> int:
+    """Drop a deleted agent's pending rating jobs in the caller's transaction (its memories are gone, and an
+    agent re-created under its id could have new memories with their ids). Returns how many went."""
+    pending = job_store.pending_of(session, world_id, [RATE])
+    return job_store.drop_pending(
+        session, [i for i, _, payload in pending if payload.get("agent_id") == agent_id]
+    )
+
+
 async def run_rating(service: MemoryService, job: Job) -> None:
     """The `memory.rate` handler. Raises RuntimeError when a rating failed (the runner retries the job)."""
     key = (job.world_id, str(job.payload["agent_id"]))

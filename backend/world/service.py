@@ -7,10 +7,12 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import delete
 from sqlmodel import Session, col, select
 
+from backend.conversation import jobs as conversation_jobs
 from backend.emotion.models import EmotionRecord
 from backend.errors import NotFound
 from backend.events import AGENT_STATE, AgentStatePayload, EventBus
 from backend.gametime import utcnow
+from backend.memory import jobs as memory_jobs
 from backend.planning.models import Plan
 from backend.world.models import Agent, AgentStateEvent, PointOfInterest
 from backend.world.schemas import (
@@ -76,10 +78,17 @@ def upsert_agent(session: Session, world_id: str, agent_id: str, body: AgentUpse
 
 
 def delete_agent(session: Session, memory: MemoryService, world_id: str, agent_id: str) -> dict[str, int]:
-    """Remove an agent with its memories, plans and state history."""
+    """Remove an agent with its memories, plans, emotion history, state history and pending jobs.
+
+    The jobs go in the transaction that removes the agent: one still pending (a busy runner, a restart) ran
+    after an agent was re-created under the same id and gave it its predecessor's observations.
+    """
     agent = get_agent(session, world_id, agent_id)
     removed = {"memories": memory.delete_agent(world_id, agent_id)}
-    for name, table in (("plans", Plan), ("state_events", AgentStateEvent)):
+    removed["jobs"] = conversation_jobs.forget_agent(session, world_id, agent_id) + memory_jobs.forget_agent(
+        session, world_id, agent_id
+    )
+    for name, table in (("plans", Plan), ("emotions", EmotionRecord), ("state_events", AgentStateEvent)):
         query = delete(table).where(
             col(table.world_id) == world_id,
             col(table.agent_id) == agent_id,

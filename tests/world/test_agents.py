@@ -179,14 +179,25 @@ def test_delete_agent_removes_memories_plans_and_states(client: TestClient) -> N
     client.post("/v1/agents/hikari/plan", json={"day": 1})
     report(client, "中央カフェ", 9)
     drain(client)
+    with Session(client.app.state.engine) as session:  # type: ignore[attr-defined]
+        # A re-created agent must not wake up in its predecessor's mood.
+        session.add(EmotionRecord(agent_id="aoi", values={"joy": 80.0}, label="喜び", day=1, time_of_day=9))
+        session.commit()
     response = client.delete("/v1/agents/aoi")
     assert response.status_code == 200
-    assert response.json()["removed"] == {"memories": 2, "plans": 1, "state_events": 1}
+    assert response.json()["removed"] == {
+        "memories": 2,
+        "jobs": 0,
+        "plans": 1,
+        "emotions": 1,
+        "state_events": 1,
+    }
     assert client.get("/v1/agents/aoi").status_code == 404
     assert memories(client) == []
     with Session(client.app.state.engine) as session:  # type: ignore[attr-defined]
         assert [p.agent_id for p in session.exec(select(Plan))] == ["hikari"]
         assert session.exec(select(AgentStateEvent)).all() == []
+        assert session.exec(select(EmotionRecord)).all() == []
     assert len(memories(client, "hikari")) == 1
 
 
