@@ -123,9 +123,12 @@ RULES = """## Rules every call follows
   unauthorized`; the read-only `MACHI_VIEWER_KEY` gets `403 forbidden` on every write). The `/v1/events`
   WebSocket takes the same headers, or `?api_key=<key>` where a client cannot set headers. Bodies over
   `MAX_BODY_BYTES` (1 MB) get `413 payload_too_large`.
-- Errors are `{"error": {"code", "message", "details"}}`. A 4xx means the request is wrong (the message names
-  the field): do not retry it. Network errors, timeouts and 5xx may be retried with backoff; conversation
-  turns are retry-safe (the same `session_id` and history length returns the stored reply).
+- Errors are `{"error": {"code", "message", "details"}}`, whatever the status (an unexpected failure is `500
+  internal_error`). A 4xx means the request is wrong (the message names the field; a bad body or parameter
+  lists `{field, message, type}` in `details`, and a body that is not readable JSON (bad UTF-8, nested too
+  deeply, a number too long, not JSON) is `400 invalid_json` about the field `body`): do not retry it.
+  Network errors, timeouts and 5xx may be retried with backoff; conversation turns are retry-safe (the same
+  `session_id` and history length returns the stored reply).
 - Times are game time: `day` (1-based) and `time_of_day` in hours (`14.5` = 14:30). Positions are Unity
   world coordinates in metres.
 - The agent state machine: `waiting_for_replan` -> (plan/now) -> `moving_to_poi` -> (arrived) ->

@@ -36,7 +36,9 @@ class HealthPublic(BaseModel):
 
 
 class ErrorInfo(BaseModel):
-    code: str = Field(description="Machine-readable, e.g. not_found, validation_error, unsupported_protocol.")
+    code: str = Field(
+        description="Machine-readable, e.g. not_found, validation_error, invalid_json, unsupported_protocol, internal_error."
+    )
     message: str = Field(description="What went wrong, for a developer to act on.")
     details: Any = None
 

@@ -458,7 +458,8 @@ namespace Machi.Protocol
     public partial class ErrorInfo
     {
         /// <summary>
-        /// Machine-readable, e.g. not_found, validation_error, unsupported_protocol.
+        /// Machine-readable, e.g. not_found, validation_error, invalid_json, unsupported_protocol,
+        /// internal_error.
         /// </summary>
         [JsonProperty("code")]
         public string Code { get; set; }
