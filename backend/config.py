@@ -57,6 +57,11 @@ class Settings(BaseSettings):
     # Read-only key (the dashboard at an exhibition): GET routes and the event WebSocket, never a write.
     # Needs MACHI_API_KEY (a viewer key alone would leave writes open) and must differ from it.
     machi_viewer_key: SecretStr | None = None
+    # Failed authentications (a wrong key or a forged cookie, not a missing one) an address may make within
+    # AUTH_FAILURE_WINDOW_S before its wrong keys get 429 with Retry-After (backend/security/throttle.py).
+    # A right key is never refused and a success does not reset the count. 0 turns the limit off.
+    auth_failure_limit: int = Field(10, ge=0, le=1_000_000)
+    auth_failure_window_s: float = Field(60.0, gt=0, le=86_400)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     load_demo_world: bool = True
     max_body_bytes: int = Field(1_000_000, ge=1024)

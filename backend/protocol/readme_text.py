@@ -120,9 +120,10 @@ RULES = """## Rules every call follows
 - Headers: `X-Machi-Protocol: 1` (a missing header means 1; another major gets `400 unsupported_protocol`
   naming the versions served), `X-Machi-World: <world>` (optional, default `default`), and the API key as
   `X-Api-Key: <key>` or `Authorization: Bearer <key>` when the server has `MACHI_API_KEY` (without it: `401
-  unauthorized`; the read-only `MACHI_VIEWER_KEY` gets `403 forbidden` on every write). The `/v1/events`
-  WebSocket takes the same headers, or `?api_key=<key>` where a client cannot set headers. Bodies over
-  `MAX_BODY_BYTES` (1 MB) get `413 payload_too_large`.
+  unauthorized`; past `AUTH_FAILURE_LIMIT` wrong keys from one address within `AUTH_FAILURE_WINDOW_S`, its
+  wrong keys get `429 too_many_requests` with `Retry-After`; the read-only `MACHI_VIEWER_KEY` gets `403
+  forbidden` on every write). The `/v1/events` WebSocket takes the same headers, or `?api_key=<key>` where a
+  client cannot set headers. Bodies over `MAX_BODY_BYTES` (1 MB) get `413 payload_too_large`.
 - Errors are `{"error": {"code", "message", "details"}}`, whatever the status (an unexpected failure is `500
   internal_error`). A 4xx means the request is wrong (the message names the field; a bad body or parameter
   lists `{field, message, type}` in `details`, and a body that is not readable JSON (bad UTF-8, nested too
