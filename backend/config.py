@@ -87,6 +87,12 @@ class Settings(BaseSettings):
     # what the provider reports (llama.cpp's LLAMACPP_N_CTX), else DEFAULT_CONTEXT_TOKENS for the provider.
     llm_context_tokens: int | None = Field(None, ge=512, le=2_000_000)
     scripted_seed: int = 0
+    # /health's llm_reachable follows the real calls (a reply, or LLMUnavailable/LLMTimeout); when none has
+    # finished for this many seconds the provider's cheap check (it lists models, generates nothing) runs
+    # again. 0: the check runs at start-up only (backend/llm/health.py).
+    llm_health_probe_idle_s: float = Field(60.0, ge=0, le=86_400)
+    # The window of /health's recent_calls, recent_failures and recent_failure_share.
+    llm_health_window_s: float = Field(300.0, gt=0, le=86_400)
 
     ollama_host: str = "http://127.0.0.1:11434"
     ollama_model: str = "gemma3n:e4b"

@@ -153,7 +153,9 @@ and importance ratings happen on the server after each reply; nothing waits for 
 STEPS: list[dict[str, Any]] = [
     {
         "title": "Check the server",
-        "why": "At start-up: is the server up, which protocol does it speak, is the model reachable.",
+        "why": "At start-up: is the server up, which protocol does it speak, is the model reachable "
+        "(`llm_reachable`: the latest real call's outcome, or the provider check run when the model is idle; "
+        "`llm_health` has the recent calls' failure share and the last error). It never waits on the model.",
         "method": "GET", "path": "/health", "schema": "HealthPublic",
     },
     {
