@@ -60,10 +60,7 @@ async def _machi_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, MachiError)
     if exc.status_code >= 500:
         log.error("server error: %s", exc.message)
-    headers = getattr(exc, "headers", None)
-    return JSONResponse(
-        error_body(exc.code, exc.message, exc.details), status_code=exc.status_code, headers=headers
-    )
+    return JSONResponse(error_body(exc.code, exc.message, exc.details), status_code=exc.status_code)
 
 
 async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
