@@ -21,6 +21,7 @@ from backend.intention.service import IntentionService
 from backend.jobs.handlers import install as install_job_handlers
 from backend.jobs.runner import JobRunner
 from backend.llm.base import LLM, Embedder, find_layer
+from backend.llm.health import ModelHealth, find_health, watch
 from backend.llm.registry import build_embedder, build_provider, check_dependencies, wrap
 from backend.llm.scheduler import find_scheduler
 from backend.memory.service import MemoryService
@@ -135,14 +136,15 @@ async def _running(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
     app.state.emotion = EmotionService(
         engine=engine, llm=app.state.llm, settings=settings, tasks=app.state.tasks, events=app.state.events
     )
-    app.state.provider_status = {"reachable": None, "detail": "not checked yet"}
+    app.state.model_health = find_health(app.state.llm) or ModelHealth(settings.llm_health_window_s)
     for path in STARTUP_STEPS:
         module_name, _, attr = path.partition(":")
         step: Callable[[FastAPI], Awaitable[Any]] = getattr(importlib.import_module(module_name), attr)
         await step(app)
     install_job_handlers(app.state)
     await app.state.jobs.start()  # jobs a crash left pending run again now
-    probe = asyncio.create_task(_probe_provider(app))
+    # Start-up check, then a cheap one whenever the model has been idle (an unreachable model is never fatal).
+    probe = asyncio.create_task(watch(app.state.model_health, provider, settings.llm_health_probe_idle_s))
     try:
         yield
     finally:
@@ -158,20 +160,6 @@ async def _running(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
         await app.state.llm.aclose()
         await app.state.embedder.aclose()
         engine.dispose()
-
-
-async def _probe_provider(app: FastAPI) -> None:
-    """Ask the provider whether it is reachable; an unreachable Ollama is reported, never fatal."""
-    check = getattr(app.state.provider, "check", None)
-    if check is None:
-        app.state.provider_status = {"reachable": True, "detail": "in-process"}
-        return
-    try:
-        detail = await asyncio.wait_for(check(), timeout=10)
-        app.state.provider_status = {"reachable": True, "detail": detail}
-    except Exception as exc:  # noqa: BLE001 - any failure means "not reachable", reported by /health
-        app.state.provider_status = {"reachable": False, "detail": str(exc)[:300]}
-        log.warning("LLM provider %s is not reachable: %s", app.state.settings.llm_provider, exc)
 
 
 def _publish_llm_calls(llm: LLM, bus: EventBus) -> None:

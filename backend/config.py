@@ -57,6 +57,11 @@ class Settings(BaseSettings):
     # Read-only key (the dashboard at an exhibition): GET routes and the event WebSocket, never a write.
     # Needs MACHI_API_KEY (a viewer key alone would leave writes open) and must differ from it.
     machi_viewer_key: SecretStr | None = None
+    # Failed authentications (a wrong key or a forged cookie, not a missing one) an address may make within
+    # AUTH_FAILURE_WINDOW_S before its wrong keys get 429 with Retry-After (backend/security/throttle.py).
+    # A right key is never refused and a success does not reset the count. 0 turns the limit off.
+    auth_failure_limit: int = Field(10, ge=0, le=1_000_000)
+    auth_failure_window_s: float = Field(60.0, gt=0, le=86_400)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     load_demo_world: bool = True
     max_body_bytes: int = Field(1_000_000, ge=1024)
@@ -82,6 +87,12 @@ class Settings(BaseSettings):
     # what the provider reports (llama.cpp's LLAMACPP_N_CTX), else DEFAULT_CONTEXT_TOKENS for the provider.
     llm_context_tokens: int | None = Field(None, ge=512, le=2_000_000)
     scripted_seed: int = 0
+    # /health's llm_reachable follows the real calls (a reply, or LLMUnavailable/LLMTimeout); when none has
+    # finished for this many seconds the provider's cheap check (it lists models, generates nothing) runs
+    # again. 0: the check runs at start-up only (backend/llm/health.py).
+    llm_health_probe_idle_s: float = Field(60.0, ge=0, le=86_400)
+    # The window of /health's recent_calls, recent_failures and recent_failure_share.
+    llm_health_window_s: float = Field(300.0, gt=0, le=86_400)
 
     ollama_host: str = "http://127.0.0.1:11434"
     ollama_model: str = "gemma3n:e4b"

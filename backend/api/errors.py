@@ -1,4 +1,8 @@
-"""The one place errors become HTTP answers: {"error": {"code", "message", "details"}}."""
+"""The one place errors become HTTP answers: {"error": {"code", "message", "details"}}, every status.
+
+A 4xx names the field it is about (`details[].field`); a body that cannot be read as JSON at all is a 400
+`invalid_json` about the field `body`; anything unexpected is a 500 `internal_error` in the same envelope.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,11 @@ from backend.errors import MachiError
 
 log = logging.getLogger(__name__)
 
+#: FastAPI's words for a body it could not read (its cause: bad UTF-8, nesting past the recursion limit,
+#: a number too long to convert); the answer says which instead.
+UNREADABLE_BODY = "There was an error parsing the body"
+HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large", 429: "too_many_requests"}
+
 
 def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "details": details}}
@@ -28,29 +37,66 @@ def _field_name(loc: tuple[Any, ...] | list[Any]) -> str:
     return ".".join(parts) or "body"
 
 
+def invalid_json(reason: str) -> JSONResponse:
+    """400 for a body that is not JSON the server can read; the field is the body itself."""
+    problem = {"field": "body", "message": reason, "type": "json_invalid"}
+    return JSONResponse(
+        error_body("invalid_json", f"the request body is not valid JSON: {reason}", [problem]),
+        status_code=400,
+    )
+
+
+def _unreadable_reason(cause: BaseException | None) -> str:
+    if isinstance(cause, UnicodeDecodeError):
+        return f"it is not UTF-8 (byte {cause.object[cause.start]:#04x} at position {cause.start})"
+    if isinstance(cause, RecursionError):
+        return "it nests too deeply"
+    if isinstance(cause, ValueError) and "digits" in str(cause):
+        return "a number in it has too many digits"
+    return "it could not be parsed"
+
+
+async def _machi_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, MachiError)
+    if exc.status_code >= 500:
+        log.error("server error: %s", exc.message)
+    return JSONResponse(error_body(exc.code, exc.message, exc.details), status_code=exc.status_code)
+
+
+async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = list(exc.errors())
+    broken = next((err for err in errors if err.get("type") == "json_invalid"), None)
+    if broken is not None:  # not JSON at all: where it broke, not a field named after the offset
+        loc = broken.get("loc", ())
+        at = f" at character {loc[-1]}" if len(loc) > 1 else ""
+        return invalid_json(f"{(broken.get('ctx') or {}).get('error', 'JSON decode error')}{at}")
+    problems = []
+    for err in errors:
+        field = _field_name(err.get("loc", ()))
+        problems.append({"field": field, "message": err.get("msg", "invalid"), "type": err.get("type")})
+    summary = "; ".join(f"{p['field']}: {p['message']}" for p in problems[:5])
+    return JSONResponse(
+        error_body("validation_error", f"invalid request: {summary}", problems), status_code=422
+    )
+
+
+async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400 and exc.detail == UNREADABLE_BODY:
+        return invalid_json(_unreadable_reason(exc.__cause__))
+    code = HTTP_CODES.get(exc.status_code, "http_error")
+    return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code, headers=exc.headers)
+
+
+async def _unexpected(_request: Request, _exc: Exception) -> JSONResponse:
+    # A bug: Starlette re-raises it after this answer, so the server's log keeps the traceback.
+    message = "the server failed on this request (a bug, logged on the server)"
+    return JSONResponse(error_body("internal_error", message), status_code=500)
+
+
 def install_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(MachiError)
-    async def _machi_error(_request: Request, exc: MachiError) -> JSONResponse:
-        if exc.status_code >= 500:
-            log.error("server error: %s", exc.message)
-        return JSONResponse(error_body(exc.code, exc.message, exc.details), status_code=exc.status_code)
-
-    @app.exception_handler(RequestValidationError)
-    async def _validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = []
-        for err in exc.errors():
-            field = _field_name(err.get("loc", ()))
-            problems.append({"field": field, "message": err.get("msg", "invalid"), "type": err.get("type")})
-        summary = "; ".join(f"{p['field']}: {p['message']}" for p in problems[:5])
-        return JSONResponse(
-            error_body("validation_error", f"invalid request: {summary}", problems), status_code=422
-        )
-
-    @app.exception_handler(StarletteHTTPException)
-    async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}.get(
-            exc.status_code, "http_error"
-        )
-        return JSONResponse(
-            error_body(code, str(exc.detail)), status_code=exc.status_code, headers=exc.headers
-        )
+    app.add_exception_handler(MachiError, _machi_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected)

@@ -17,7 +17,8 @@ router = APIRouter(tags=["health"])
 
 @router.get("/health", response_model=HealthPublic)
 def health(request: Request) -> dict[str, Any]:
-    """Always public. Reports the provider's reachability instead of failing when it is down."""
+    """Always public. Reports the model's reachability (from the latest real calls, or the idle probe)
+    instead of failing when it is down; reads only what is already known, never waiting on the model."""
     state = request.app.state
     settings = state.settings
     try:
@@ -33,8 +34,9 @@ def health(request: Request) -> dict[str, Any]:
         "llm_provider": settings.llm_provider,
         "llm_model": settings.provider_model(),
         "llm_models": settings.role_models(),
-        "llm_reachable": state.provider_status.get("reachable"),
-        "llm_detail": state.provider_status.get("detail"),
+        "llm_reachable": state.model_health.reachable,
+        "llm_detail": state.model_health.detail,
+        "llm_health": state.model_health.snapshot(),
         "embedding_provider": settings.embedding_provider,
         "embedding_model": settings.embedding_model_name(),
         "database": settings.database_kind(),

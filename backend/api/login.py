@@ -14,6 +14,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 
 from backend.api.dashboard import templates
 from backend.security.keys import COOKIE_NAME, KeyRing, cookie_token
+from backend.security.throttle import FailureThrottle, client_address
 
 router = APIRouter(include_in_schema=False)
 
@@ -56,7 +57,7 @@ async def login(request: Request) -> Response:
         return RedirectResponse(next_path, status_code=303)
     key = fields.get("key", "").strip()
     if not key or keys.role_for_key(key) is None:
-        return _form(request, 401, next_path, "That key is not right.")
+        return _wrong_key(request, next_path, bool(key))
     response = RedirectResponse(next_path, status_code=303)
     response.set_cookie(
         COOKIE_NAME,
@@ -67,6 +68,17 @@ async def login(request: Request) -> Response:
         secure=request.url.scheme == "https",
         path="/",
     )
+    return response
+
+
+def _wrong_key(request: Request, next_path: str, tried: bool) -> Response:
+    """The form again: 401, or 429 with Retry-After once this address is past AUTH_FAILURE_LIMIT."""
+    throttle: FailureThrottle = request.app.state.auth_throttle
+    wait = throttle.record_failure(client_address(request.scope)) if tried else None
+    if wait is None:
+        return _form(request, 401, next_path, "That key is not right.")
+    response = _form(request, 429, next_path, f"Too many wrong keys: try again in {wait} seconds.")
+    response.headers["Retry-After"] = str(wait)
     return response
 
 

@@ -240,15 +240,27 @@ def extract_json_text(text: str) -> str:
 
 
 def parse_reply(text: str, schema: type[T]) -> T:
-    """Repair then validate a model's reply against `schema`; raises LLMReplyError with the reason."""
-    candidate = extract_json_text(text)
+    """Repair then validate a model's reply against `schema`; raises LLMReplyError with the reason.
+
+    This is the one place model replies are parsed, so any failure to parse one (JSON nested past the
+    interpreter's recursion limit, a number too long to convert, whatever a parser may raise) is a failed
+    reply: re-asked, then the caller's fallback; never an error that escapes as a 500 or an error event.
+    """
     try:
+        candidate = extract_json_text(text)
         return schema.model_validate_json(candidate)
+    except LLMReplyError:
+        raise
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}" for err in exc.errors()
         )
         raise LLMReplyError(f"the reply does not match the schema: {problems}", raw=text) from exc
+    except RecursionError as exc:
+        raise LLMReplyError("the reply could not be parsed: it nests too deeply", raw=text) from exc
+    except Exception as exc:  # noqa: BLE001 - any parse failure is the model's, not the server's
+        detail = str(exc)[:200] or type(exc).__name__
+        raise LLMReplyError(f"the reply could not be parsed: {detail}", raw=text) from exc
 
 
 class LLM(abc.ABC):

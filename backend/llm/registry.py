@@ -85,17 +85,19 @@ def build_embedder(settings: Settings) -> Embedder:
 
 def wrap(provider: LLM, settings: Settings, engine: Engine | None) -> LLM:
     """The standard stack, outermost first: repair/re-ask -> prompt budget -> retry -> schedule -> trace ->
-    timeout -> provider.
+    health -> timeout -> provider.
 
     The scheduler sits below retry (a call waiting out its backoff holds no slot) and above trace/timeout
     (they measure the provider's work, not the queue); see scheduler.py.
     """
     from backend.llm.budget import PromptBudgetLLM
+    from backend.llm.health import HealthLLM, ModelHealth
     from backend.llm.retry import RepairingLLM, RetryingLLM, TimeoutLLM
     from backend.llm.scheduler import Scheduler, SchedulingLLM
     from backend.llm.trace import DatabaseTraceSink, TracingLLM
 
     llm: LLM = TimeoutLLM(provider, timeout_s=settings.llm_timeout_s)
+    llm = HealthLLM(llm, ModelHealth(settings.llm_health_window_s))  # what /health says of the model
     if engine is not None:
         llm = TracingLLM(llm, DatabaseTraceSink(engine))
     llm = SchedulingLLM(llm, Scheduler(settings.resolved_llm_concurrency()))

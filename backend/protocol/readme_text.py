@@ -120,13 +120,17 @@ RULES = """## Rules every call follows
 - Headers: `X-Machi-Protocol: 1` (a missing header means 1; another major gets `400 unsupported_protocol`
   naming the versions served), `X-Machi-World: <world>` (optional, default `default`), and the API key as
   `X-Api-Key: <key>` or `Authorization: Bearer <key>` when the server has `MACHI_API_KEY` (without it: `401
-  unauthorized`; the read-only `MACHI_VIEWER_KEY` gets `403 forbidden` on every write). The `/v1/events`
-  WebSocket takes the same headers, or `?api_key=<key>` where a client cannot set headers. Bodies over
-  `MAX_BODY_BYTES` (1 MB) get `413 payload_too_large`.
-- Errors are `{"error": {"code", "message", "details"}}`. A 4xx means the request is wrong (the message names
-  the field): do not retry it. Network errors, timeouts and 5xx may be retried with backoff; conversation
-  turns are retry-safe (the same `session_id`, history length, speaker and target return the stored reply;
-  another pair in that session gets `409 conflict` naming both pairs).
+  unauthorized`; past `AUTH_FAILURE_LIMIT` wrong keys from one address within `AUTH_FAILURE_WINDOW_S`, its
+  wrong keys get `429 too_many_requests` with `Retry-After`; the read-only `MACHI_VIEWER_KEY` gets `403
+  forbidden` on every write). The `/v1/events` WebSocket takes the same headers, or `?api_key=<key>` where a
+  client cannot set headers. Bodies over `MAX_BODY_BYTES` (1 MB) get `413 payload_too_large`.
+- Errors are `{"error": {"code", "message", "details"}}`, whatever the status (an unexpected failure is `500
+  internal_error`). A 4xx means the request is wrong (the message names the field; a bad body or parameter
+  lists `{field, message, type}` in `details`, and a body that is not readable JSON (bad UTF-8, nested too
+  deeply, a number too long, not JSON) is `400 invalid_json` about the field `body`): do not retry it.
+  Network errors, timeouts and 5xx may be retried with backoff; conversation turns are retry-safe (the same
+  `session_id`, history length, speaker and target return the stored reply; another pair in that session
+  gets `409 conflict` naming both pairs).
 - Ids you choose (`X-Machi-World`, agent and point-of-interest ids, `session_id`) are 1-64 characters (a
   `session_id` 1-128) of ASCII letters, digits, `_`, `-` and `.`, not only dots (`aoi`,
   `aoi-hikari-day1-0001`): they go into URL paths as they are. Anything else is a `422` naming
@@ -160,7 +164,9 @@ and importance ratings happen on the server after each reply; nothing waits for 
 STEPS: list[dict[str, Any]] = [
     {
         "title": "Check the server",
-        "why": "At start-up: is the server up, which protocol does it speak, is the model reachable.",
+        "why": "At start-up: is the server up, which protocol does it speak, is the model reachable "
+        "(`llm_reachable`: the latest real call's outcome, or the provider check run when the model is idle; "
+        "`llm_health` has the recent calls' failure share and the last error). It never waits on the model.",
         "method": "GET", "path": "/health", "schema": "HealthPublic",
     },
     {

@@ -5,9 +5,33 @@ Tests check these against what the server really sends, so they cannot drift fro
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+
+class LLMHealthPublic(BaseModel):
+    """`/health`'s `llm_health`: how the model's real calls went lately, and the last idle probe."""
+
+    checked_by: str | None = Field(
+        None, description="call | probe: what `llm_reachable` comes from (the latest of the two); null before"
+    )
+    last_success_at: datetime | None = Field(None, description="When a call last got an answer.")
+    last_failure_at: datetime | None = Field(
+        None, description="When a call last got none (unreachable, timed out)."
+    )
+    last_error: str | None = Field(None, description="What the last failed call or probe said.")
+    window_s: float = Field(description="LLM_HEALTH_WINDOW_S: the seconds the recent_* figures cover.")
+    recent_calls: int = Field(description="Call attempts that finished within the window.")
+    recent_failures: int = Field(description="Of those, the ones that got no answer.")
+    recent_failure_share: float | None = Field(
+        None, description="recent_failures / recent_calls; null without calls in the window."
+    )
+    last_probe_at: datetime | None = Field(
+        None, description="When the provider's cheap check last ran (start-up, then when idle)."
+    )
+    last_probe_ok: bool | None = None
 
 
 class HealthPublic(BaseModel):
@@ -19,8 +43,12 @@ class HealthPublic(BaseModel):
     llm_provider: str
     llm_model: str
     llm_models: dict[str, str] = Field(description="The model per role (dialogue, plan, ...).")
-    llm_reachable: bool | None
-    llm_detail: Any = None
+    llm_reachable: bool | None = Field(
+        description="Whether the model answers: the latest real call's outcome or idle probe's, whichever is "
+        "newer (a reply that failed its schema still counts as an answer); null before either."
+    )
+    llm_detail: Any = Field(None, description="The provider's check line, or why the model is not answering.")
+    llm_health: LLMHealthPublic | None = None
     embedding_provider: str
     embedding_model: str
     database: str
@@ -36,7 +64,9 @@ class HealthPublic(BaseModel):
 
 
 class ErrorInfo(BaseModel):
-    code: str = Field(description="Machine-readable, e.g. not_found, validation_error, unsupported_protocol.")
+    code: str = Field(
+        description="Machine-readable, e.g. not_found, validation_error, invalid_json, unsupported_protocol, internal_error."
+    )
     message: str = Field(description="What went wrong, for a developer to act on.")
     details: Any = None
 

@@ -65,6 +65,12 @@ class KeyRing:
         is_viewer = bool(self.viewer_key) and _same(token, cookie_token(self.viewer_key))
         return ADMIN if is_admin else VIEWER if is_viewer else None
 
+    def presents_credentials(self, scope: Scope) -> bool:
+        """Whether the request carries a key or a dashboard cookie (a wrong one is a failed authentication;
+        none at all is not)."""
+        headers = _headers(scope.get("headers", []))
+        return bool(_presented_keys(scope, headers) or _cookie(headers.get("cookie", "")))
+
     def role(self, scope: Scope) -> str | None:
         """The role the request's credentials grant; None when it has none or a wrong one."""
         if not self.enabled:

@@ -15,6 +15,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from backend.api.errors import error_body
 from backend.config import Settings
 from backend.security.keys import ROLE_STATE_KEY, VIEWER, KeyRing
+from backend.security.throttle import FailureThrottle, client_address
 
 #: Reachable without a key: liveness, the login page, static files and the API's own description
 #: (the OpenAPI schema says what the routes are, not what is stored; it is public on purpose).
@@ -31,14 +32,16 @@ def is_public(path: str) -> bool:
 
 
 class AuthMiddleware:
-    """With MACHI_API_KEY set: 401 without a valid key, 403 when the viewer key tries to write.
+    """With MACHI_API_KEY set: 401 without a valid key, 403 when the viewer key tries to write, 429 for a
+    wrong key from an address past AUTH_FAILURE_LIMIT failed authentications (see throttle.py).
 
     Dashboard pages (GETs outside /v1) send a browser without a key to the login page instead of a 401.
     """
 
-    def __init__(self, app: ASGIApp, keys: KeyRing) -> None:
+    def __init__(self, app: ASGIApp, keys: KeyRing, throttle: FailureThrottle | None = None) -> None:
         self.app = app
         self.keys = keys
+        self.throttle = throttle or FailureThrottle(0, 1.0)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -62,6 +65,11 @@ class AuthMiddleware:
 
     async def _refuse_unknown(self, scope: Scope, receive: Receive, send: Send) -> None:
         path: str = scope["path"]
+        if self.keys.presents_credentials(scope):  # a wrong key is a failed authentication; none is not
+            wait = self.throttle.record_failure(client_address(scope))
+            if wait is not None:
+                await refuse_throttled(scope, receive, send, wait)
+                return
         if scope["type"] == "websocket":
             await deny_websocket(scope, receive, send)
         elif scope.get("method") in ("GET", "HEAD") and not path.startswith("/v1/"):
@@ -78,6 +86,24 @@ def unauthorized_body() -> dict[str, Any]:
         "a valid API key is required: send 'Authorization: Bearer <key>' or 'X-Api-Key: <key>' "
         "(WebSockets may use ?api_key=<key>)",
     )
+
+
+def throttled_body(wait: int) -> dict[str, Any]:
+    return error_body(
+        "too_many_requests",
+        f"too many failed authentications from this address: retry in {wait} s with the right key "
+        "(AUTH_FAILURE_LIMIT wrong keys per AUTH_FAILURE_WINDOW_S)",
+        {"retry_after_s": wait},
+    )
+
+
+async def refuse_throttled(scope: Scope, receive: Receive, send: Send, wait: int) -> None:
+    """429 with Retry-After (a WebSocket handshake too, where the server can answer one over HTTP)."""
+    retry_after = (b"retry-after", str(wait).encode("latin-1"))
+    if scope["type"] == "websocket":
+        await deny_websocket(scope, receive, send, 429, throttled_body(wait), [retry_after])
+    else:
+        await send_error(send, 429, throttled_body(wait), [retry_after])
 
 
 class BodyLimitMiddleware:
@@ -169,15 +195,24 @@ async def send_redirect(send: Send, location: str) -> None:
     await send({"type": "http.response.body", "body": b""})
 
 
-async def deny_websocket(scope: Scope, receive: Receive, send: Send) -> None:
-    """Refuse the handshake: an HTTP 401 where the server can send one, else a policy-violation close."""
+async def deny_websocket(
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    status: int = 401,
+    body: dict[str, Any] | None = None,
+    extra: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    """Refuse the handshake: an HTTP answer (401 by default) where the server can send one, else a
+    policy-violation close."""
     message = await receive()
     if message["type"] != "websocket.connect":
         return
     if "websocket.http.response" in (scope.get("extensions") or {}):
-        payload = json.dumps(unauthorized_body()).encode("utf-8")
-        headers = [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]
-        await send({"type": "websocket.http.response.start", "status": 401, "headers": headers})
+        payload = json.dumps(body or unauthorized_body()).encode("utf-8")
+        headers = [(b"content-type", b"application/json"), *(extra or [(b"www-authenticate", b"Bearer")])]
+        await send({"type": "websocket.http.response.start", "status": status, "headers": headers})
         await send({"type": "websocket.http.response.body", "body": payload})
     else:
-        await send({"type": "websocket.close", "code": 1008, "reason": "unauthorized"})
+        reason = "unauthorized" if status == 401 else "too many failed authentications"
+        await send({"type": "websocket.close", "code": 1008, "reason": reason})

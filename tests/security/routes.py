@@ -19,6 +19,7 @@ class RouteCase:
     kind: str  # "http" | "websocket"
     method: str
     path: str  # the template, e.g. /v1/agents/{agent_id}
+    takes_body: bool = False  # the route declares a request body (FastAPI reads and validates it)
 
     @property
     def is_read(self) -> bool:
@@ -54,8 +55,9 @@ def route_cases(app: Any) -> list[RouteCase]:
         if isinstance(route, WebSocketRoute) or type(route).__name__ == "APIWebSocketRoute":
             cases.append(RouteCase("websocket", "GET", path))
             continue
+        body = getattr(route, "body_field", None) is not None
         for method in sorted(set(getattr(route, "methods", None) or ()) - {"HEAD"}):
-            cases.append(RouteCase("http", method, path))
+            cases.append(RouteCase("http", method, path, body))
     return cases
 
 

@@ -19,6 +19,7 @@
 //    var historyFix = HistoryFix.FromJson(jsonString);
 //    var intentionLine = IntentionLine.FromJson(jsonString);
 //    var intentionsPublic = IntentionsPublic.FromJson(jsonString);
+//    var llmHealthPublic = LlmHealthPublic.FromJson(jsonString);
 //    var memoryBatchCreate = MemoryBatchCreate.FromJson(jsonString);
 //    var memoryCreate = MemoryCreate.FromJson(jsonString);
 //    var memoryList = MemoryList.FromJson(jsonString);
@@ -465,7 +466,8 @@ namespace Machi.Protocol
     public partial class ErrorInfo
     {
         /// <summary>
-        /// Machine-readable, e.g. not_found, validation_error, unsupported_protocol.
+        /// Machine-readable, e.g. not_found, validation_error, invalid_json, unsupported_protocol,
+        /// internal_error.
         /// </summary>
         [JsonProperty("code")]
         public string Code { get; set; }
@@ -507,8 +509,14 @@ namespace Machi.Protocol
         [JsonProperty("jobs")]
         public Dictionary<string, long> Jobs { get; set; }
 
+        /// <summary>
+        /// The provider's check line, or why the model is not answering.
+        /// </summary>
         [JsonProperty("llm_detail")]
         public object LlmDetail { get; set; }
+
+        [JsonProperty("llm_health")]
+        public LlmHealthPublic LlmHealth { get; set; }
 
         [JsonProperty("llm_model")]
         public string LlmModel { get; set; }
@@ -528,6 +536,10 @@ namespace Machi.Protocol
         [JsonProperty("llm_queue")]
         public Dictionary<string, object> LlmQueue { get; set; }
 
+        /// <summary>
+        /// Whether the model answers: the latest real call's outcome or idle probe's, whichever is
+        /// newer (a reply that failed its schema still counts as an answer); null before either.
+        /// </summary>
         [JsonProperty("llm_reachable")]
         public bool? LlmReachable { get; set; }
 
@@ -545,6 +557,69 @@ namespace Machi.Protocol
 
         [JsonProperty("version")]
         public string Version { get; set; }
+    }
+
+    /// <summary>
+    /// `/health`'s `llm_health`: how the model's real calls went lately, and the last idle probe.
+    /// </summary>
+    public partial class LlmHealthPublic
+    {
+        /// <summary>
+        /// call | probe: what `llm_reachable` comes from (the latest of the two); null before
+        /// </summary>
+        [JsonProperty("checked_by")]
+        public string CheckedBy { get; set; }
+
+        /// <summary>
+        /// What the last failed call or probe said.
+        /// </summary>
+        [JsonProperty("last_error")]
+        public string LastError { get; set; }
+
+        /// <summary>
+        /// When a call last got none (unreachable, timed out).
+        /// </summary>
+        [JsonProperty("last_failure_at")]
+        public DateTimeOffset? LastFailureAt { get; set; }
+
+        /// <summary>
+        /// When the provider's cheap check last ran (start-up, then when idle).
+        /// </summary>
+        [JsonProperty("last_probe_at")]
+        public DateTimeOffset? LastProbeAt { get; set; }
+
+        [JsonProperty("last_probe_ok")]
+        public bool? LastProbeOk { get; set; }
+
+        /// <summary>
+        /// When a call last got an answer.
+        /// </summary>
+        [JsonProperty("last_success_at")]
+        public DateTimeOffset? LastSuccessAt { get; set; }
+
+        /// <summary>
+        /// Call attempts that finished within the window.
+        /// </summary>
+        [JsonProperty("recent_calls")]
+        public long RecentCalls { get; set; }
+
+        /// <summary>
+        /// recent_failures / recent_calls; null without calls in the window.
+        /// </summary>
+        [JsonProperty("recent_failure_share")]
+        public double? RecentFailureShare { get; set; }
+
+        /// <summary>
+        /// Of those, the ones that got no answer.
+        /// </summary>
+        [JsonProperty("recent_failures")]
+        public long RecentFailures { get; set; }
+
+        /// <summary>
+        /// LLM_HEALTH_WINDOW_S: the seconds the recent_* figures cover.
+        /// </summary>
+        [JsonProperty("window_s")]
+        public double WindowS { get; set; }
     }
 
     public partial class MemoryBatchCreate
@@ -1237,6 +1312,11 @@ namespace Machi.Protocol
         public static IntentionsPublic FromJson(string json) => JsonConvert.DeserializeObject<IntentionsPublic>(json, Machi.Protocol.Converter.Settings);
     }
 
+    public partial class LlmHealthPublic
+    {
+        public static LlmHealthPublic FromJson(string json) => JsonConvert.DeserializeObject<LlmHealthPublic>(json, Machi.Protocol.Converter.Settings);
+    }
+
     public partial class MemoryBatchCreate
     {
         public static MemoryBatchCreate FromJson(string json) => JsonConvert.DeserializeObject<MemoryBatchCreate>(json, Machi.Protocol.Converter.Settings);
@@ -1389,6 +1469,7 @@ namespace Machi.Protocol
         public static string ToJson(this HistoryFix self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this IntentionLine self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this IntentionsPublic self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
+        public static string ToJson(this LlmHealthPublic self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this MemoryBatchCreate self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this MemoryCreate self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this MemoryList self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
