@@ -25,6 +25,7 @@ from backend.llm.health import ModelHealth, find_health, watch
 from backend.llm.registry import build_embedder, build_provider, check_dependencies, wrap
 from backend.llm.scheduler import find_scheduler
 from backend.memory.service import MemoryService
+from backend.planning.planner import Planner
 from backend.security import install as install_security
 from backend.storage.db import check_driver, create_db_engine, init_db
 from backend.storage.lock import hold_database
@@ -135,6 +136,16 @@ async def _running(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
     )
     app.state.emotion = EmotionService(
         engine=engine, llm=app.state.llm, settings=settings, tasks=app.state.tasks, events=app.state.events
+    )
+    app.state.planner = Planner(
+        engine=engine,
+        llm=app.state.llm,
+        memory=app.state.memory,
+        tasks=app.state.tasks,
+        deadline_s=settings.plan_deadline_s,
+        events=app.state.events,
+        intentions=app.state.intentions,
+        emotion=app.state.emotion,
     )
     app.state.model_health = find_health(app.state.llm) or ModelHealth(settings.llm_health_window_s)
     for path in STARTUP_STEPS:

@@ -193,6 +193,14 @@ class Settings(BaseSettings):
     # News an agent heard is passed on only when its memory of it was rated at least this important.
     pass_on_importance: int = Field(7, ge=1, le=10)
 
+    # --- plans ---
+    #: `GET /v1/agents/{id}/plan/now` answers within this many seconds. A day's first plan (the intention
+    #: revision and the plan: two model calls) that is not ready by then is answered with a stored fallback
+    #: plan (`source: "fallback"`, `pending: true`); the model's plan replaces it when it arrives, announced
+    #: by the event `plan.updated`. Long enough for both calls on an idle local model, short enough that a
+    #: character waiting at its door at dawn is not noticed.
+    plan_deadline_s: float = Field(10.0, gt=0, le=600)
+
     # --- conversation ---
     max_turns: int = Field(8, ge=2, le=64)
     turn_deadline_s: float = Field(20.0, gt=0, le=600)

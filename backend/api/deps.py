@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from backend.events import EventBus
     from backend.intention.service import IntentionService
     from backend.memory.service import MemoryService
+    from backend.planning.planner import Planner
 
 #: Databases keep integers in 64 bits: a larger id or offset must be a 404/422, not an overflow (500).
 MAX_ROW_ID = 2**63 - 1
@@ -100,3 +101,10 @@ def get_intentions(request: Request) -> IntentionService:
 
 
 IntentionsDep = Annotated["IntentionService", Depends(get_intentions)]
+
+
+def get_planner(request: Request) -> Planner:
+    return request.app.state.planner
+
+
+PlannerDep = Annotated["Planner", Depends(get_planner)]

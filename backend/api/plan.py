@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Path, Query
 
-from backend.api.deps import EventsDep, IntentionsDep, LLMDep, MemoryDep, SessionDep, WorldDep
+from backend.api.deps import PlannerDep, SessionDep, WorldDep
 from backend.ids import ID_RULE, Id
 from backend.planning import service
 from backend.planning.schemas import PlanNow, PlanPublic, PlanRequest
@@ -19,23 +19,12 @@ Day = Annotated[int, Query(ge=1, le=1_000_000, description="game day, 1-based")]
 
 @router.post("/plan", response_model=PlanPublic)
 async def post_plan(
-    agent_id: AgentId,
-    body: PlanRequest,
-    request: Request,
-    session: SessionDep,
-    world: WorldDep,
-    llm: LLMDep,
-    memory: MemoryDep,
-    events: EventsDep,
-    intentions: IntentionsDep,
+    agent_id: AgentId, body: PlanRequest, session: SessionDep, world: WorldDep, planner: PlannerDep
 ) -> PlanPublic:
     """Generate the day's plan; with `time_of_day` (and a `reason`) replan the rest of the day. The day's
-    first plan revises the agent's intentions; their appointments for the day are kept through replans."""
-    emotion = getattr(request.app.state, "emotion", None)
-    plan = await service.make_plan(
-        session, llm, memory, world, agent_id, body, events=events, emotion=emotion, intentions=intentions
-    )
-    return service.plan_public(plan)
+    first plan revises the agent's intentions; their appointments for the day are kept through replans.
+    The reply waits for the model (bounded by its timeouts; a failed model gives the fallback plan)."""
+    return service.plan_public(await planner.make(session, world, agent_id, body))
 
 
 @router.get("/plan", response_model=PlanPublic)
@@ -50,12 +39,9 @@ async def get_plan_now(
     time_of_day: Annotated[float, Query(ge=0, lt=24, description="hours, e.g. 14.5")],
     session: SessionDep,
     world: WorldDep,
-    llm: LLMDep,
-    memory: MemoryDep,
-    events: EventsDep,
-    intentions: IntentionsDep,
+    planner: PlannerDep,
 ) -> PlanNow:
-    """The current item, the next one and the target point of interest (a new day gets a plan first)."""
-    return await service.plan_now(
-        session, llm, memory, world, agent_id, day, time_of_day, events=events, intentions=intentions
-    )
+    """The current item, the next one and the target point of interest, within PLAN_DEADLINE_S. A new day
+    gets a plan first; one the model has not made by the deadline is answered from a stored fallback plan
+    (`source: "fallback"`, `pending: true`) that the model's replaces when it arrives (event `plan.updated`)."""
+    return await planner.now(session, world, agent_id, day, time_of_day)

@@ -74,6 +74,9 @@ class PlanPayload(Payload):
     day: int
     reason: str | None = None
     items: list[dict[str, Any]] = []
+    #: model | repaired | fallback (a fallback stored at PLAN_DEADLINE_S is replaced when the model's arrives).
+    source: str = "model"
+    version: int = 1
 
 
 class AgentStatePayload(Payload):

@@ -132,3 +132,11 @@ class PlanNow(BaseModel):
     current: PlanItem | None
     next: PlanItem | None
     target_poi: PoiPublic | None
+    source: str = Field(
+        description="how the day's plan came about: model | repaired | fallback (the model failed, or its "
+        "plan was not ready within PLAN_DEADLINE_S)"
+    )
+    pending: bool = Field(
+        description="the model is still making this day's plan: the event plan.updated announces it, and "
+        "plan/now answers from it from then on"
+    )

@@ -1,4 +1,7 @@
-"""Daily plans: ask the model, validate and repair, store, and answer "what now?" for Unity."""
+"""Daily plans: ask the model, validate and repair, store.
+
+The order of plan work and plan/now's deadline are in planner.py; plan/now's answer is in now.py.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from backend.gametime import format_clock, utcnow
 from backend.llm.base import LLM, PRIORITY_PLAN, GenerateOptions
 from backend.planning import prompts
 from backend.planning.models import Plan
-from backend.planning.schemas import PlanItem, PlanNow, PlanPublic, PlanReply, PlanRequest, plan_reply_for
+from backend.planning.schemas import PlanItem, PlanPublic, PlanReply, PlanRequest, plan_reply_for
 from backend.planning.validation import (
     PlanUnrepairable,
     fallback_plan,
@@ -24,7 +27,7 @@ from backend.planning.validation import (
     repair_plan,
 )
 from backend.world.models import Agent, PointOfInterest
-from backend.world.service import get_agent, list_pois, poi_public
+from backend.world.service import get_agent, list_pois
 
 if TYPE_CHECKING:
     from backend.emotion.service import EmotionService
@@ -132,8 +135,11 @@ def _announce(
         events.publish(
             PLAN_UPDATED,
             agent.world_id,
-            PlanPayload(agent_id=agent.id, day=plan.day, reason=request.reason, items=list(plan.items)),
-        )
+            PlanPayload(
+                agent_id=agent.id, day=plan.day, reason=request.reason, items=list(plan.items),
+                source=plan.source, version=plan.version,
+            ),
+        )  # fmt: skip
     if emotion is not None and request.reason:
         cause = (
             f"had to change plans: {request.reason}"
@@ -262,6 +268,46 @@ def _store(
     return plan
 
 
+async def store_fallback(
+    session: Session,
+    agent: Agent,
+    day: int,
+    *,
+    events: EventBus | None = None,
+    intentions: IntentionService | None = None,
+) -> Plan:
+    """Store the day's fallback plan (its appointments kept) unless the day has a plan by now, and return
+    the day's plan: what plan/now answers when the model's first plan is late. It leaves no plan memory:
+    the model's plan, which replaces it, brings its own."""
+    pois = list_pois(session, agent.world_id)
+    home = home_of(agent, pois)
+    items = _fallback(agent, pois, home, agent.wake_hour, agent.sleep_hour)
+    items, repairs = await _keep_appointments(intentions, agent, pois, items, day, agent.wake_hour)
+    plan = _insert(session, agent, day, items, repairs)
+    if plan is None:  # the model's plan (or another request's) got there first
+        return get_plan(session, agent.world_id, agent.id, day)
+    _announce(agent, plan, PlanRequest(day=day), events=events, emotion=None)
+    return plan
+
+
+def _insert(
+    session: Session, agent: Agent, day: int, items: list[PlanItem], repairs: list[str]
+) -> Plan | None:
+    """A fallback plan for a day that has none; None (nothing stored) when the day has one."""
+    if stored_plan(session, agent.world_id, agent.id, day) is not None:
+        return None
+    plan = Plan(world_id=agent.world_id, agent_id=agent.id, day=day, version=1, source="fallback",
+                items=[item.model_dump() for item in items], repairs=repairs)  # fmt: skip
+    session.add(plan)
+    try:
+        session.commit()
+    except IntegrityError:
+        session.rollback()
+        return None
+    session.refresh(plan)
+    return plan
+
+
 def plan_item_text(place: str, activity: str, ja: bool) -> str:
     """ "place: activity" in words, the place said once: an activity that already names it stands alone
     (図書館で新しい本を探す, not 図書館で図書館で新しい本を探す)."""
@@ -312,63 +358,3 @@ def current_item_of_stored_plan(
     """The stored plan's item at that time, without generating anything (None when there is none)."""
     plan = stored_plan(session, world_id, agent_id, day)
     return item_at(plan.items, time_of_day)[1] if plan else None
-
-
-async def plan_now(
-    session: Session,
-    llm: LLM,
-    memory: MemoryService,
-    world_id: str,
-    agent_id: str,
-    day: int,
-    time_of_day: float,
-    *,
-    events: EventBus | None = None,
-    intentions: IntentionService | None = None,
-) -> PlanNow:
-    """What the agent should do at (day, time_of_day) and where; a day without a plan gets one first."""
-    agent = get_agent(session, world_id, agent_id)
-    plan = stored_plan(session, world_id, agent_id, day)
-    if plan is None:
-        plan = await make_plan(
-            session,
-            llm,
-            memory,
-            world_id,
-            agent_id,
-            PlanRequest(day=day),
-            events=events,
-            intentions=intentions,
-        )
-    items = [PlanItem.model_validate(it) for it in plan.items]
-    pois = {p.id: p for p in list_pois(session, world_id)}
-    home = home_of(agent, list(pois.values()))
-    sleeping = SLEEP_ACTIVITY["en" if agent.language == "en" else "ja"]
-    status, current, following = "active", None, None
-    if not items or time_of_day < items[0].start:
-        status = "sleeping"
-        current = PlanItem(start=0, end=items[0].start if items else 24, poi_id=home, activity=sleeping)
-        following = items[0] if items else None
-    elif time_of_day >= items[-1].end:
-        status = "sleeping"
-        current = PlanItem(start=items[-1].end, end=24, poi_id=home, activity=sleeping)
-    else:
-        index, _ = item_at(plan.items, time_of_day)
-        if index is None:  # only an imported or hand-edited plan can have a hole: stay home through it
-            upcoming = [it for it in items if it.start > time_of_day]
-            end = upcoming[0].start if upcoming else items[-1].end
-            current = PlanItem(start=time_of_day, end=end, poi_id=home, activity=sleeping)
-            following = upcoming[0] if upcoming else None
-        else:
-            current = items[index]
-            following = items[index + 1] if index + 1 < len(items) else None
-    target = pois.get(current.poi_id) if current.poi_id else None
-    return PlanNow(
-        agent_id=agent_id,
-        day=day,
-        time_of_day=time_of_day,
-        status=status,
-        current=current,
-        next=following,
-        target_poi=poi_public(target) if target else None,
-    )

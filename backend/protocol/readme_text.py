@@ -143,6 +143,11 @@ RULES = """## Rules every call follows
   spaces.
 - Times are game time: `day` (1-based) and `time_of_day` in hours (`14.5` = 14:30). Positions are Unity
   world coordinates in metres.
+- `plan/now` answers within `PLAN_DEADLINE_S` (10 s). On a day's first ask the model makes the day's plan;
+  one not ready by then is answered from a stored fallback plan (`"source": "fallback"`, `"pending": true`),
+  and the model's plan replaces it when it arrives: the `plan.updated` event (its `source` and `version`
+  say which) tells you to ask `plan/now` again. Asking again meanwhile costs nothing (the model's work is
+  not repeated). `POST /plan` waits for the model (bounded by its own timeouts).
 - The agent state machine: `waiting_for_replan` -> (plan/now) -> `moving_to_poi` -> (arrived) ->
   `wandering_in_poi` -> (item ends) -> `waiting_for_replan`; meeting someone -> `talking` -> `cooldown` ->
   `waiting_for_replan`. Report every change.
@@ -190,7 +195,9 @@ STEPS: list[dict[str, Any]] = [
     {
         "title": "Ask what to do now",
         "why": "Leaving `waiting_for_replan`: the current plan item, the next one, and where to walk. The "
-        "day's plan is made on the first ask.",
+        "day's plan is made on the first ask, which answers within `PLAN_DEADLINE_S` (10 s): a plan the model "
+        "has not made by then is answered from a stored fallback plan (`\"source\": \"fallback\"`, "
+        "`\"pending\": true`); walk by it, and ask again on the `plan.updated` event that brings the model's.",
         "method": "GET", "path": "/v1/agents/aoi/plan/now?day=1&time_of_day=9.0", "schema": "PlanNow",
         "remember": lambda r: {"target": (r.json().get("target_poi") or {}).get("name") or "中央カフェ"},
     },

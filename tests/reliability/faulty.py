@@ -17,13 +17,15 @@ class FaultyLLM(ScriptedLLM):
     """The scripted engine, except for calls whose purpose has a fault set.
 
     faults: purpose ("dialogue", "importance", ... or "background" for all background purposes) -> "raise" |
-    "hang" | "garbage". `gate`, when set, holds every background call until it is opened.
+    "hang" | "garbage". `gate`, when set, holds every call whose purpose is in `gated` (the background
+    purposes unless changed) until it is opened.
     """
 
     def __init__(self) -> None:
         super().__init__(seed=0)
         self.faults: dict[str, str] = {}
         self.gate: asyncio.Event | None = None
+        self.gated: set[str] = set(BACKGROUND_PURPOSES)
         self.attempts: list[str] = []
 
     def _fault(self, purpose: str) -> str | None:
@@ -37,7 +39,7 @@ class FaultyLLM(ScriptedLLM):
         self, messages: Sequence[Message], *, options: GenerateOptions, schema: dict[str, Any] | None = None
     ) -> Completion:
         self.attempts.append(options.purpose)
-        if self.gate is not None and options.purpose in BACKGROUND_PURPOSES:
+        if self.gate is not None and options.purpose in self.gated:
             await self.gate.wait()
         fault = self._fault(options.purpose)
         if fault == "raise":

@@ -755,6 +755,20 @@ namespace Machi.Protocol
         [JsonProperty("next")]
         public PlanItem Next { get; set; }
 
+        /// <summary>
+        /// the model is still making this day's plan: the event plan.updated announces it, and
+        /// plan/now answers from it from then on
+        /// </summary>
+        [JsonProperty("pending")]
+        public bool Pending { get; set; }
+
+        /// <summary>
+        /// how the day's plan came about: model | repaired | fallback (the model failed, or its plan
+        /// was not ready within PLAN_DEADLINE_S)
+        /// </summary>
+        [JsonProperty("source")]
+        public string Source { get; set; }
+
         [JsonProperty("status")]
         public string Status { get; set; }
 

@@ -1,0 +1,146 @@
+"""Plan work off the request, one piece at a time per agent and day: plan/now's deadline and its background plan.
+
+The day's first plan (the intention revision and the plan: two model calls) runs as a background task that
+outlives the request. `plan/now` waits for it up to PLAN_DEADLINE_S; past that it stores and answers a fallback
+plan (`source: "fallback"`, `pending: true`), which the model's plan replaces when it arrives (`plan.updated`).
+A plan/now while the task runs joins it instead of asking the model again, and `POST /plan` runs after it, so
+a replan is never overwritten by a first plan still on its way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from typing import TYPE_CHECKING
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from backend.events import EventBus
+from backend.llm.base import LLM
+from backend.planning import service
+from backend.planning.models import Plan
+from backend.planning.now import plan_now_of
+from backend.planning.schemas import PlanNow, PlanRequest
+from backend.tasks import TaskRunner
+from backend.world.models import Agent
+from backend.world.service import get_agent, list_pois
+
+if TYPE_CHECKING:
+    from backend.emotion.service import EmotionService
+    from backend.intention.service import IntentionService
+    from backend.memory.service import MemoryService
+
+log = logging.getLogger(__name__)
+
+#: (world, agent, day): plan work for one key runs one piece at a time.
+PlanKey = tuple[str, str, int]
+#: Part of PLAN_DEADLINE_S kept back for storing the fallback plan when the model's is late.
+STORE_SHARE = 0.1
+
+
+class Planner:
+    """Built once in create_app's lifespan and kept at `app.state.planner`."""
+
+    def __init__(
+        self,
+        *,
+        engine: Engine,
+        llm: LLM,
+        memory: MemoryService,
+        tasks: TaskRunner,
+        deadline_s: float,
+        events: EventBus | None = None,
+        intentions: IntentionService | None = None,
+        emotion: EmotionService | None = None,
+    ) -> None:
+        self.engine = engine
+        self.llm = llm
+        self.memory = memory
+        self.tasks = tasks
+        self.deadline_s = deadline_s
+        self.events = events
+        self.intentions = intentions
+        self.emotion = emotion
+        self._work: dict[PlanKey, asyncio.Task[Plan]] = {}
+
+    def pending(self, world_id: str, agent_id: str, day: int) -> bool:
+        """Whether plan work for that agent and day is under way (its result will be `plan.updated`)."""
+        task = self._work.get((world_id, agent_id, day))
+        return task is not None and not task.done()
+
+    async def make(self, session: Session, world_id: str, agent_id: str, request: PlanRequest) -> Plan:
+        """`POST /plan`: make or remake the day's plan after the plan work under way for it, and wait for it.
+
+        No deadline: the model layer's timeouts bound it, and a failed model gives the fallback plan. The work
+        finishes (and is stored) even when the client stops waiting.
+
+        Raises:
+            NotFound: unknown agent.
+        """
+        get_agent(session, world_id, agent_id)
+        session.close()
+        return await asyncio.shield(self._start(world_id, agent_id, request))
+
+    async def now(
+        self, session: Session, world_id: str, agent_id: str, day: int, time_of_day: float
+    ) -> PlanNow:
+        """`GET /plan/now`: what the agent should do now, within PLAN_DEADLINE_S. A day without a plan gets
+        one.
+
+        Raises:
+            NotFound: unknown agent.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.deadline_s * (1 - STORE_SHARE)
+        agent = get_agent(session, world_id, agent_id)
+        plan = service.stored_plan(session, world_id, agent_id, day)
+        if plan is None:
+            session.close()  # no pooled connection held while the model plans
+            plan = await self._first_plan(session, agent, day, deadline)
+        pending = self.pending(world_id, agent_id, day)
+        return plan_now_of(agent, plan, list_pois(session, world_id), time_of_day, pending=pending)
+
+    async def _first_plan(self, session: Session, agent: Agent, day: int, deadline: float) -> Plan:
+        """The day's first plan by `deadline` (joining the work under way), else the stored fallback plan."""
+        key = (agent.world_id, agent.id, day)
+        task = self._work.get(key) or self._start(agent.world_id, agent.id, PlanRequest(day=day))
+        await asyncio.wait([task], timeout=max(0.0, deadline - asyncio.get_running_loop().time()))
+        if task.done() and not task.cancelled():
+            return task.result()
+        log.warning(
+            "plan of %s for day %d not ready within PLAN_DEADLINE_S (%g s): answering with the fallback "
+            "plan; the model's replaces it when it arrives", agent.id, day, self.deadline_s,
+        )  # fmt: skip
+        return await service.store_fallback(
+            session, agent, day, events=self.events, intentions=self.intentions
+        )
+
+    def _start(self, world_id: str, agent_id: str, request: PlanRequest) -> asyncio.Task[Plan]:
+        key = (world_id, agent_id, request.day)
+        before = self._work.get(key)
+        name = f"plan {world_id}/{agent_id} day {request.day}"
+        task = self.tasks.spawn(self._run(world_id, agent_id, request, before), name=name)
+        self._work[key] = task
+        task.add_done_callback(functools.partial(self._forget, key))
+        return task
+
+    def _forget(self, key: PlanKey, task: asyncio.Task[Plan]) -> None:
+        if self._work.get(key) is task:
+            del self._work[key]
+
+    async def _run(
+        self, world_id: str, agent_id: str, request: PlanRequest, before: asyncio.Task[Plan] | None
+    ) -> Plan:
+        if before is not None:  # its outcome is its own caller's; this work starts from what it stored
+            await asyncio.wait([before])
+        with Session(self.engine, expire_on_commit=False) as session:
+            plan = await service.make_plan(
+                session, self.llm, self.memory, world_id, agent_id, request,
+                events=self.events, emotion=self.emotion, intentions=self.intentions,
+            )  # fmt: skip
+        log.info(
+            "plan of %s for day %d stored (version %d, %s)", agent_id, plan.day, plan.version, plan.source
+        )
+        return plan
