@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path, Query, Request
 
 from backend.api.deps import PlannerDep, SessionDep, WorldDep
 from backend.ids import ID_RULE, Id
 from backend.planning import service
 from backend.planning.schemas import PlanNow, PlanPublic, PlanRequest
+from backend.security import VIEWER, request_role
 
 router = APIRouter(prefix="/v1/agents/{agent_id}", tags=["plan"])
 
@@ -37,11 +38,14 @@ async def get_plan_now(
     agent_id: AgentId,
     day: Day,
     time_of_day: Annotated[float, Query(ge=0, lt=24, description="hours, e.g. 14.5")],
+    request: Request,
     session: SessionDep,
     world: WorldDep,
     planner: PlannerDep,
 ) -> PlanNow:
     """The current item, the next one and the target point of interest, within PLAN_DEADLINE_S. A new day
     gets a plan first; one the model has not made by the deadline is answered from a stored fallback plan
-    (`source: "fallback"`, `pending: true`) that the model's replaces when it arrives (event `plan.updated`)."""
-    return await planner.now(session, world, agent_id, day, time_of_day)
+    (`source: "fallback"`, `pending: true`) that the model's replaces when it arrives (event `plan.updated`).
+    The read-only viewer key never makes one: a day without a plan is a 403 for it."""
+    may_write = request_role(request) != VIEWER
+    return await planner.now(session, world, agent_id, day, time_of_day, may_write=may_write)

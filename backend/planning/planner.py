@@ -4,7 +4,7 @@ The day's first plan (the intention revision and the plan: two model calls) runs
 outlives the request. `plan/now` waits for it up to PLAN_DEADLINE_S; past that it stores and answers a fallback
 plan (`source: "fallback"`, `pending: true`), which the model's plan replaces when it arrives (`plan.updated`).
 A plan/now while the task runs joins it instead of asking the model again, and `POST /plan` runs after it, so
-a replan is never overwritten by a first plan still on its way.
+a replan is never overwritten by a first plan still on its way. A GET with the read-only key never starts one.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from backend.errors import Forbidden
 from backend.events import EventBus
 from backend.llm.base import LLM
 from backend.planning import service
@@ -84,19 +85,22 @@ class Planner:
         return await asyncio.shield(self._start(world_id, agent_id, request))
 
     async def now(
-        self, session: Session, world_id: str, agent_id: str, day: int, time_of_day: float
+        self, session: Session, world_id: str, agent_id: str, day: int, time_of_day: float, *, may_write: bool
     ) -> PlanNow:
         """`GET /plan/now`: what the agent should do now, within PLAN_DEADLINE_S. A day without a plan gets
-        one.
+        one (`may_write`: the full key; the read-only key is refused rather than made to write).
 
         Raises:
             NotFound: unknown agent.
+            Forbidden: the day has no plan yet and `may_write` is false.
         """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.deadline_s * (1 - STORE_SHARE)
         agent = get_agent(session, world_id, agent_id)
         plan = service.stored_plan(session, world_id, agent_id, day)
         if plan is None:
+            if not may_write:
+                raise _plan_is_a_write(agent_id, day)
             session.close()  # no pooled connection held while the model plans
             plan = await self._first_plan(session, agent, day, deadline)
         pending = self.pending(world_id, agent_id, day)
@@ -144,3 +148,12 @@ class Planner:
             "plan of %s for day %d stored (version %d, %s)", agent_id, plan.day, plan.version, plan.source
         )
         return plan
+
+
+def _plan_is_a_write(agent_id: str, day: int) -> Forbidden:
+    path = f"/v1/agents/{agent_id}/plan"
+    return Forbidden(
+        f"the viewer key is read-only: {agent_id!r} has no plan for day {day} yet, and making it is a write "
+        f"(POST {path}, or this plan/now, with MACHI_API_KEY)",
+        details={"method": "POST", "path": path, "day": day},
+    )

@@ -147,7 +147,9 @@ RULES = """## Rules every call follows
   one not ready by then is answered from a stored fallback plan (`"source": "fallback"`, `"pending": true`),
   and the model's plan replaces it when it arrives: the `plan.updated` event (its `source` and `version`
   say which) tells you to ask `plan/now` again. Asking again meanwhile costs nothing (the model's work is
-  not repeated). `POST /plan` waits for the model (bounded by its own timeouts).
+  not repeated). `POST /plan` waits for the model (bounded by its own timeouts). With the read-only viewer
+  key, a day without a plan is `403 forbidden` naming the write (`POST /v1/agents/{agent_id}/plan`): a
+  GET never makes anything for it.
 - The agent state machine: `waiting_for_replan` -> (plan/now) -> `moving_to_poi` -> (arrived) ->
   `wandering_in_poi` -> (item ends) -> `waiting_for_replan`; meeting someone -> `talking` -> `cooldown` ->
   `waiting_for_replan`. Report every change.
