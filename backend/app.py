@@ -117,6 +117,7 @@ async def _running(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
     app.state.embedder = app.state.injected_embedder or build_embedder(settings)
     app.state.tasks = TaskRunner()
     app.state.events = EventBus()
+    app.state.event_sockets = set()  # the open /v1/events WebSockets (at most MAX_EVENT_SOCKETS)
     _publish_llm_calls(app.state.llm, app.state.events)
     app.state.jobs = JobRunner(engine=engine, settings=settings, tasks=app.state.tasks)
     app.state.agents = AgentCache()  # agent rows read by every turn and memory write (see world/cache.py)
