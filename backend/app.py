@@ -26,6 +26,7 @@ from backend.llm.registry import build_embedder, build_provider, check_dependenc
 from backend.llm.scheduler import find_scheduler
 from backend.memory.service import MemoryService
 from backend.security import install as install_security
+from backend.storage import retention
 from backend.storage.db import check_driver, create_db_engine, init_db
 from backend.storage.lock import hold_database
 from backend.tasks import TaskRunner
@@ -144,12 +145,13 @@ async def _running(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
         await step(app)
     install_job_handlers(app.state)
     await app.state.jobs.start()  # jobs a crash left pending run again now
-    # Start-up check, then a cheap one whenever the model has been idle (an unreachable model is never fatal).
-    probe = asyncio.create_task(watch(app.state.model_health, provider, settings.llm_health_probe_idle_s))
+    watchers = _watchers(app, settings, provider)
     try:
         yield
     finally:
-        probe.cancel()
+        for watcher in watchers:
+            watcher.cancel()
+        await asyncio.gather(*watchers, return_exceptions=True)
         await app.state.jobs.stop()
         if (scheduler := find_scheduler(app.state.llm)) is not None:
             scheduler.shutdown()  # model work is cancelled, not waited for: its jobs run after the restart
@@ -161,6 +163,19 @@ async def _running(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
         await app.state.llm.aclose()
         await app.state.embedder.aclose()
         engine.dispose()
+
+
+def _watchers(app: FastAPI, settings: Settings, provider: LLM) -> list[asyncio.Task[None]]:
+    """The server's periodic work, cancelled at shutdown: the model's start-up check and a cheap one whenever
+    it has been idle (an unreachable model is never fatal), and pruning the trace and finished jobs."""
+    state = app.state
+    rules = retention.rules(settings)
+    return [
+        asyncio.create_task(watch(state.model_health, provider, settings.llm_health_probe_idle_s)),
+        asyncio.create_task(
+            retention.keep_pruning(state.engine, rules, settings.prune_interval_s, state.tasks)
+        ),
+    ]
 
 
 def _publish_llm_calls(llm: LLM, bus: EventBus) -> None:

@@ -229,6 +229,18 @@ class Settings(BaseSettings):
     # How often the runner looks for jobs due again (retries, jobs left by a crash).
     job_poll_s: float = Field(1.0, gt=0, le=60)
 
+    # --- retention (backend/storage/retention.py): rows that only pile up, pruned by age and by count ---
+    # The model-call trace (the dashboard's LLM calls; ~30 KB a call with its prompt): calls older than this
+    # many days, and all but the newest this many. 0: no limit of that kind (both 0: kept for ever).
+    llm_call_retention_days: float = Field(7.0, ge=0, le=36_500)
+    llm_call_retention_rows: int = Field(5000, ge=0, le=1_000_000_000)
+    # Finished (`done`) jobs, the same way (by when they finished); pending, running and failed jobs stay.
+    job_retention_days: float = Field(7.0, ge=0, le=36_500)
+    job_retention_rows: int = Field(10_000, ge=0, le=1_000_000_000)
+    # Seconds between two prunings in the server (the first runs at start-up). `machi db vacuum` prunes at
+    # once and gives the space back to the file system.
+    prune_interval_s: float = Field(3600.0, gt=0, le=7 * 86_400)
+
     @field_validator("database_url")
     @classmethod
     def _check_database_url(cls, value: str) -> str:
