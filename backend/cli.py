@@ -17,6 +17,7 @@ from backend.logs import configure_logging
 #: sets `func=callable(args, settings) -> int` via `set_defaults`.
 COMMAND_MODULES: tuple[str, ...] = (
     "backend.world.cli",
+    "backend.storage.cli",
     "backend.council.cli",
     "backend.protocol.cli",
     "backend.simulate.cli",
