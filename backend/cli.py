@@ -34,11 +34,12 @@ SHUTDOWN_GRACE_S = 3
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
-    from backend.security.connection import uvicorn_limits
+    from backend.security.connection import raise_open_files, uvicorn_limits
 
     host = args.host or settings.machi_host
     port = args.port or settings.machi_port
     limits = uvicorn_limits(settings)
+    raise_open_files()  # every connection is a file descriptor: a soft limit of 1024 runs out at a flood
     if args.reload:
         # The reloader pickles its options for a child process, and the guarded protocol class is built per
         # setting: development runs without the head deadline (the body deadline is the app's own).

@@ -27,6 +27,9 @@ log = logging.getLogger(__name__)
 
 #: Seconds between two warnings that requests are refused at the concurrency limit (a flood logs once).
 WARN_EVERY_S = 60.0
+#: The soft limit on open files `machi serve` raises itself to, within the hard limit: a common default soft
+#: limit, 1024, is used up by about a thousand connections (and SQLite needs descriptors too).
+OPEN_FILES_WANTED = 65_536
 
 
 def uvicorn_limits(settings: Settings) -> dict[str, Any]:
@@ -36,6 +39,27 @@ def uvicorn_limits(settings: Settings) -> dict[str, Any]:
         "limit_concurrency": settings.http_max_concurrency or None,
         "http": protocol_class(settings.http_header_timeout_s),
     }
+
+
+def raise_open_files(wanted: int = OPEN_FILES_WANTED) -> int | None:
+    """Raise this process's soft limit on open files towards `wanted`, never past the hard limit.
+
+    Returns:
+        The soft limit now; None where the system has no such limit (Windows).
+    """
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):  # a system that refuses keeps the old limit; the server still runs
+            log.warning("could not raise the open files limit from %d to %d", soft, target)
+    return int(soft)
 
 
 def protocol_class(header_timeout_s: float) -> type[asyncio.Protocol]:

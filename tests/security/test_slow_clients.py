@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +19,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
-from bench.serverproc import ServerProcess
+from bench.serverproc import ROOT, ServerProcess
 
 pytestmark = pytest.mark.slow
 
@@ -136,3 +138,23 @@ def test_past_the_concurrency_limit_a_request_gets_503_in_the_envelope(crowded: 
             time.sleep(0.05)
         else:
             pytest.fail("the server kept refusing after a connection closed")
+
+
+def test_the_server_raises_its_open_files_limit_within_the_hard_one() -> None:
+    """A soft limit of 1024 held the 1,100 half-sent requests of the report; `machi serve` raises it."""
+    resource = pytest.importorskip("resource")
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard < 4096:
+        pytest.skip(f"the hard limit on open files here is {hard}")
+    script = (
+        "import resource; from backend.security.connection import raise_open_files; "
+        "print(raise_open_files(4096), resource.getrlimit(resource.RLIMIT_NOFILE)[0])"
+    )
+
+    def lower() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, preexec_fn=lower, capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.split() == ["4096", "4096"], done.stderr
