@@ -27,6 +27,7 @@ from backend.llm.scheduler import find_scheduler
 from backend.memory.service import MemoryService
 from backend.planning.planner import Planner
 from backend.security import install as install_security
+from backend.storage import retention
 from backend.storage.db import check_driver, create_db_engine, init_db
 from backend.storage.lock import hold_database
 from backend.tasks import TaskRunner
@@ -118,6 +119,7 @@ async def _running(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
     app.state.embedder = app.state.injected_embedder or build_embedder(settings)
     app.state.tasks = TaskRunner()
     app.state.events = EventBus()
+    app.state.event_sockets = set()  # the open /v1/events WebSockets (at most MAX_EVENT_SOCKETS)
     _publish_llm_calls(app.state.llm, app.state.events)
     app.state.jobs = JobRunner(engine=engine, settings=settings, tasks=app.state.tasks)
     app.state.agents = AgentCache()  # agent rows read by every turn and memory write (see world/cache.py)
@@ -154,12 +156,13 @@ async def _running(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
         await step(app)
     install_job_handlers(app.state)
     await app.state.jobs.start()  # jobs a crash left pending run again now
-    # Start-up check, then a cheap one whenever the model has been idle (an unreachable model is never fatal).
-    probe = asyncio.create_task(watch(app.state.model_health, provider, settings.llm_health_probe_idle_s))
+    watchers = _watchers(app, settings, provider)
     try:
         yield
     finally:
-        probe.cancel()
+        for watcher in watchers:
+            watcher.cancel()
+        await asyncio.gather(*watchers, return_exceptions=True)
         await app.state.jobs.stop()
         if (scheduler := find_scheduler(app.state.llm)) is not None:
             scheduler.shutdown()  # model work is cancelled, not waited for: its jobs run after the restart
@@ -171,6 +174,19 @@ async def _running(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
         await app.state.llm.aclose()
         await app.state.embedder.aclose()
         engine.dispose()
+
+
+def _watchers(app: FastAPI, settings: Settings, provider: LLM) -> list[asyncio.Task[None]]:
+    """The server's periodic work, cancelled at shutdown: the model's start-up check and a cheap one whenever
+    it has been idle (an unreachable model is never fatal), and pruning the trace and finished jobs."""
+    state = app.state
+    rules = retention.rules(settings)
+    return [
+        asyncio.create_task(watch(state.model_health, provider, settings.llm_health_probe_idle_s)),
+        asyncio.create_task(
+            retention.keep_pruning(state.engine, rules, settings.prune_interval_s, state.tasks)
+        ),
+    ]
 
 
 def _publish_llm_calls(llm: LLM, bus: EventBus) -> None:

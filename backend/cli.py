@@ -17,6 +17,7 @@ from backend.logs import configure_logging
 #: sets `func=callable(args, settings) -> int` via `set_defaults`.
 COMMAND_MODULES: tuple[str, ...] = (
     "backend.world.cli",
+    "backend.storage.cli",
     "backend.council.cli",
     "backend.protocol.cli",
     "backend.simulate.cli",
@@ -33,10 +34,17 @@ SHUTDOWN_GRACE_S = 3
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
+    from backend.security.connection import raise_open_files, uvicorn_limits
+
     host = args.host or settings.machi_host
     port = args.port or settings.machi_port
+    limits = uvicorn_limits(settings)
+    raise_open_files()  # every connection is a file descriptor: a soft limit of 1024 runs out at a flood
     if args.reload:
-        uvicorn.run("backend.app:create_app", factory=True, host=host, port=port, reload=True)
+        # The reloader pickles its options for a child process, and the guarded protocol class is built per
+        # setting: development runs without the head deadline (the body deadline is the app's own).
+        del limits["http"]
+        uvicorn.run("backend.app:create_app", factory=True, host=host, port=port, reload=True, **limits)
         return 0
     from backend.app import create_app
     from backend.llm.registry import build_provider, check_dependencies
@@ -56,6 +64,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             port=port,
             log_level=settings.log_level,
             timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+            **limits,  # slow and idle clients: backend/security/connection.py
         )
     return 0
 

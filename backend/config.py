@@ -67,6 +67,23 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(1_000_000, ge=1024)
     # POST /v1/world/import only: a world export with memory embeddings is far past MAX_BODY_BYTES.
     max_import_bytes: int = Field(256_000_000, ge=1024)
+    # Slow and idle clients (backend/security/connection.py): each open connection holds a file descriptor.
+    # Seconds a connection may take to send a request's line and headers (from opening, or from the previous
+    # response) before it is closed; uvicorn itself waits for ever.
+    http_header_timeout_s: float = Field(10.0, gt=0, le=3600)
+    # Seconds a request's body may take to arrive once its headers have (408 request_timeout past it);
+    # POST /v1/world/import gets HTTP_IMPORT_TIMEOUT_S (a large export over a slow network).
+    http_body_timeout_s: float = Field(30.0, gt=0, le=3600)
+    http_import_timeout_s: float = Field(600.0, gt=0, le=86_400)
+    # Seconds an idle keep-alive connection stays open after a response (uvicorn's timeout_keep_alive).
+    http_keep_alive_s: int = Field(5, ge=1, le=3600)
+    # Open connections (event WebSockets included) and requests in progress at which a new request gets
+    # 503 service_unavailable instead of being served (uvicorn's limit_concurrency). 0: no limit.
+    http_max_concurrency: int = Field(256, ge=0, le=1_000_000)
+    # /v1/events WebSockets open at once (long-lived: no body or header timeout applies to them); one more is
+    # accepted, told why and closed with 1013 (try again later). Below HTTP_MAX_CONCURRENCY, so sockets
+    # cannot take every connection HTTP requests need.
+    max_event_sockets: int = Field(64, ge=1, le=1_000_000)
 
     # --- storage ---
     database_url: str = "sqlite:///./data/machi.db"
@@ -220,6 +237,18 @@ class Settings(BaseSettings):
     # How often the runner looks for jobs due again (retries, jobs left by a crash).
     job_poll_s: float = Field(1.0, gt=0, le=60)
 
+    # --- retention (backend/storage/retention.py): rows that only pile up, pruned by age and by count ---
+    # The model-call trace (the dashboard's LLM calls; ~30 KB a call with its prompt): calls older than this
+    # many days, and all but the newest this many. 0: no limit of that kind (both 0: kept for ever).
+    llm_call_retention_days: float = Field(7.0, ge=0, le=36_500)
+    llm_call_retention_rows: int = Field(5000, ge=0, le=1_000_000_000)
+    # Finished (`done`) jobs, the same way (by when they finished); pending, running and failed jobs stay.
+    job_retention_days: float = Field(7.0, ge=0, le=36_500)
+    job_retention_rows: int = Field(10_000, ge=0, le=1_000_000_000)
+    # Seconds between two prunings in the server (the first runs at start-up). `machi db vacuum` prunes at
+    # once and gives the space back to the file system.
+    prune_interval_s: float = Field(3600.0, gt=0, le=7 * 86_400)
+
     @field_validator("database_url")
     @classmethod
     def _check_database_url(cls, value: str) -> str:
@@ -252,6 +281,16 @@ class Settings(BaseSettings):
             raise ValueError("MACHI_VIEWER_KEY needs MACHI_API_KEY: without it every route would stay open")
         if viewer and viewer == api:
             raise ValueError("MACHI_VIEWER_KEY must differ from MACHI_API_KEY")
+        return self
+
+    @model_validator(mode="after")
+    def _check_connection_limits(self) -> Settings:
+        limit = self.http_max_concurrency
+        if limit and self.max_event_sockets >= limit:
+            raise ValueError(
+                f"MAX_EVENT_SOCKETS ({self.max_event_sockets}) must be below HTTP_MAX_CONCURRENCY ({limit}): "
+                "event WebSockets count as connections, and HTTP requests need the rest"
+            )
         return self
 
     @model_validator(mode="after")

@@ -136,3 +136,10 @@ def test_env_example_loads_as_is_and_lists_every_setting(tmp_path, monkeypatch) 
     fields = set(Settings.model_fields)
     assert fields - listed == set(), "settings missing from .env.example"
     assert listed - fields == set(), ".env.example names settings the code does not read"
+
+
+def test_event_sockets_must_leave_connections_for_requests() -> None:
+    message = error_of(HTTP_MAX_CONCURRENCY="64", MAX_EVENT_SOCKETS="64")
+    assert len(message.splitlines()) == 1
+    assert "MAX_EVENT_SOCKETS (64) must be below HTTP_MAX_CONCURRENCY (64)" in message
+    assert Settings(http_max_concurrency=0, max_event_sockets=5000).max_event_sockets == 5000  # 0: no limit

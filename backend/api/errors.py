@@ -21,7 +21,14 @@ log = logging.getLogger(__name__)
 #: FastAPI's words for a body it could not read (its cause: bad UTF-8, nesting past the recursion limit,
 #: a number too long to convert); the answer says which instead.
 UNREADABLE_BODY = "There was an error parsing the body"
-HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large", 429: "too_many_requests"}
+HTTP_CODES = {
+    404: "not_found",
+    405: "method_not_allowed",
+    408: "request_timeout",
+    413: "payload_too_large",
+    429: "too_many_requests",
+    503: "service_unavailable",
+}
 
 
 def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:

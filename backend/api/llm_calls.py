@@ -179,5 +179,12 @@ def get_call(
 ) -> LLMCallDetail:
     row = session.get(LLMCall, call_id)
     if row is None or row.world_id != world:
+        oldest = session.exec(select(func.min(LLMCall.id))).one()
+        if row is None and oldest is not None and call_id < oldest:  # ids only grow: it was there once
+            raise NotFound(
+                f"LLM call {call_id} is no longer kept: older calls are pruned (the trace keeps those "
+                "younger than LLM_CALL_RETENTION_DAYS, and the newest LLM_CALL_RETENTION_ROWS)",
+                details={"pruned": True},
+            )
         raise NotFound(f"no LLM call {call_id} in world {world!r}")
     return LLMCallDetail.model_validate(row, from_attributes=True)

@@ -123,7 +123,11 @@ RULES = """## Rules every call follows
   unauthorized`; past `AUTH_FAILURE_LIMIT` wrong keys from one address within `AUTH_FAILURE_WINDOW_S`, its
   wrong keys get `429 too_many_requests` with `Retry-After`; the read-only `MACHI_VIEWER_KEY` gets `403
   forbidden` on every write). The `/v1/events` WebSocket takes the same headers, or `?api_key=<key>` where a
-  client cannot set headers. Bodies over `MAX_BODY_BYTES` (1 MB) get `413 payload_too_large`.
+  client cannot set headers. Bodies over `MAX_BODY_BYTES` (1 MB) get `413 payload_too_large`; a body that
+  has not all arrived `HTTP_BODY_TIMEOUT_S` (30 s) after its headers gets `408 request_timeout`; a server at
+  its `HTTP_MAX_CONCURRENCY` answers `503 service_unavailable` with `Retry-After` (retry it). At most
+  `MAX_EVENT_SOCKETS` (64) event WebSockets are open at once: one more receives an error message
+  (`service_unavailable`) and is closed with code 1013 (try again later).
 - Errors are `{"error": {"code", "message", "details"}}`, whatever the status (an unexpected failure is `500
   internal_error`). A 4xx means the request is wrong (the message names the field; a bad body or parameter
   lists `{field, message, type}` in `details`, and a body that is not readable JSON (bad UTF-8, nested too

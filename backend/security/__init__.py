@@ -1,8 +1,10 @@
 """Who may call the server and how much they may send: API keys, the read-only viewer key, the limit on
-failed authentications per address, body limits.
+failed authentications per address, body limits and deadlines, slow and idle connections.
 
 `install(app, settings)` adds the two pure ASGI middlewares (see `middleware.py`); `keys.py` decides which
-role a request holds; `throttle.py` answers an address past its failed authentications. Keeping this out of the routers means a new route is covered without opting in.
+role a request holds; `throttle.py` answers an address past its failed authentications; `connection.py`
+gives uvicorn its connection limits (`machi serve`). Keeping this out of the routers means a new route is
+covered without opting in.
 """
 
 from __future__ import annotations

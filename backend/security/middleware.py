@@ -1,4 +1,4 @@
-"""Pure ASGI middlewares (HTTP and WebSocket): the key check and the request body limit.
+"""Pure ASGI middlewares (HTTP and WebSocket): the key check and the request body limit and deadline.
 
 Both sit in front of every route, so a route added tomorrow is protected without opting in. Answers use the
 API's error body `{"error": {"code", "message", "details"}}`.
@@ -6,6 +6,7 @@ API's error body `{"error": {"code", "message", "details"}}`.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 from urllib.parse import quote
@@ -107,46 +108,79 @@ async def refuse_throttled(scope: Scope, receive: Receive, send: Send, wait: int
 
 
 class BodyLimitMiddleware:
-    """413 for bodies past MAX_BODY_BYTES (MAX_IMPORT_BYTES for world import), counted on the stream.
+    """413 for bodies past MAX_BODY_BYTES (MAX_IMPORT_BYTES for world import), counted on the stream; 408 for
+    bodies that take longer than HTTP_BODY_TIMEOUT_S (HTTP_IMPORT_TIMEOUT_S) to arrive.
 
     The declared Content-Length is refused before reading; a chunked body is read up to the limit and
-    refused as soon as it grows past it. The accepted body is handed to the app whole.
+    refused as soon as it grows past it. A body still arriving at the deadline is answered 408 and its
+    connection closed, so a client sending a byte now and then cannot hold a connection for ever. The
+    accepted body is handed to the app whole. WebSockets pass untouched (they have no body to time).
     """
 
     def __init__(self, app: ASGIApp, settings: Settings) -> None:
         self.app = app
         self.default_limit = settings.max_body_bytes
         self.import_limit = settings.max_import_bytes
+        self.default_timeout = settings.http_body_timeout_s
+        self.import_timeout = settings.http_import_timeout_s
 
     def limit_for(self, path: str) -> int:
         return self.import_limit if path.rstrip("/") == IMPORT_PATH else self.default_limit
+
+    def timeout_for(self, path: str) -> float:
+        return self.import_timeout if path.rstrip("/") == IMPORT_PATH else self.default_timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        limit = self.limit_for(scope["path"])
+        limit, timeout = self.limit_for(scope["path"]), self.timeout_for(scope["path"])
         declared = _content_length(scope)
         if declared is not None and declared > limit:
             await send_error(send, 413, too_large_body(limit, declared))
             return
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":  # the client went away: let the app see it
-                await self.app(scope, _replay([message], receive), send)
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                await send_error(send, 413, too_large_body(limit, None))
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        whole = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
-        await self.app(scope, _replay([whole], receive), send)
+        try:
+            async with asyncio.timeout(timeout):
+                read = await _read_body(receive, limit)
+        except _TooLarge:
+            await send_error(send, 413, too_large_body(limit, None))
+            return
+        except TimeoutError:
+            await send_error(send, 408, slow_body(timeout), [(b"connection", b"close")])
+            return
+        if isinstance(read, bytes):
+            read = {"type": "http.request", "body": read, "more_body": False}
+        await self.app(scope, _replay([read], receive), send)  # a disconnect is the app's to see
+
+
+class _TooLarge(Exception):
+    """The body grew past its limit."""
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes | Message:
+    """The whole body, or the first message that is not part of it (the client went away)."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return message
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise _TooLarge
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def slow_body(timeout: float) -> dict[str, Any]:
+    return error_body(
+        "request_timeout",
+        f"the request body did not arrive within {timeout:g} s (HTTP_BODY_TIMEOUT_S; "
+        "world import: HTTP_IMPORT_TIMEOUT_S)",
+        {"timeout_s": timeout},
+    )
 
 
 def too_large_body(limit: int, declared: int | None) -> dict[str, Any]:

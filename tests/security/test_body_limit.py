@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -90,6 +91,41 @@ async def test_the_stream_stops_being_read_once_past_the_limit() -> None:
     assert reached == [] and read == 5  # 5 000 bytes > 4 096: refused on the fifth chunk
     assert sent[0]["status"] == 413
     assert json.loads(sent[1]["body"])["error"]["code"] == "payload_too_large"
+
+
+@pytest.mark.parametrize(("path", "timeout"), [("/v1/judge", 0.05), ("/v1/world/import", 0.1)])
+async def test_a_body_that_stops_arriving_is_answered_408_and_the_connection_closed(
+    path: str, timeout: float
+) -> None:
+    """Straight at the middleware: a client that sends a first chunk and then nothing gets 408 once the
+    route's deadline passes (the import's own, HTTP_IMPORT_TIMEOUT_S), and the app never runs."""
+    settings = Settings(  # type: ignore[call-arg]
+        _env_file=None, http_body_timeout_s=0.05, http_import_timeout_s=0.1, load_demo_world=False
+    )
+    reached: list[bool] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        reached.append(True)
+
+    chunks = iter([{"type": "http.request", "body": b'{"content": "', "more_body": True}])
+
+    async def receive() -> dict[str, Any]:
+        for message in chunks:
+            return message
+        await asyncio.Event().wait()  # the rest of the body never comes
+        raise AssertionError("unreachable")
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": path, "headers": []}
+    await BodyLimitMiddleware(app, settings)(scope, receive, send)
+    assert reached == []
+    assert sent[0]["status"] == 408 and (b"connection", b"close") in sent[0]["headers"]
+    error = json.loads(sent[1]["body"])["error"]
+    assert error["code"] == "request_timeout" and error["details"] == {"timeout_s": timeout}
 
 
 def _big_export(client: TestClient, memories: int, chars: int) -> dict[str, Any]:

@@ -135,6 +135,15 @@ def test_world_import_and_load_are_refused_while_a_server_runs(
     assert refused.stderr.startswith("config error: the database ") and f"pid {proc.pid}" in refused.stderr
 
 
+def test_db_vacuum_is_refused_while_a_server_runs(holder: tuple[subprocess.Popen[str], str]) -> None:
+    proc, url = holder
+    env = {**_env(), "DATABASE_URL": url}
+    command = [sys.executable, "-m", "backend.cli", "db", "vacuum"]
+    refused = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr.startswith("config error: the database ") and f"pid {proc.pid}" in refused.stderr
+
+
 PG_URL = os.environ.get("MACHI_TEST_POSTGRES_URL")
 
 

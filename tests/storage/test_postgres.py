@@ -117,3 +117,30 @@ def test_memories_ratings_and_a_conversation_on_postgres(pg_url: str, settings: 
         "ヒカリに告白された",
         "カフェでコーヒーを飲んだ",
     ]
+
+
+def test_retention_prunes_in_batches_and_vacuums_on_postgres(pg_url: str, settings: Settings) -> None:
+    """The batched DELETE ... WHERE id IN (SELECT ... LIMIT n) and VACUUM (ANALYZE), outside a transaction."""
+    from datetime import timedelta
+
+    from backend.gametime import utcnow
+    from backend.jobs.models import Job
+    from backend.llm.models import LLMCall
+    from backend.storage import retention
+
+    engine = create_db_engine(pg_url)
+    init_db(engine)
+    old = utcnow() - timedelta(days=30)
+    with Session(engine) as session:
+        for _ in range(25):
+            session.add(LLMCall(purpose="importance", raw_reply="記" * 1000, created_at=old))
+        for status in ("done", "done", "failed", "pending"):
+            session.add(Job(kind="memory.rate", status=status, updated_at=old))
+        session.commit()
+    gone = retention.prune_now(engine, retention.rules(settings), batch=10)
+    retention.vacuum(engine)
+    with Session(engine) as session:
+        calls = list(session.exec(select(LLMCall.id)))
+        jobs = sorted(job.status for job in session.exec(select(Job)))
+    assert gone == {"llm_calls": 24, "jobs": 2} and len(calls) == 1 and jobs == ["failed", "pending"]
+    engine.dispose()
