@@ -128,12 +128,16 @@ class Settings(BaseSettings):
     llamacpp_n_gpu_layers: int = Field(-1, ge=-1)  # -1 = every layer on the GPU, 0 = CPU only
     llamacpp_n_ctx: int = Field(8192, ge=256, le=262_144)
     llamacpp_threads: int | None = Field(None, ge=1, le=512)  # None = llama.cpp's choice
+    # Threads for reading prompts (batches: they scale with cores, unlike token-by-token generation).
+    # None = LLAMACPP_THREADS.
+    llamacpp_batch_threads: int | None = Field(None, ge=1, le=512)
     llamacpp_embedding_model_path: str | None = None  # None = LLAMACPP_MODEL_PATH
     # A llama-cpp-python chat format (gemma, chatml, llama-3...) for a GGUF without a chat template (start-up
     # refuses one otherwise); when set it also replaces the GGUF's own template. None: the GGUF's template.
     llamacpp_chat_format: str | None = Field(None, min_length=1, max_length=64)
-    # Memory for the KV states of prompts' stable prefixes (a speaker's persona and rules), so a turn reads
-    # only what follows them even after other calls ran (backend/llm/kvcache.py). 0 turns the cache off.
+    # Memory for KV states of prompts (personas, answered live turns, the next turn read ahead), so a turn
+    # reads only what it does not share with one of them, even after other calls ran (backend/llm/kvcache.py).
+    # 0 turns the cache off, and the reading ahead with it.
     llamacpp_prefix_cache_mb: int = Field(256, ge=0, le=65_536)
 
     # Model per role; empty means "the provider's model".

@@ -5,8 +5,8 @@ Run: `.venv/bin/python bench/llamacpp.py` (options: `--model package:smollm2 --t
 Serves the app with uvicorn on a loopback port in this process (two English characters, a temporary SQLite file,
 LLM_PROVIDER=llamacpp on SmolLM2-135M from its PyPI package, LLM_SEED fixed so every phase gets the same
 replies) and talks HTTP to it as Unity does:
-1. streamed turns (`/v1/conversation/turn/stream`): time to the first `delta` event against the time to the
-   final `reply` event;
+1. streamed turns (`/v1/conversation/turn/stream`) of a conversation between the two, a short background
+   call between two lines: time to the first `delta` event against the time to the final `reply` event;
 2. plain turns, idle;
 3. plain turns while a background generation holds the model (a long reflection-priority call, restarted
    whenever it ends), with preemption (the llamacpp provider as shipped) and without it (the same provider
@@ -54,9 +54,10 @@ AGENTS = {
 BACKGROUND = [{"role": "user", "content": "Write a very long story about a cat who sails around the world."}]
 
 
-def turn_body(session: str) -> dict[str, Any]:
-    return {"agent_id": "mia", "target_id": "leo", "session_id": session, "location_name": "the cafe",
-            "history": [], "time_of_day": 10.0}  # fmt: skip
+def turn_body(session: str, speaker: str = "mia", history: list[str] | None = None) -> dict[str, Any]:
+    target = "leo" if speaker == "mia" else "mia"
+    return {"agent_id": speaker, "target_id": target, "session_id": session, "location_name": "the cafe",
+            "history": history or [], "time_of_day": 10.0 + len(history or []) / 60}  # fmt: skip
 
 
 @contextmanager
@@ -82,12 +83,10 @@ def serve(settings: Settings, *, preemptible: bool) -> Iterator[tuple[str, Any, 
         thread.join(60)
 
 
-def streamed_turn(url: str, session: str) -> tuple[float, float, bool]:
-    """(seconds to the first delta, seconds to the reply event, fallback) of one streamed turn."""
+def streamed_turn(url: str, body: dict[str, Any]) -> tuple[float, float, dict[str, Any]]:
+    """(seconds to the first delta, seconds to the reply event, the reply) of one streamed turn."""
     start, first = time.perf_counter(), None
-    with httpx.stream(
-        "POST", f"{url}/v1/conversation/turn/stream", json=turn_body(session), timeout=300
-    ) as r:
+    with httpx.stream("POST", f"{url}/v1/conversation/turn/stream", json=body, timeout=300) as r:
         event = ""
         for line in r.iter_lines():
             if line.startswith("event: "):
@@ -95,8 +94,28 @@ def streamed_turn(url: str, session: str) -> tuple[float, float, bool]:
             elif line.startswith("data: ") and event == "delta" and first is None:
                 first = time.perf_counter() - start
             elif line.startswith("data: ") and event == "reply":
-                return first or 0.0, time.perf_counter() - start, bool(json.loads(line[6:])["fallback"])
+                return first or 0.0, time.perf_counter() - start, json.loads(line[6:])
     raise RuntimeError("the stream ended without a reply event")
+
+
+def streamed_conversations(
+    url: str, app: Any, loop: Any, turns: int, shown: float
+) -> list[tuple[float, float, bool]]:
+    """`turns` streamed lines of Mia and Leo taking turns, as Unity streams a conversation, with a short
+    background call between two lines (what runs between them in a town: the context is replaced). A
+    conversation that ends is followed by a new one. `shown`: seconds a line is shown before the next turn. Returns (first delta, whole line, fallback) per line."""
+    results, history, session = [], [], 0
+    names = {"mia": "Mia", "leo": "Leo"}
+    for _ in range(turns):
+        speaker = "mia" if len(history) % 2 == 0 else "leo"
+        first, whole, reply = streamed_turn(url, turn_body(f"stream-{session}", speaker, history))
+        results.append((first, whole, bool(reply["fallback"])))
+        history.append(f"{names[speaker]}: {reply['dialogue']}")
+        if reply["is_conversation_end"]:
+            history, session = [], session + 1
+        time.sleep(shown)  # Unity shows (or speaks) the line before it asks for the next
+        background_calls(app, loop)
+    return results
 
 
 def plain_turn(url: str, session: str) -> tuple[float, bool]:
@@ -161,9 +180,16 @@ def line(label: str, values: list[float], fallbacks: int | None = None, unit: st
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="package:smollm2")
-    parser.add_argument("--turns", type=int, default=3)
+    parser.add_argument("--turns", type=int, default=3, help="turns a phase of plain turns")
+    parser.add_argument("--streamed", type=int, default=8, help="streamed lines (a conversation or more)")
+    parser.add_argument(
+        "--shown", type=float, default=2.0, help="seconds Unity shows a line before it asks for the next"
+    )
     parser.add_argument(
         "--threads", type=int, default=1, help="LLAMACPP_THREADS (1 is fastest on 2 shared cores)"
+    )
+    parser.add_argument(
+        "--batch-threads", type=int, default=None, help="LLAMACPP_BATCH_THREADS (default: --threads)"
     )
     parser.add_argument(
         "--prefix-cache-mb",
@@ -189,6 +215,7 @@ def main() -> None:
             llm_provider="llamacpp",
             llamacpp_model_path=args.model,
             llamacpp_threads=args.threads,
+            llamacpp_batch_threads=args.batch_threads,
             llamacpp_n_gpu_layers=0,
             llamacpp_n_ctx=2048,
             llm_seed=7,
@@ -200,15 +227,15 @@ def main() -> None:
 
     cache = settings("preemptive").llamacpp_prefix_cache_mb
     print(
-        f"model {args.model}, {args.threads} thread(s), n_ctx 2048, LLM_SEED 7, TURN_DEADLINE_S 120, "
+        f"model {args.model}, {args.threads} thread(s) ({args.batch_threads or args.threads} reading prompts), n_ctx 2048, LLM_SEED 7, TURN_DEADLINE_S 120, "
         f"{args.turns} turns a phase, prefix cache {cache} MB"
     )
     with serve(settings("preemptive"), preemptible=True) as (url, app, loop):
-        streamed = []
-        for index in range(args.turns):
-            streamed.append(streamed_turn(url, f"stream-{index}"))
-            background_calls(app, loop)  # what runs between two turns in a town: the context is replaced
-        print("streamed turn (/v1/conversation/turn/stream), a background call before each next turn:")
+        streamed = streamed_conversations(url, app, loop, args.streamed, args.shown)
+        print(
+            f"streamed turns (/v1/conversation/turn/stream) of a conversation, each line shown {args.shown} s, "
+            "then a background call:"
+        )
         line("time to first delta", [s[0] for s in streamed])
         line("time to the reply event (whole line)", [s[1] for s in streamed], sum(s[2] for s in streamed))
         answered = [s for s in streamed if not s[2]]  # a fallback line's deltas are not the model's

@@ -32,6 +32,12 @@ class Conversation(SQLModel, table=True):
     #: by each turn's line and any lines of Unity's own past it (kept for the reflection); Unity's history is
     #: checked against it and never rewrites it. `turn_count` is its length.
     transcript: list[str] = Field(default_factory=list, sa_type=JSON)
+    #: One past the newest memory id when the conversation began: each speaker's standing memories in the
+    #: turn prompt are those formed before it (the same all conversation long; its own lines are history).
+    memory_watermark: int | None = None
+    #: Each speaker's standing memories (ids) for this conversation, chosen at its first turn and shown on
+    #: every later one in the same order, so the turn prompts of a speaker share them (a prompt cache).
+    standing: dict[str, list[int]] = Field(default_factory=dict, sa_type=JSON)
     judge: dict[str, Any] | None = Field(default=None, sa_type=JSON)
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)

@@ -62,7 +62,12 @@ class TurnContext:
     turn_index: int
     max_turns: int
     plan_activity: str | None = None
+    #: The conversation's standing memories, best first (the budget drops the last first), and their ids
+    #: (creation order: the prompt shows them oldest first).
     memories: list[str] = field(default_factory=list)
+    memory_ids: list[int] = field(default_factory=list)
+    #: Memories the last lines bring up besides those (best first): they change every turn.
+    brought_up: list[str] = field(default_factory=list)
     partner_said_farewell: bool = False
     #: What the speaker knows of the partner (person memory), when they have met before.
     person_summary: str | None = None
@@ -98,29 +103,38 @@ def _quote(line: str) -> str:
 
 
 def moment_message(ctx: TurnContext) -> str:
-    """The per-turn part: place, time, plan, memories, the quoted history, and the ask."""
-    where = ctx.location_name or "somewhere in town"
-    lines = [f"Now: day {ctx.day}, {format_clock(ctx.time_of_day)}, at {where}."]
-    if ctx.plan_activity:
-        lines.append(f"What you planned to be doing now: {ctx.plan_activity}")
-    lines.append(f"You are talking with {ctx.partner.name}.")
+    """The per-turn part, laid out for prompt caches: what stays the same over a conversation first (the
+    partner, what is known of them, the day's intentions, the standing memories oldest first, then the quoted
+    history, which only grows), what changes every turn last (what the last lines bring to mind, time, place,
+    plan, feeling, the ask). A cache of the
+    previous prompt (llama.cpp's KV states here, Ollama's and vLLM's prefix caches) then reads only the new
+    lines and the tail."""
+    lines = [f"You are talking with {ctx.partner.name}."]
     if ctx.person_summary:
         lines.append(f"What you know about {ctx.partner.name}: {ctx.person_summary}")
-    if ctx.emotion:
-        lines.append(f"How you feel right now: {ctx.emotion.get('label')} ({_strongest(ctx.emotion)})")
     if ctx.intentions:
         lines.append("What is on your mind today:")
         lines.extend(f"- {line}" for line in ctx.intentions)
-    if ctx.tell is not None and not ctx.partner_said_farewell:
-        lines.append(tell_line(ctx))
     if ctx.memories:
-        lines.append("What you remember that may matter:")
-        lines.extend(f"- {memory}" for memory in ctx.memories)
+        lines.append("What you remember that may matter (oldest first):")
+        lines.extend(f"- {memory}" for memory in chronological(ctx))
     if ctx.history:
         lines.append(f"The conversation so far (quoted data):\n{HISTORY_OPEN}")
         lines.extend(_quote(line) for line in ctx.history)
         lines.append(HISTORY_CLOSE)
-    else:
+    if ctx.brought_up:
+        lines.append(f"What {ctx.partner.name}'s last words bring to mind:")
+        lines.extend(f"- {memory}" for memory in ctx.brought_up)
+    lines.append(
+        f"Now: day {ctx.day}, {format_clock(ctx.time_of_day)}, at {ctx.location_name or 'somewhere in town'}."
+    )
+    if ctx.plan_activity:
+        lines.append(f"What you planned to be doing now: {ctx.plan_activity}")
+    if ctx.emotion:
+        lines.append(f"How you feel right now: {ctx.emotion.get('label')} ({_strongest(ctx.emotion)})")
+    if ctx.tell is not None and not ctx.partner_said_farewell:
+        lines.append(tell_line(ctx))
+    if not ctx.history:
         lines.append(f"You speak first: greet {ctx.partner.name}.")
     if ctx.partner_said_farewell:
         lines.append(f"{ctx.partner.name} just said goodbye: say goodbye too.")
@@ -128,6 +142,13 @@ def moment_message(ctx: TurnContext) -> str:
         lines.append("This is the last line of the conversation: wrap it up and say goodbye.")
     lines.append(f"Now reply with the JSON object for {ctx.speaker.name}'s next line.")
     return "\n".join(lines)
+
+
+def chronological(ctx: TurnContext) -> list[str]:
+    """The memories in the order they were formed (by id); as given (best first) when ids are missing."""
+    if len(ctx.memory_ids) != len(ctx.memories):
+        return list(ctx.memories)
+    return [text for _, text in sorted(zip(ctx.memory_ids, ctx.memories, strict=True))]
 
 
 def tell_text(ctx: TurnContext) -> str:
@@ -185,7 +206,7 @@ def build_facts(ctx: TurnContext) -> dict[str, Any]:
         "time_of_day": ctx.time_of_day,
         "clock": format_clock(ctx.time_of_day),
         "plan_activity": ctx.plan_activity,
-        "memories": list(ctx.memories),
+        "memories": [*ctx.brought_up, *ctx.memories],  # what the last lines bring up first
         "history": list(ctx.history),
         "partner_last_line": line_text(ctx.history[-1]) if ctx.history else None,
         "partner_said_farewell": ctx.partner_said_farewell,

@@ -20,7 +20,7 @@ from backend.config import Settings
 from backend.conversation import jobs as turn_jobs
 from backend.conversation import rules, store
 from backend.conversation.aftermath import Aftermath
-from backend.conversation.prompts import TurnContext, build_facts, build_messages
+from backend.conversation.prompts import HISTORY_CLOSE, TurnContext, build_facts, build_messages
 from backend.conversation.schemas import (
     MAX_REPLY_CHARS,
     EndRequest,
@@ -31,7 +31,7 @@ from backend.conversation.schemas import (
     turn_reply_for,
 )
 from backend.conversation.transcript import check_history
-from backend.errors import LLMError
+from backend.errors import LLMError, MachiError
 from backend.events import EventBus
 from backend.intention import service as intentions
 from backend.intention.telling import told_in
@@ -41,6 +41,7 @@ from backend.llm.base import LLM, PRIORITY_TURN, GenerateOptions, find_layer
 from backend.llm.budget import PromptBudgetLLM, count_messages
 from backend.llm.scheduler import find_scheduler
 from backend.logs import reason
+from backend.memory.models import Recalled, Search
 from backend.memory.triggers import TurnAsk
 from backend.tasks import TaskRunner
 from backend.world.models import Agent
@@ -60,8 +61,10 @@ STORE_MARGIN_S = 0.5
 RETRIEVAL_SHARE = 0.25
 #: History lines a turn prompt keeps however tight its budget (the partner's last line and the one before).
 KEPT_LINES = 2
-#: History lines used (with the partner's name) as the retrieval query.
+#: History lines used (with the partner's name) as the query for the memories the last lines bring up.
 QUERY_LINES = 3
+#: How many memories the last lines may bring up besides the conversation's standing ones (RETRIEVAL_K).
+LINE_MEMORIES = 3
 
 
 @dataclass
@@ -76,6 +79,12 @@ class PreparedTurn:
     last_emotion: str | None = None
     #: Where the request's history differed from the stored transcript (the reply's `history_fixes`).
     fixes: list[dict[str, Any]] = field(default_factory=list)
+    #: The conversation's memory watermark (a first turn takes it now and stores it with the conversation).
+    watermark: int | None = None
+    #: The speaker's standing memory ids when this turn chose them (its first in the conversation): stored.
+    standing: list[int] | None = None
+    #: A look ahead (`prefill_next`): nothing is marked accessed, and what the last lines bring up is skipped.
+    dry: bool = False
 
     @property
     def turn_index(self) -> int:
@@ -121,10 +130,11 @@ class ConversationService:
         reply = await self._ask(prepared)
         return await self.finish(prepared, reply)
 
-    async def prepare(self, world_id: str, req: TurnRequest) -> PreparedTurn:
-        """Validate against storage and build the turn's context (no model call, nothing stored)."""
+    async def prepare(self, world_id: str, req: TurnRequest, *, dry: bool = False) -> PreparedTurn:
+        """Validate against storage and build the turn's context (no model call, nothing stored; with `dry`,
+        no memory is marked accessed either)."""
         loop = asyncio.get_running_loop()
-        prepared = PreparedTurn(world_id, req, loop.time() + self.settings.turn_deadline_s)
+        prepared = PreparedTurn(world_id, req, loop.time() + self.settings.turn_deadline_s, dry=dry)
         state, person_summary, feeling, mind = await asyncio.to_thread(self._read_state, world_id, req)
         if state.stored_reply is not None:
             prepared.stored = state.stored_reply
@@ -132,6 +142,10 @@ class ConversationService:
         req = self._check_history(prepared, state)
         language = rules.lang_key(req.language or state.speaker.language)
         partner_last = rules.line_text(req.history[-1]) if req.history else None
+        # A conversation's memory watermark is taken at its first turn (one past the newest memory id).
+        fresh = not state.transcript
+        prepared.watermark = await asyncio.to_thread(self.memory.watermark) if fresh else state.watermark
+        standing, brought_up = await self._memories(prepared, state, partner_last)
         prepared.ctx = TurnContext(
             speaker=state.speaker,
             partner=state.partner,
@@ -143,7 +157,9 @@ class ConversationService:
             turn_index=prepared.turn_index,
             max_turns=self.settings.max_turns,
             plan_activity=state.plan_activity,
-            memories=await self._memories(world_id, state.speaker, state.partner, req, partner_last),
+            memories=[text for _, text in standing],
+            memory_ids=[memory_id for memory_id, _ in standing],
+            brought_up=[text for _, text in brought_up],
             partner_said_farewell=bool(
                 partner_last and rules.has_farewell(partner_last, self.settings.farewell_phrases)
             ),
@@ -205,24 +221,47 @@ class ConversationService:
         return state, summary, feeling, mind
 
     async def _memories(
-        self, world_id: str, speaker: Agent, partner: Agent, req: TurnRequest, partner_last: str | None
-    ) -> list[str]:
-        """Top-k memories for the partner and the last lines (the partner's words pick the retrieval mode:
-        asking about the past, about today, or for knowledge); none if retrieval fails or is slow."""
-        query = " ".join([partner.name, *(rules.line_text(line) for line in req.history[-QUERY_LINES:])])
+        self, prepared: PreparedTurn, state: store.TurnState, partner_last: str | None
+    ) -> tuple[list[Recalled], list[Recalled]]:
+        """The speaker's standing memories for this conversation, and what the last lines bring up besides.
+
+        Standing: chosen at the speaker's first turn (the top-k for the partner and the place among the
+        memories formed before the conversation began, its watermark) and shown on every turn of it, so a
+        prompt cache keeps them; the conversation's own lines are in the history. Brought up: up to
+        LINE_MEMORIES more for the last lines (the partner's words pick the retrieval mode: asking about the
+        past, about today, or for knowledge). None if retrieval fails or is slow."""
+        req, world_id, speaker = prepared.request, prepared.world_id, state.speaker
         budget = self.settings.turn_deadline_s * RETRIEVAL_SHARE
+        lines = " ".join(rules.line_text(line) for line in req.history[-QUERY_LINES:])
         try:
-            return await asyncio.wait_for(
-                self.memory.recall_for_turn(
-                    world_id,
-                    speaker.id,
-                    TurnAsk(query, partner_last, req.day, req.time_of_day, self.settings.retrieval_k),
-                ),
-                timeout=budget,
-            )
+            async with asyncio.timeout(budget):
+                standing = await self._standing(prepared, state)
+                if not lines or prepared.dry:
+                    return standing, []
+                ask = TurnAsk(
+                    f"{state.partner.name} {lines}", partner_last, req.day, req.time_of_day,
+                    self.settings.retrieval_k + LINE_MEMORIES, prepared.watermark,
+                )  # fmt: skip
+                found = await self.memory.recall_for_turn(world_id, speaker.id, ask)
         except (LLMError, TimeoutError) as exc:
             log.warning("turn for %s goes on without memories: %s", speaker.id, reason(exc))
-            return []
+            return [], []
+        shown = {memory_id for memory_id, _ in standing}
+        return standing, [item for item in found if item.id not in shown][:LINE_MEMORIES]
+
+    async def _standing(self, prepared: PreparedTurn, state: store.TurnState) -> list[Recalled]:
+        """The speaker's standing memories: those its first turn chose, or chosen now (and kept with the turn)."""
+        req, world_id, speaker = prepared.request, prepared.world_id, state.speaker
+        if state.standing is not None:
+            return await self.memory.recall_ids(world_id, speaker.id, state.standing)
+        about = " ".join(filter(None, [state.partner.name, req.location_name]))
+        search = Search(
+            self.settings.retrieval_k, day=req.day, time_of_day=req.time_of_day,
+            touch=not prepared.dry, before_id=prepared.watermark,
+        )  # fmt: skip
+        standing = await self.memory.recall(world_id, speaker.id, about, search)
+        prepared.standing = [memory_id for memory_id, _ in standing]
+        return standing
 
     def options(self, prepared: PreparedTurn) -> GenerateOptions:
         ctx = prepared.ctx
@@ -245,7 +284,8 @@ class ConversationService:
 
     def messages(self, prepared: PreparedTurn) -> list[dict[str, str]]:
         """The turn prompt, fitted to the model's prompt budget: the oldest history lines go first (the
-        last two stay), then the least relevant memories; the rules and the persona are never cut."""
+        last two stay), then the memories the lines brought up, then the least relevant standing ones; the
+        rules and the persona are never cut."""
         ctx = prepared.ctx
         assert ctx is not None
         messages = build_messages(ctx)
@@ -256,8 +296,10 @@ class ConversationService:
         while count_messages(messages, count) > budget:
             if len(ctx.history) > KEPT_LINES:
                 ctx = replace(ctx, history=ctx.history[max(1, (len(ctx.history) - KEPT_LINES) // 4) :])
+            elif ctx.brought_up:
+                ctx = replace(ctx, brought_up=ctx.brought_up[:-1])
             elif ctx.memories:
-                ctx = replace(ctx, memories=ctx.memories[:-1])
+                ctx = replace(ctx, memories=ctx.memories[:-1], memory_ids=ctx.memory_ids[:-1])
             else:
                 break  # what is left is the rules and the moment: the budget wrapper cuts the rest
             messages = build_messages(ctx)
@@ -347,7 +389,14 @@ class ConversationService:
         jobs: list[Job] | None = [] if self.jobs is not None else None
         told = self._told(prepared, result)
         stored, created = await asyncio.to_thread(
-            store.commit_turn, self.engine, prepared.world_id, req, result, line, ctx.language, jobs, told
+            store.commit_turn,
+            self.engine,
+            prepared.world_id,
+            req,
+            result,
+            store.Said(line, ctx.language, prepared.watermark, prepared.standing),
+            jobs,
+            told,
         )
         if created:
             if result["fallback"]:
@@ -360,6 +409,8 @@ class ConversationService:
             self.after.after_turn(
                 prepared.world_id, ctx, result, req.location_name, observe=jobs is None, feeling=felt
             )
+            if not result["is_conversation_end"]:
+                self._look_ahead(prepared, line)
             if result["is_conversation_end"]:
                 participants = [req.agent_id, req.target_id]
                 self.after.ended(
@@ -372,6 +423,32 @@ class ConversationService:
                 if jobs is None:
                     await self._reflect_once(prepared.world_id, req.session_id)
         return stored
+
+    def _look_ahead(self, prepared: PreparedTurn, line: str) -> None:
+        """On a model that can read a prompt ahead (llama.cpp in process), read the partner's next turn
+        prompt up to the end of its history while Unity shows this line: that turn then reads only its tail."""
+        if not self.llm.can_prefill:
+            return
+        req = prepared.request
+        ahead = req.model_copy(
+            update={"agent_id": req.target_id, "target_id": req.agent_id, "history": [*req.history, line]}
+        )
+        self.tasks.spawn(self._prefill(prepared.world_id, ahead), name=f"prefill:{req.session_id}")
+
+    async def _prefill(self, world_id: str, req: TurnRequest) -> None:
+        try:
+            ahead = await self.prepare(world_id, req, dry=True)
+        except MachiError as exc:  # the conversation moved on meanwhile: nothing to read ahead
+            log.debug("no prefill for %s: %s", req.session_id, exc)
+            return
+        if ahead.ctx is None:
+            return
+        messages = self.messages(ahead)
+        content = messages[-1]["content"]
+        end = content.rfind(HISTORY_CLOSE)
+        if end >= 0:
+            upto = content[: end + len(HISTORY_CLOSE)]
+            await self.llm.prefill(messages, options=self.options(ahead), upto=upto)
 
     def _told(self, prepared: PreparedTurn, result: dict[str, Any]) -> intentions.Told | None:
         """The record that this line told the partner the turn's item (a model line that says enough of it)."""

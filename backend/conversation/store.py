@@ -39,6 +39,21 @@ class TurnState:
     plan_activity: str | None
     #: The conversation's stored transcript (empty for a first turn): the history is checked against it.
     transcript: list[str] = field(default_factory=list)
+    #: The conversation's memory watermark (None for a first turn, or a conversation stored before it).
+    watermark: int | None = None
+    #: The speaker's standing memory ids for this conversation, once it has spoken in it.
+    standing: list[int] | None = None
+
+
+@dataclass
+class Said:
+    """What a turn's commit stores besides the reply: its transcript line and language, the memory watermark
+    of a first turn, and the speaker's standing memory ids (kept from its first turn on)."""
+
+    line: str
+    language: str
+    watermark: int | None = None
+    standing: list[int] | None = None
 
 
 def _agent(found: dict[str, Agent], world_id: str, agent_id: str, field: str) -> Agent:
@@ -72,12 +87,15 @@ def load_turn_state(session: Session, world_id: str, req: TurnRequest, agents: A
         return TurnState(speaker, partner, reply, None)
     conv = conn.execute(_CONVERSATION_OPEN, {"w": world_id, "s": req.session_id}).first()
     lines: list[str] = []
+    watermark, standing = None, None
     if conv is not None:
-        *state, lines = conv
+        *state, lines, watermark, by_speaker = conv
         _check_open(req, *state)
         lines = list(lines or [])
         check_not_behind(req.session_id, turn_index, len(lines))
-    return TurnState(speaker, partner, None, _plan_activity(conn, world_id, req), lines)
+        standing = (by_speaker or {}).get(req.agent_id)
+    activity = _plan_activity(conn, world_id, req)
+    return TurnState(speaker, partner, None, activity, lines, watermark, standing)
 
 
 def check_pair(req: TurnRequest, turn_index: int, spoken_by: str, spoken_to: str) -> None:
@@ -169,14 +187,14 @@ def commit_turn(
     world_id: str,
     req: TurnRequest,
     reply: dict[str, Any],
-    transcript_line: str,
-    language: str,
+    said: Said,
     jobs: list[Job] | None = None,
     told: Told | None = None,
 ) -> tuple[dict[str, Any], bool]:
     """Store the turn and update its conversation in one transaction.
 
     `told`: the line told the listener something (intention/telling.py); recorded with the turn, once.
+    `said`: the transcript line and what the conversation keeps of the turn's memories (`Said`).
 
     With `jobs` (a list to fill), the turn's background work is committed in the same transaction as the
     turn: the observation job, and the two reflection jobs when this turn ends the conversation (which then
@@ -198,7 +216,7 @@ def commit_turn(
                 now = utcnow()
                 # The unique (world, session, turn_index) constraint fires here for a retry.
                 conn.execute(_INSERT_TURN, values_of(_new_turn(world_id, req, reply, now)))
-                conv = _upsert_conversation(conn, world_id, req, reply, transcript_line, language, now)
+                conv = _upsert_conversation(conn, world_id, req, reply, said, now)
                 added: list[Job] = []
                 if told is not None:
                     _record_told(session, told)
@@ -240,6 +258,7 @@ _CONVERSATION_STATE = core_select(
     _CONVERSATIONS.c.transcript,
     _CONVERSATIONS.c.turn_count,
     _CONVERSATIONS.c.ended,
+    _CONVERSATIONS.c.standing,
 ).where(*_CONVERSATION_KEY)
 _UPDATE_CONVERSATION = update(_CONVERSATIONS).where(*_CONVERSATION_KEY)
 _CLAIM_REFLECTION = (
@@ -253,6 +272,8 @@ _CONVERSATION_OPEN = core_select(
     _CONVERSATIONS.c.agent_a,
     _CONVERSATIONS.c.agent_b,
     _CONVERSATIONS.c.transcript,
+    _CONVERSATIONS.c.memory_watermark,
+    _CONVERSATIONS.c.standing,
 ).where(*_CONVERSATION_KEY)
 
 
@@ -293,11 +314,13 @@ def _upsert_conversation(
     world_id: str,
     req: TurnRequest,
     reply: dict[str, Any],
-    line: str,
-    language: str,
+    said: Said,
     now: datetime,
 ) -> ConversationState:
-    """Create the conversation on its first turn, or bring it up to this turn (transcript, count, end)."""
+    """Create the conversation on its first turn, or bring it up to this turn (transcript, count, end, the
+    speaker's standing memories)."""
+    line, language, watermark = said.line, said.language, said.watermark
+    own = {req.agent_id: said.standing} if said.standing is not None else {}
     key = {"w": world_id, "s": req.session_id}
     found = conn.execute(_CONVERSATION_STATE, key).first()
     lines = [*req.history, line]
@@ -321,13 +344,15 @@ def _upsert_conversation(
                 "turn_count": len(lines),
                 "language": language,
                 "transcript": lines,
+                "memory_watermark": watermark,
+                "standing": own,
                 "created_at": now,
                 "updated_at": now,
             },
         )
         conn.execute(_INSERT_CONVERSATION, values_of(conv))
         return ConversationState(req.session_id, req.agent_id, req.target_id, ends)
-    agent_a, agent_b, stored, _turn_count, ended = found
+    agent_a, agent_b, stored, _turn_count, ended, standing = found
     if {agent_a, agent_b} != {req.agent_id, req.target_id}:
         _check_open(req, False, None, agent_a, agent_b)  # another pair's first turn won the race: a 409
     # The stored lines stay (a later turn may have stored lines past this one's history meanwhile: a 409).
@@ -336,6 +361,8 @@ def _upsert_conversation(
     values: dict[str, Any] = {"turn_count": len(lines), "transcript": lines, "updated_at": now}
     if req.location_name:
         values["location_name"] = req.location_name
+    if own and req.agent_id not in (standing or {}):
+        values["standing"] = {**(standing or {}), **own}
     if ends and not ended:
         values.update(
             ended=True, end_reason=reply["end_reason"], end_day=req.day, end_time_of_day=req.time_of_day

@@ -352,6 +352,16 @@ class LLM(abc.ABC):
         """The model name a call with these options goes to (the tracer records it, even for failures)."""
         return options.model or ""
 
+    #: Whether `prefill` does anything (a provider that keeps prompt states it can be handed ahead of time).
+    can_prefill: bool = False
+
+    async def prefill(self, messages: Sequence[Message], *, options: GenerateOptions, upto: str) -> bool:
+        """Read a prompt that is likely to come, up to the end of the text `upto`, and keep its state, so the
+        call that then comes reads only the rest (the next speaker's turn, read while Unity shows a line).
+        Generates nothing, is not traced, gives way to any call that waits, and never raises for a model
+        failure. Returns whether a state was kept. Default: nothing to do."""
+        return False
+
     def context_window(self) -> int | None:
         """The model's context window in tokens, when the provider knows it (llama.cpp's n_ctx)."""
         return None
@@ -397,6 +407,13 @@ class LLMWrapper(LLM):
 
     def resolve_model(self, options: GenerateOptions) -> str:
         return self.inner.resolve_model(options)
+
+    @property
+    def can_prefill(self) -> bool:  # type: ignore[override]
+        return self.inner.can_prefill
+
+    async def prefill(self, messages: Sequence[Message], *, options: GenerateOptions, upto: str) -> bool:
+        return await self.inner.prefill(messages, options=options, upto=upto)
 
     def context_window(self) -> int | None:
         return self.inner.context_window()

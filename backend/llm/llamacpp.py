@@ -17,9 +17,11 @@ import asyncio
 import collections
 import concurrent.futures
 import contextlib
+import functools
 import heapq
 import itertools
 import json
+import logging
 import os
 import random
 import threading
@@ -34,6 +36,7 @@ from backend.errors import ConfigError, LLMUnavailable, MissingDependency
 from backend.llm import packaged
 from backend.llm.base import (
     LLM,
+    PRIORITY_PLAN,
     PRIORITY_TURN,
     Completion,
     Embedder,
@@ -65,6 +68,8 @@ def llama_cpp_module() -> Any:
         raise MissingDependency(f"LLM_PROVIDER=llamacpp needs llama-cpp-python: {INSTALL_HINT}") from exc
     return llama_cpp
 
+
+log = logging.getLogger(__name__)
 
 #: Distinct reply grammars kept converted (a turn, a plan per world, a rating batch per size...).
 GRAMMARS_KEPT = 64
@@ -98,6 +103,12 @@ class PriorityGate:
                 self.release()  # handed over just as we gave up: pass it on
             raise
 
+    def waiting(self, than: int) -> bool:
+        """Whether a call more urgent than priority `than` waits for the model (read from the worker thread:
+        a prefill gives way to it)."""
+        waiters = self._waiters
+        return bool(waiters) and waiters[0][0] < than
+
     def release(self) -> None:
         while self._waiters:
             _, _, waiter = heapq.heappop(self._waiters)
@@ -121,6 +132,7 @@ class _Engine:
         #: Stable prompt prefixes' KV states (kvcache.py), and the running call's stable text (worker only).
         self.prefixes: PrefixCache | None = None
         self.stable: str | None = None
+        self.prefilling = False  # the running call only reads its prompt up to `stable` (worker only)
         if callable(getattr(llama, "eval", None)):
             llama.eval = self._chunked(llama.eval)  # Llama.generate evaluates prompt and tokens through it
         if callable(getattr(llama, "generate", None)):
@@ -132,6 +144,8 @@ class _Engine:
         def prefixed(tokens: Sequence[int], *args: Any, **kwargs: Any) -> Any:
             if self.prefixes is not None and self.stable:
                 self.prefixes.prepare(self.llama, tokens, self.stable)
+            if self.prefilling:
+                raise Prefilled
             return generate(tokens, *args, **kwargs)
 
         return prefixed
@@ -141,6 +155,8 @@ class _Engine:
             for start in range(0, len(tokens), EVAL_CHUNK):
                 if self.stopping is not None and self.stopping.is_set():
                     raise Stopped("stopped while reading the prompt")
+                if self.prefilling and self.gate.waiting(than=PRIORITY_PLAN):
+                    raise Stopped("a prefill gives way to a waiting turn")  # what it read stays in context
                 evaluate(tokens[start : start + EVAL_CHUNK])
 
         return chunked
@@ -180,6 +196,7 @@ class _Engine:
                 return fn(self.llama)
             finally:
                 self.stopping = self.stable = None
+                self.prefilling = False
 
     def stop_all(self) -> None:
         """Refuse new calls and stop every running one at its next token (call in the event loop)."""
@@ -244,6 +261,7 @@ class LlamaCppLLM(LLM):
 
     name = "llamacpp"
     preemptible = True
+    can_prefill = True
 
     def __init__(
         self,
@@ -280,7 +298,7 @@ class LlamaCppLLM(LLM):
             n_gpu_layers=settings.llamacpp_n_gpu_layers,
             n_ctx=settings.llamacpp_n_ctx,
             n_threads=settings.llamacpp_threads,
-            n_threads_batch=settings.llamacpp_threads,
+            n_threads_batch=settings.llamacpp_batch_threads or settings.llamacpp_threads,
         )
         if chat_format is None and not llama.metadata.get("tokenizer.chat_template"):
             llama.close()
@@ -359,7 +377,9 @@ class LlamaCppLLM(LLM):
         stop = threading.Event()
         try:
             prompt_tokens, completion_tokens, finish = await self.engine.run(
-                lambda llama: self._generate(llama, request, pieces.append, stop), options.priority, stop
+                lambda llama: self._generate(llama, request, pieces.append, stop, keep=live(options)),
+                options.priority,
+                stop,
             )
         except (ValueError, RuntimeError) as exc:
             raise _failure(exc) from exc
@@ -394,7 +414,8 @@ class LlamaCppLLM(LLM):
 
         def work(llama: Any) -> None:
             try:
-                put(("done", self._generate(llama, request, lambda piece: put(("piece", piece)), stop)))
+                piece = functools.partial(put_piece, put)
+                put(("done", self._generate(llama, request, piece, stop, keep=live(options))))
             except Exception as exc:  # handed to the consumer, which raises it
                 put(("error", exc))
 
@@ -422,17 +443,62 @@ class LlamaCppLLM(LLM):
                 await asyncio.shield(job)
 
     def _generate(
-        self, llama: Any, request: dict[str, Any], put: Callable[[str], None], stop: threading.Event
+        self,
+        llama: Any,
+        request: dict[str, Any],
+        put: Callable[[str], None],
+        stop: threading.Event,
+        *,
+        keep: bool,
     ) -> tuple[int | None, int | None, str | None]:
-        """Worker thread: `_generate`, with the call's system message as the stable prefix to cache."""
+        """Worker thread: `_generate`, with the call's system message as the stable prefix to cache; with
+        `keep`, the answered call's whole context is cached too (a speaker's next turn shares most of it)."""
         first = request["messages"][0] if request["messages"] else {}
         self.engine.stable = first.get("content") if first.get("role") == "system" else None
-        return _generate(llama, request, put, stop)
+        result = _generate(llama, request, put, stop)
+        if keep and self.engine.prefixes is not None:
+            self.engine.prefixes.keep(llama)
+        return result
+
+    async def prefill(self, messages: Sequence[Message], *, options: GenerateOptions, upto: str) -> bool:
+        """Read the prompt up to the end of `upto` into the prefix cache (kvcache.py), at plan priority; it
+        stops at its next chunk of prompt when a more urgent call waits (what it read stays in the context,
+        which that call reuses when it shares it). Returns whether the state was kept."""
+        if self.engine.prefixes is None:
+            return False
+        request = {**self.request(messages, options, None), "max_tokens": 1}
+
+        def work(llama: Any) -> bool:
+            self.engine.stable, self.engine.prefilling = upto, True
+            try:
+                llama.create_chat_completion(**request)
+            except Prefilled:
+                return True
+            return False
+
+        try:
+            return await self.engine.run(work, PRIORITY_PLAN, threading.Event())
+        except (Stopped, ValueError, RuntimeError) as exc:
+            log.debug("prefill stopped: %s", exc)
+            return False
 
     async def aclose(self) -> None:
         """Stop the running generation at its next token (shutdown must not wait for it), then close."""
         self.engine.stop_all()
         await asyncio.to_thread(self.engine.close)
+
+
+class Prefilled(Exception):  # noqa: N818 - a signal, not an error
+    """Raised in the worker once a prefill's prompt state is kept: nothing is generated."""
+
+
+def put_piece(put: Callable[[tuple[str, Any]], None], piece: str) -> None:
+    put(("piece", piece))
+
+
+def live(options: GenerateOptions) -> bool:
+    """Whether a call's context is worth keeping for the next: a live turn's (its speaker talks again)."""
+    return options.priority <= PRIORITY_TURN
 
 
 def _failure(exc: BaseException) -> LLMUnavailable:
@@ -498,7 +564,7 @@ class LlamaCppEmbedder(Embedder):
             n_batch=settings.llamacpp_n_ctx,
             n_ubatch=settings.llamacpp_n_ctx,
             n_threads=settings.llamacpp_threads,
-            n_threads_batch=settings.llamacpp_threads,
+            n_threads_batch=settings.llamacpp_batch_threads or settings.llamacpp_threads,
         )
         return cls(llama, model_name=Path(path).name)
 

@@ -183,16 +183,20 @@ class AgentIndex:
             self._latest = float(self.accessed[: self.size][alive].max()) if alive.any() else 0.0
         return self._latest
 
-    def all_live(self, types: Sequence[str] | None) -> bool:
-        """True when every held row is a candidate (nothing deleted, no type filter): no mask needed."""
-        return self.dead == 0 and not types
+    def all_live(self, types: Sequence[str] | None, before_id: int | None = None) -> bool:
+        """True when every held row is a candidate (nothing deleted, no type filter, no id bound): no mask
+        needed."""
+        return self.dead == 0 and not types and before_id is None
 
-    def candidates(self, types: Sequence[str] | None = None) -> np.ndarray:
-        """Positions of the live rows, optionally of some types only."""
+    def candidates(self, types: Sequence[str] | None = None, before_id: int | None = None) -> np.ndarray:
+        """Positions of the live rows, optionally of some types only, and of ids below `before_id` only
+        (memories formed before a given moment: ids grow with creation)."""
         mask = self.alive[: self.size]
         if types:
             codes = [TYPE_CODES[t] for t in types if t in TYPE_CODES]
             mask = mask & np.isin(self.types[: self.size], codes)
+        if before_id is not None:
+            mask = mask & (self.ids[: self.size] < before_id)
         return np.flatnonzero(mask)
 
     def cosine_all(self, query: np.ndarray) -> np.ndarray:

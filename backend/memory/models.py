@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, StringConstraints, field_validator
 from pydantic import Field as PydanticField
@@ -68,6 +68,14 @@ class ScoredMemory:
     relevance: float
 
 
+class Recalled(NamedTuple):
+    """A retrieved memory's id and text, read from the index (what a prompt needs; no row is fetched).
+    Ids grow with creation, so sorting by id puts memories in the order they were formed."""
+
+    id: int
+    content: str
+
+
 @dataclass(frozen=True)
 class Search:
     """How `retrieve` and `recall` rank: each None means the setting's value (weights: per name)."""
@@ -81,6 +89,8 @@ class Search:
     relevance: str | None = None
     #: False: a look that is not a use (an interview): the found memories keep their last access time.
     touch: bool = True
+    #: Only memories with a smaller id, i.e. formed before a moment (`MemoryService.watermark`).
+    before_id: int | None = None
 
 
 class MemoryCreate(BaseModel):

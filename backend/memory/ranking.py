@@ -49,6 +49,7 @@ def rank(
     int8_rows: int = INT8_ROWS,
     *,
     touch: bool = True,
+    before_id: int | None = None,
 ) -> tuple[list[tuple[int, float, float, float, float]], list[int], float]:
     """Score every candidate under the index lock.
 
@@ -60,7 +61,8 @@ def rank(
     """
     with index.lock:
         # Every row live and wanted (the usual case): slices are views, fancy indexing would copy each array.
-        sel: np.ndarray | slice = slice(0, index.size) if index.all_live(types) else index.candidates(types)
+        whole = index.all_live(types, before_id)
+        sel: np.ndarray | slice = slice(0, index.size) if whole else index.candidates(types, before_id)
         if (index.size if isinstance(sel, slice) else sel.size) == 0:
             return [], [], 0.0
         now = _query_minutes(when, index.latest_minutes())

@@ -23,7 +23,15 @@ from backend.llm.base import LLM, Embedder
 from backend.memory import jobs as memory_jobs
 from backend.memory import person, ranking, reflection, stream, triggers, writer
 from backend.memory.cache import IndexCache, Key
-from backend.memory.models import NEWS_TAG, Memory, MemoryCreate, PersonMemory, ScoredMemory, Search
+from backend.memory.models import (
+    NEWS_TAG,
+    Memory,
+    MemoryCreate,
+    PersonMemory,
+    Recalled,
+    ScoredMemory,
+    Search,
+)
 from backend.memory.notify import MemoryEvents
 from backend.memory.tags import memory_tags
 from backend.memory.triggers import TurnAsk
@@ -299,11 +307,11 @@ class MemoryService:
 
     async def recall(
         self, world_id: str, agent_id: str, query: str, search: Search | None = None
-    ) -> list[str]:
-        """The texts of what `retrieve` finds, best first, taken from the index: no row is fetched (a turn's
-        prompt needs only the text). The retrieved memories count as accessed now, as with `retrieve`."""
-        _, texts = await self._search((world_id, agent_id), query, search or Search(), texts=True)
-        return texts
+    ) -> list[Recalled]:
+        """The ids and texts of what `retrieve` finds, best first, taken from the index: no row is fetched (a
+        turn's prompt needs only the text). The retrieved memories count as accessed now, as with `retrieve`."""
+        ranked, texts = await self._search((world_id, agent_id), query, search or Search(), texts=True)
+        return [Recalled(int(row[0]), text) for row, text in zip(ranked, texts, strict=True)]
 
     async def _search(
         self, key: Key, query: str, search: Search, *, texts: bool
@@ -331,6 +339,7 @@ class MemoryService:
                     (search.day, search.time_of_day),
                     search.types,
                     touch=search.touch,
+                    before_id=search.before_id,
                 )
                 found = ranking.contents(index, ranked) if texts else []
             stream.touch(self.engine, key[0], key[1], touched, now)
@@ -393,8 +402,24 @@ class MemoryService:
         See `triggers.retrieve_for_turn` for what each kind does."""
         return await triggers.retrieve_for_turn(self, world_id, agent_id, ask)
 
-    async def recall_for_turn(self, world_id: str, agent_id: str, ask: TurnAsk) -> list[str]:
-        """`retrieve_for_turn` as the memories' texts, read from the index (no row fetch): a turn's prompt."""
+    async def recall_ids(self, world_id: str, agent_id: str, ids: Sequence[int]) -> list[Recalled]:
+        """The memories of `ids` that still exist, in the order given, their texts read from the index."""
+        index = await self.cache.get((world_id, agent_id))
+
+        def read() -> list[Recalled]:
+            with index.lock:
+                positions = index.positions(ids)
+                texts = {int(index.ids[pos]): index.contents[int(pos)] for pos in positions}
+            return [Recalled(memory_id, texts[memory_id]) for memory_id in ids if memory_id in texts]
+
+        return await asyncio.to_thread(read)
+
+    def watermark(self) -> int:
+        """One past the newest memory id: `Search(before_id=...)` then finds only what was remembered by now."""
+        return stream.next_id(self.engine)
+
+    async def recall_for_turn(self, world_id: str, agent_id: str, ask: TurnAsk) -> list[Recalled]:
+        """`retrieve_for_turn` as the memories' ids and texts, read from the index (no row fetch): a turn's prompt."""
         return await triggers.recall_for_turn(self, world_id, agent_id, ask)
 
     async def update_person_memory(

@@ -50,6 +50,12 @@ def by_ids(
     return {row.id: row for row in rows if row.id is not None}
 
 
+def next_id(engine: Engine) -> int:
+    """One past the largest memory id stored (ids grow with creation, across every world and agent)."""
+    with Session(engine) as session:
+        return int(session.exec(select(func.max(Memory.id))).one() or 0) + 1
+
+
 def existing_ids(engine: Engine, world_id: str, agent_id: str, ids: Sequence[int]) -> set[int]:
     if not ids:
         return set()

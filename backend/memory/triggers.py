@@ -33,7 +33,7 @@ import numpy as np
 
 from backend.gametime import game_minutes
 from backend.memory import stream
-from backend.memory.models import Memory, ScoredMemory, Search
+from backend.memory.models import Memory, Recalled, ScoredMemory, Search
 from backend.memory.retrieval import minmax, recency_normalised
 from backend.text import normalise
 
@@ -89,13 +89,15 @@ def classify(text: str | None) -> Kind | None:
 @dataclass(frozen=True)
 class TurnAsk:
     """What a turn retrieves for: the query text, the partner's last line (it picks the kind), the turn's game
-    time and how many memories (None: the RETRIEVAL_K setting)."""
+    time and how many memories (None: the RETRIEVAL_K setting); with `before_id`, only memories formed before
+    (`MemoryService.watermark`)."""
 
     query: str
     partner_line: str | None = None
     day: int | None = None
     time_of_day: float | None = None
     k: int | None = None
+    before_id: int | None = None
 
 
 async def retrieve_for_turn(
@@ -108,12 +110,16 @@ async def retrieve_for_turn(
     return await _by_kind(partial(service.retrieve_as, world_id, agent_id), kind, ask, k, service)
 
 
-async def recall_for_turn(service: MemoryService, world_id: str, agent_id: str, ask: TurnAsk) -> list[str]:
-    """`retrieve_for_turn`, as the memories' texts only (read from the index, no row fetch): a turn's prompt."""
+async def recall_for_turn(
+    service: MemoryService, world_id: str, agent_id: str, ask: TurnAsk
+) -> list[Recalled]:
+    """`retrieve_for_turn`, as the memories' ids and texts only (read from the index, no row fetch): a turn's
+    prompt."""
     kind, k = classify(ask.partner_line), ask.k or service.settings.retrieval_k
     if kind == "recent":
         found = await latest(service, world_id, agent_id, k=k, day=ask.day, time_of_day=ask.time_of_day)
-        return [scored.memory.content for scored in found]
+        recalled = [Recalled(int(scored.memory.id or 0), scored.memory.content) for scored in found]
+        return [item for item in recalled if ask.before_id is None or item.id < ask.before_id]
     return await _by_kind(partial(service.recall, world_id, agent_id), kind, ask, k, service)
 
 
@@ -125,7 +131,7 @@ async def _by_kind(
     service: MemoryService,
 ) -> list[T]:
     """The index search each kind asks for (`search` is the service's retrieve_as or recall for the agent)."""
-    plain = Search(k, day=ask.day, time_of_day=ask.time_of_day)
+    plain = Search(k, day=ask.day, time_of_day=ask.time_of_day, before_id=ask.before_id)
     boosted = replace(plain, weights={"relevance": service.settings.weight_relevance * RELEVANCE_BOOST})
     if kind == "past":
         return await search(ask.query, replace(boosted, types=["observation", "reflection"]))

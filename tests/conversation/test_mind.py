@@ -122,8 +122,11 @@ def test_asking_about_today_retrieves_latest_observations_in_order(
         client.post("/v1/agents/aoi/memories", json={"type": "observation", "content": text, "importance": 3,
                                                       "day": 1, "time_of_day": hour})  # fmt: skip
     client.post("/v1/conversation/turn", json=turn("aoi", "hikari", "s-t", ["ひかり: 今日何した？"]))
-    memories = scripted.calls("dialogue")[-1].options.facts["memories"]
-    order = [next(i for i, m in enumerate(memories) if key in m) for key in ("公園", "図書館", "ケーキ")]
+    call = scripted.calls("dialogue")[-1]
+    memories = call.options.facts["memories"]
+    assert all(any(key in m for m in memories) for key in ("公園", "図書館", "ケーキ"))
+    prompt = call.messages[-1]["content"]  # the model reads them in the order they happened
+    order = [prompt.index(key) for key in ("公園", "図書館", "ケーキ")]
     assert order == sorted(order)
 
 

@@ -176,9 +176,11 @@ def test_commit_turn_race_returns_the_stored_reply(client: TestClient) -> None:
     req = TurnRequest(**turn("aoi", "hikari", "s-store", []))
     base = {"emotion": "happy", "is_conversation_end": False, "end_reason": None, "session_id": "s-store",
             "turn_index": 0, "fallback": False, "speaker_id": "aoi", "target_id": "hikari"}  # fmt: skip
-    first, created = store.commit_turn(engine, "default", req, {**base, "dialogue": "one"}, "葵: one", "ja")
+    first, created = store.commit_turn(
+        engine, "default", req, {**base, "dialogue": "one"}, store.Said("葵: one", "ja")
+    )
     again, created_again = store.commit_turn(
-        engine, "default", req, {**base, "dialogue": "two"}, "葵: two", "ja"
+        engine, "default", req, {**base, "dialogue": "two"}, store.Said("葵: two", "ja")
     )
     assert created and not created_again and again == first and again["dialogue"] == "one"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from backend.llm.base import GenerateOptions
+from backend.llm.base import PRIORITY_TURN, GenerateOptions
 from backend.llm.kvcache import PrefixCache, prefix_length
 from backend.llm.llamacpp import LlamaCppLLM
 from tests.real_engine.conftest import open_llama
@@ -84,5 +84,52 @@ def test_the_prefix_ends_with_the_system_message_whatever_the_template(tiny_mode
         assert PERSONA.encode() in llama.detokenize(tokens[:length], special=True)
         assert PERSONA.encode() not in llama.detokenize(tokens[: length - 1], special=True)
         assert prefix_length(llama, tokens, "not in the prompt") == 0
+    finally:
+        llama.close()
+
+
+HEAD = (
+    "あなたは中央カフェでひかりと話しています。" * 4
+    + "<<<TRANSCRIPT\nひかり: 今日はいい天気だね。\nTRANSCRIPT>>>"
+)
+
+
+async def test_a_prefilled_prompt_is_read_only_past_its_prefix_and_replies_the_same(tiny_model: Path) -> None:
+    """`prefill` reads a prompt up to `upto` ahead of time; the call that comes then reads only the tail."""
+    plain_llama, ahead_llama = open_llama(tiny_model), open_llama(tiny_model)
+    try:
+        messages = _messages(PERSONA, HEAD + "\nNow: day 1, 10:00.")
+        options = GenerateOptions(max_tokens=16, temperature=0.0, seed=3)
+        plain = LlamaCppLLM(plain_llama, model_name="tiny.gguf")
+        ahead = LlamaCppLLM(ahead_llama, model_name="tiny.gguf", prefix_cache_bytes=64 * 2**20)
+        assert await plain.prefill(messages, options=options, upto=HEAD) is False  # no cache: nothing kept
+        assert await ahead.prefill(messages, options=options, upto=HEAD) is True
+        await ahead.complete(_messages(OTHER, "猫がいた。"), options=options)  # another call in between
+        counts = _evaluated(ahead_llama)
+        assert (await ahead.complete(messages, options=options)).text == (
+            await plain.complete(messages, options=options)
+        ).text
+        tail = len(ahead_llama.tokenize(b"\nNow: day 1, 10:00.", add_bos=False)) + 16  # and the template's
+        assert 0 < counts[0] <= tail
+    finally:
+        plain_llama.close()
+        ahead_llama.close()
+
+
+async def test_a_live_turns_context_is_kept_for_the_speakers_next_turn(tiny_model: Path) -> None:
+    llama = open_llama(tiny_model)
+    try:
+        provider = LlamaCppLLM(llama, model_name="tiny.gguf", prefix_cache_bytes=64 * 2**20)
+        turn = GenerateOptions(max_tokens=8, temperature=0.0, seed=3, priority=PRIORITY_TURN)
+        first = HEAD + "\nNow: day 1, 10:00."
+        await provider.complete(_messages(PERSONA, first), options=turn)
+        await provider.complete(_messages(OTHER, "猫がいた。"), options=GenerateOptions(max_tokens=8))
+        counts = _evaluated(llama)
+        later = HEAD.replace("TRANSCRIPT>>>", "葵: そうだね。\nひかり: 散歩しよう。\nTRANSCRIPT>>>")
+        await provider.complete(_messages(PERSONA, later + "\nNow: day 1, 10:05."), options=turn)
+        prefixes = provider.engine.prefixes
+        assert prefixes is not None and prefixes.kept >= 1
+        whole = len(llama.tokenize(later.encode(), add_bos=False))
+        assert sum(counts) < whole / 2  # the persona and the history so far came from the kept turn
     finally:
         llama.close()
