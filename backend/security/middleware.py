@@ -14,6 +14,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from backend.api.errors import error_body
 from backend.config import Settings
+from backend.errors import PayloadTooLarge
 from backend.security.keys import ROLE_STATE_KEY, VIEWER, KeyRing
 from backend.security.throttle import FailureThrottle, client_address
 
@@ -110,7 +111,9 @@ class BodyLimitMiddleware:
     """413 for bodies past MAX_BODY_BYTES (MAX_IMPORT_BYTES for world import), counted on the stream.
 
     The declared Content-Length is refused before reading; a chunked body is read up to the limit and
-    refused as soon as it grows past it. The accepted body is handed to the app whole.
+    refused as soon as it grows past it. The accepted body is handed to the app whole, except a world
+    import's: the route reads that as a stream (never held whole), and a receive that counts it raises
+    PayloadTooLarge in the route once it passes the limit.
     """
 
     def __init__(self, app: ASGIApp, settings: Settings) -> None:
@@ -129,6 +132,9 @@ class BodyLimitMiddleware:
         declared = _content_length(scope)
         if declared is not None and declared > limit:
             await send_error(send, 413, too_large_body(limit, declared))
+            return
+        if scope["path"].rstrip("/") == IMPORT_PATH:
+            await self.app(scope, _counted(receive, limit), send)
             return
         chunks: list[bytes] = []
         size = 0
@@ -150,12 +156,33 @@ class BodyLimitMiddleware:
 
 
 def too_large_body(limit: int, declared: int | None) -> dict[str, Any]:
+    error = too_large(limit, declared)
+    return error_body(error.code, error.message, error.details)
+
+
+def too_large(limit: int, declared: int | None) -> PayloadTooLarge:
     sent = f" (Content-Length {declared})" if declared is not None else ""
-    return error_body(
-        "payload_too_large",
+    return PayloadTooLarge(
         f"request body is larger than {limit} bytes{sent}",
-        {"limit_bytes": limit, "content_length": declared},
+        details={"limit_bytes": limit, "content_length": declared},
     )
+
+
+def _counted(receive: Receive, limit: int) -> Receive:
+    """A receive that passes the body on as it arrives and raises PayloadTooLarge once past `limit` (the
+    app's error handler answers 413, as for a buffered body)."""
+    size = 0
+
+    async def counted() -> Message:
+        nonlocal size
+        message = await receive()
+        if message["type"] == "http.request":
+            size += len(message.get("body", b""))
+            if size > limit:
+                raise too_large(limit, None)
+        return message
+
+    return counted
 
 
 def _content_length(scope: Scope) -> int | None:
