@@ -20,6 +20,7 @@ from sqlmodel import Session, SQLModel, col, select
 from backend.council.models import CouncilRecord
 from backend.errors import InvalidInput
 from backend.gametime import utcnow
+from backend.jobs import store as job_store
 from backend.memory.models import Memory
 from backend.world import document
 from backend.world.check import Checked, check_document
@@ -70,8 +71,11 @@ def parse_document(doc: Any) -> dict[str, list[SQLModel]]:
 
 
 def wipe_world(session: Session, world_id: str) -> dict[str, int]:
-    """Delete every row of `world_id` (not committed: the caller owns the transaction)."""
-    removed: dict[str, int] = {}
+    """Delete every row of `world_id` and its pending jobs (not committed: the caller owns the transaction).
+
+    The jobs are about rows that go: a rating job run after an import rated whatever memory then had its id.
+    """
+    removed = {"jobs": job_store.cancel_world(session, world_id)}
     for name, table in reversed(SECTIONS.items()):
         statement = delete(table).where(col(table.world_id) == world_id)  # type: ignore[attr-defined]
         removed[name] = session.execute(statement).rowcount  # type: ignore[attr-defined]
