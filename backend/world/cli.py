@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from backend.config import Settings
-from backend.errors import MachiError, NotFound
+from backend.errors import ConfigError, MachiError, NotFound
 from backend.ids import id_problem
 from backend.memory.relationship import relationship_density
 from backend.storage.db import create_db_engine, init_db, session_scope
@@ -72,14 +72,19 @@ def _export(args: argparse.Namespace, settings: Settings) -> int:
 
 def _import(args: argparse.Namespace, settings: Settings) -> int:
     """Read the file as a stream (checked whole first, then inserted in batches): memory does not grow with
-    the file."""
+    the file. The database is taken first, so a running server refuses the import before the file is read."""
     try:
-        with open(args.file, "rb") as source:
+        with (
+            hold_database(settings.database_url, role="world import"),
+            open(args.file, "rb") as source,
+        ):
             return _import_from(source, args, settings)
     except OSError as exc:
         print(f"cannot read {args.file}: {exc}", file=sys.stderr)
         return 2
-    except MachiError as exc:
+    except ConfigError:
+        raise  # a server holds the database: `machi` says so
+    except MachiError as exc:  # a bad document (422) or not JSON at all (400)
         print(f"not imported: {exc.message}", file=sys.stderr)
         return 2
 
@@ -91,10 +96,7 @@ def _import_from(source: IO[bytes], args: argparse.Namespace, settings: Settings
     if problem is not None:
         print(f"not imported: the file's world_id {problem}; choose one with --world", file=sys.stderr)
         return 2
-    with (
-        hold_database(settings.database_url, role="world import"),
-        session_scope(_engine(settings)) as session,
-    ):
+    with session_scope(_engine(settings)) as session:
         counts = transfer.import_stream(session, target, source, checked)
     print(f"imported {args.file} into world {target!r}: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
     return 0
