@@ -125,6 +125,18 @@ def test_world_import_has_its_own_limit(small: TestClient) -> None:
     assert small.get("/v1/world/export").json()["memories"] == before["memories"]
 
 
+def test_a_chunked_import_is_cut_off_on_the_stream_once_past_its_limit(small: TestClient) -> None:
+    # The import's body is not buffered by the limit (the route reads it as a stream): it is counted as it
+    # reaches the route, and refused there.
+    payload = json.dumps(_big_export(small, memories=80, chars=1000)).encode()  # ~240 KB
+    before = small.get("/v1/world/export").json()
+    chunks = (payload[i : i + 10_000] for i in range(0, len(payload), 10_000))  # no Content-Length
+    response = small.post("/v1/world/import", content=chunks, headers={"Content-Type": "application/json"})
+    _assert_413(response, 200_000)
+    assert response.json()["error"]["details"]["content_length"] is None
+    assert small.get("/v1/world/export").json()["memories"] == before["memories"]
+
+
 def test_the_import_limit_is_only_for_the_import_route(small: TestClient) -> None:
     response = small.post("/v1/judge", json={"content": "x" * 9000})
     _assert_413(response, LIMIT)
