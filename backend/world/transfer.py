@@ -28,7 +28,6 @@ from backend.world.document import FORMAT, SECTIONS, VERSION, Item, Row
 from backend.world.models import DEFAULT_WORLD, Agent, PointOfInterest, WorldMeta
 from backend.world.validation import MAX_INT, parse_row
 
-__all__ = ["FORMAT", "SECTIONS", "VERSION", "export_world", "import_stream", "import_world", "parse_document"]
 #: Rows per insert statement on import (bounded memory; a few hundred rows per round trip).
 IMPORT_BATCH = 500
 
