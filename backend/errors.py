@@ -41,6 +41,13 @@ class PayloadTooLarge(MachiError):
     code = "payload_too_large"
 
 
+class RequestTimeout(MachiError):
+    """A request body that did not arrive in time (a streamed world import past HTTP_IMPORT_TIMEOUT_S)."""
+
+    status_code = 408
+    code = "request_timeout"
+
+
 class Unauthorized(MachiError):
     status_code = 401
     code = "unauthorized"

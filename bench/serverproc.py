@@ -24,8 +24,12 @@ def free_port() -> int:
 class ServerProcess:
     """`python -m backend.cli serve` with a scripted engine and a file SQLite database."""
 
-    def __init__(self, database: Path, *, port: int | None = None, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, database: Path, *, port: int | None = None, env: dict[str, str] | None = None, root: Path = ROOT
+    ) -> None:
+        """`root`: the source tree to serve (another checkout of Machi, e.g. an earlier commit's)."""
         self.database = database
+        self.root = root
         self.port = port or free_port()
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("MACHI_", "LLM_", "DATABASE_"))},
@@ -44,7 +48,7 @@ class ServerProcess:
 
     def start(self, timeout: float = 60.0) -> None:
         command = [sys.executable, "-m", "backend.cli", "serve", "--port", str(self.port)]
-        self.proc = subprocess.Popen(command, env=self.env, cwd=str(ROOT))
+        self.proc = subprocess.Popen(command, env=self.env, cwd=str(self.root))
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

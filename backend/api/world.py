@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import tempfile
+from typing import IO, Any
 
-from fastapi import APIRouter, Body
+from fastapi import APIRouter, Request
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
-from backend.api.deps import MemoryDep, SessionDep, WorldDep
+from backend.api.deps import EngineDep, MemoryDep, SessionDep, WorldDep
 from backend.world import transfer
 
 router = APIRouter(prefix="/v1/world", tags=["world"])
+
+#: The import's body as OpenAPI shows it: the route reads it as a stream, so FastAPI does not declare it.
+IMPORT_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {"type": "object", "description": "a world document, as GET /v1/world/export gives"}
+            }
+        },
+    }
+}
 
 
 @router.get("/export")
@@ -18,12 +34,25 @@ def export_world(session: SessionDep, world: WorldDep) -> dict[str, Any]:
     return transfer.export_world(session, world)
 
 
-@router.post("/import")
-def import_world(
-    session: SessionDep, world: WorldDep, memory: MemoryDep, document: dict[str, Any] = Body(...)
+@router.post("/import", openapi_extra=IMPORT_BODY)
+async def import_world(
+    request: Request, engine: EngineDep, world: WorldDep, memory: MemoryDep
 ) -> dict[str, Any]:
-    """Replace this world with the document's contents (one transaction: a bad document changes nothing)."""
-    counts = transfer.import_world(session, world, document)
+    """Replace this world with the document's contents (one transaction: a bad document changes nothing).
+
+    The body goes to a temporary file as it arrives; a worker thread reads it from there as a stream, checks
+    every row, then inserts them in batches. The event loop keeps answering meanwhile (`/health`, turns), and
+    the server's memory does not grow with the document.
+    """
+    with tempfile.TemporaryFile(prefix="machi-import-") as spool:
+        async for chunk in request.stream():
+            spool.write(chunk)
+        counts = await asyncio.to_thread(_import, engine, world, spool)
     # The rows changed underneath the memory service: its cached matrices for this world are stale.
     memory.invalidate_world(world)
     return {"world_id": world, "imported": counts}
+
+
+def _import(engine: Engine, world: str, spool: IO[bytes]) -> dict[str, int]:
+    with Session(engine) as session:
+        return transfer.import_stream(session, world, spool)

@@ -125,6 +125,14 @@ def drop_pending(session: Session, job_ids: Sequence[int]) -> int:
     return int(session.connection().execute(statement).rowcount or 0)
 
 
+def cancel_world(session: Session, world_id: str) -> int:
+    """Delete the world's pending jobs in the caller's transaction (an import or reset replaces the rows they
+    are about). One already running finishes: its writes match the world and agent it names. Returns how many
+    went."""
+    statement = delete(_JOB).where(_JOB.c.world_id == world_id, _JOB.c.status == "pending")
+    return int(session.connection().execute(statement).rowcount or 0)
+
+
 def rewrite_pending(session: Session, job_id: int, payload: dict[str, Any]) -> None:
     """Give a job a new payload if it is still pending (a claimed one has read its payload already)."""
     statement = (

@@ -211,11 +211,15 @@ class MemoryService:
         ]
         await self._set_importances(key, [(row, importance) for row in todo])
 
-    async def _set_importances(self, key: Key, rated: list[tuple[Memory, int]]) -> None:
+    async def _set_importances(self, key: Key, ratings: list[tuple[Memory, int]]) -> None:
+        if not ratings:
+            return
+        stored = set(await asyncio.to_thread(stream.set_importances, self.engine, *key, ratings, "model"))
+        # A memory whose id now names another row (a world import meanwhile) kept its importance: skipped.
+        rated = [(row, value) for row, value in ratings if row.id in stored]
         if not rated:
             return
         values = {row.id or 0: value for row, value in rated}
-        await asyncio.to_thread(stream.set_importances, self.engine, values, "model")
         index = self.cache.peek(key)
         if index is not None:
             with index.lock:

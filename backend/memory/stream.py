@@ -100,19 +100,40 @@ def unrated_lines(engine: Engine, world_id: str, agent_id: str, older_than_s: fl
         return list(session.exec(query.order_by(col(Memory.id)).limit(64)).all())
 
 
-def set_importances(engine: Engine, values: dict[int, int], source: str) -> None:
-    """Several ratings in one transaction (one executemany)."""
-    if not values:
-        return
+def set_importances(
+    engine: Engine, world_id: str, agent_id: str, ratings: Sequence[tuple[Memory, int]], source: str
+) -> list[int]:
+    """Store ratings of the agent's provisional memories in one transaction. Returns the ids rated.
+
+    A rating lands only on the memory the model read: same id, world and agent, same text, still provisional.
+    A world import (or an agent's deletion and re-creation) can give the id to another memory while a rating
+    job waits on the model; that memory keeps its importance.
+    """
+    rated = []
     with engine.begin() as conn:
-        conn.execute(
-            _SET_IMPORTANCE, [{"memory_id": i, "value": v, "source": source} for i, v in values.items()]
-        )
+        for row, value in ratings:
+            params = {
+                "memory_id": row.id,
+                "of_world": world_id,
+                "of_agent": agent_id,
+                "read_content": row.content,
+                "value": value,
+                "source": source,
+            }
+            if conn.execute(_SET_IMPORTANCE, params).rowcount:
+                rated.append(int(row.id or 0))
+    return rated
 
 
 _SET_IMPORTANCE = (
     update(Memory)
-    .where(col(Memory.id) == bindparam("memory_id"))
+    .where(
+        col(Memory.id) == bindparam("memory_id"),
+        col(Memory.world_id) == bindparam("of_world"),
+        col(Memory.agent_id) == bindparam("of_agent"),
+        col(Memory.content) == bindparam("read_content"),
+        col(Memory.importance_source) == "provisional",
+    )
     .values(importance=bindparam("value"), importance_source=bindparam("source"))
 )
 

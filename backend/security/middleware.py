@@ -15,6 +15,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from backend.api.errors import error_body
 from backend.config import Settings
+from backend.errors import PayloadTooLarge, RequestTimeout
 from backend.security.keys import ROLE_STATE_KEY, VIEWER, KeyRing
 from backend.security.throttle import FailureThrottle, client_address
 
@@ -114,7 +115,9 @@ class BodyLimitMiddleware:
     The declared Content-Length is refused before reading; a chunked body is read up to the limit and
     refused as soon as it grows past it. A body still arriving at the deadline is answered 408 and its
     connection closed, so a client sending a byte now and then cannot hold a connection for ever. The
-    accepted body is handed to the app whole. WebSockets pass untouched (they have no body to time).
+    accepted body is handed to the app whole, except a world import's: the route reads that as a stream
+    (never held whole), through a receive that counts it and keeps its deadline, raising PayloadTooLarge or
+    RequestTimeout in the route. WebSockets pass untouched (they have no body to time).
     """
 
     def __init__(self, app: ASGIApp, settings: Settings) -> None:
@@ -138,6 +141,9 @@ class BodyLimitMiddleware:
         declared = _content_length(scope)
         if declared is not None and declared > limit:
             await send_error(send, 413, too_large_body(limit, declared))
+            return
+        if scope["path"].rstrip("/") == IMPORT_PATH:
+            await self.app(scope, _counted(receive, limit, timeout), send)
             return
         try:
             async with asyncio.timeout(timeout):
@@ -184,12 +190,46 @@ def slow_body(timeout: float) -> dict[str, Any]:
 
 
 def too_large_body(limit: int, declared: int | None) -> dict[str, Any]:
+    error = too_large(limit, declared)
+    return error_body(error.code, error.message, error.details)
+
+
+def too_large(limit: int, declared: int | None) -> PayloadTooLarge:
     sent = f" (Content-Length {declared})" if declared is not None else ""
-    return error_body(
-        "payload_too_large",
+    return PayloadTooLarge(
         f"request body is larger than {limit} bytes{sent}",
-        {"limit_bytes": limit, "content_length": declared},
+        details={"limit_bytes": limit, "content_length": declared},
     )
+
+
+def _counted(receive: Receive, limit: int, timeout: float) -> Receive:
+    """A receive that passes the body on as it arrives and raises PayloadTooLarge once past `limit`, or
+    RequestTimeout when the body is still arriving `timeout` seconds on (the app's error handler answers 413
+    or 408, as for a buffered body)."""
+    size, done = 0, False
+    deadline = asyncio.get_running_loop().time() + timeout
+
+    async def counted() -> Message:
+        nonlocal size, done
+        if done:  # the body is in: what follows (a disconnect) has no deadline
+            return await receive()
+        left = deadline - asyncio.get_running_loop().time()
+        try:
+            async with asyncio.timeout(max(left, 0.0)):
+                message = await receive()
+        except TimeoutError:
+            raise RequestTimeout(
+                f"the import body did not arrive within {timeout:g} s (HTTP_IMPORT_TIMEOUT_S)",
+                details={"timeout_s": timeout},
+            ) from None
+        if message["type"] == "http.request":
+            size += len(message.get("body", b""))
+            if size > limit:
+                raise too_large(limit, None)
+            done = not message.get("more_body", False)
+        return message
+
+    return counted
 
 
 def _content_length(scope: Scope) -> int | None:

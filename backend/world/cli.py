@@ -10,10 +10,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from backend.config import Settings
-from backend.errors import InvalidInput, NotFound
+from backend.errors import ConfigError, MachiError, NotFound
 from backend.ids import id_problem
 from backend.memory.relationship import relationship_density
 from backend.storage.db import create_db_engine, init_db, session_scope
@@ -71,25 +71,33 @@ def _export(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _import(args: argparse.Namespace, settings: Settings) -> int:
+    """Read the file as a stream (checked whole first, then inserted in batches): memory does not grow with
+    the file. The database is taken first, so a running server refuses the import before the file is read."""
     try:
-        doc = json.loads(Path(args.file).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        with (
+            hold_database(settings.database_url, role="world import"),
+            open(args.file, "rb") as source,
+        ):
+            return _import_from(source, args, settings)
+    except OSError as exc:
         print(f"cannot read {args.file}: {exc}", file=sys.stderr)
         return 2
-    target = args.world or (doc.get("world_id") if isinstance(doc, dict) else None) or DEFAULT_WORLD
+    except ConfigError:
+        raise  # a server holds the database: `machi` says so
+    except MachiError as exc:  # a bad document (422) or not JSON at all (400)
+        print(f"not imported: {exc.message}", file=sys.stderr)
+        return 2
+
+
+def _import_from(source: IO[bytes], args: argparse.Namespace, settings: Settings) -> int:
+    checked = transfer.check_stream(source)
+    target = args.world or checked.world_id or DEFAULT_WORLD
     problem = id_problem(str(target))
     if problem is not None:
         print(f"not imported: the file's world_id {problem}; choose one with --world", file=sys.stderr)
         return 2
-    try:
-        with (
-            hold_database(settings.database_url, role="world import"),
-            session_scope(_engine(settings)) as session,
-        ):
-            counts = transfer.import_world(session, target, doc)
-    except InvalidInput as exc:
-        print(f"not imported: {exc.message}", file=sys.stderr)
-        return 2
+    with session_scope(_engine(settings)) as session:
+        counts = transfer.import_stream(session, target, source, checked)
     print(f"imported {args.file} into world {target!r}: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
     return 0
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationInfo, field_validator
 
 from backend.ids import Id
 
@@ -58,14 +58,16 @@ class AgentBase(BaseModel):
                 raise ValueError(f"each trait is at most 50 characters ({trait[:20]!r}... is longer)")
         return cleaned
 
-    @model_validator(mode="after")
-    def _wake_before_sleep(self) -> AgentBase:
-        if self.sleep_hour - self.wake_hour < MIN_AWAKE_HOURS:
+    @field_validator("sleep_hour")
+    @classmethod
+    def _wake_before_sleep(cls, value: float, info: ValidationInfo) -> float:
+        # On sleep_hour (validated after wake_hour), so the error names a field; skipped when wake_hour failed.
+        wake = info.data.get("wake_hour")
+        if wake is not None and value - wake < MIN_AWAKE_HOURS:
             raise ValueError(
-                f"wake_hour ({self.wake_hour:g}) must be at least {MIN_AWAKE_HOURS:g} hour before sleep_hour "
-                f"({self.sleep_hour:g})"
+                f"wake_hour ({wake:g}) must be at least {MIN_AWAKE_HOURS:g} hour before sleep_hour ({value:g})"
             )
-        return self
+        return value
 
 
 class AgentUpsert(AgentBase):

@@ -1,54 +1,35 @@
 """Save and resume a whole world as one JSON document (`machi world export/import`, `/v1/world/*`).
 
-The document is `{"format": "machi-world", "version": 1, "world_id", "exported_at", <section>: [rows]}`
-with one section per table below. Memory embeddings travel as base64 float32 bytes, so a restored world
-retrieves exactly as the saved one did. Import checks the whole document first, then replaces the target
-world's rows in one transaction: a bad document changes nothing.
+The document's shape is in document.py: one section per table. Memory embeddings travel as base64 float32
+bytes, so a restored world retrieves exactly as the saved one did. Import reads the document twice, as a
+stream: first every row is checked by the write API's models (check.py, validation.py) and nothing is
+written; then, in one transaction, the world's rows and pending jobs are deleted and the rows inserted in
+batches. A bad document changes nothing, and memory use does not grow with the file.
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
 import uuid
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable
+from typing import IO, Any
 
-from pydantic import ValidationError
-from sqlalchemy import PrimaryKeyConstraint, UniqueConstraint, delete, func, text
+from sqlalchemy import delete, func, insert, text
 from sqlmodel import Session, SQLModel, col, select
 
-from backend.conversation.models import Conversation, Turn
 from backend.council.models import CouncilRecord
-from backend.emotion.models import EmotionRecord
 from backend.errors import InvalidInput
 from backend.gametime import utcnow
-from backend.ids import require_id
-from backend.intention.models import Intention, Told
-from backend.memory.models import Memory, PersonMemory
-from backend.planning.models import Plan
-from backend.world.models import Agent, AgentStateEvent, PointOfInterest, WorldMeta
+from backend.jobs import store as job_store
+from backend.memory.models import Memory
+from backend.world import document
+from backend.world.check import Checked, check_document
+from backend.world.document import FORMAT, SECTIONS, VERSION, Item, Row
+from backend.world.models import DEFAULT_WORLD, Agent, PointOfInterest, WorldMeta
+from backend.world.validation import MAX_INT, parse_row
 
-FORMAT = "machi-world"
-VERSION = 1
-#: Section name -> table. Order matters on import: agents before what refers to them.
-SECTIONS: dict[str, type[SQLModel]] = {
-    "agents": Agent,
-    "pois": PointOfInterest,
-    "memories": Memory,
-    "plans": Plan,
-    "conversations": Conversation,
-    "turns": Turn,
-    "emotions": EmotionRecord,
-    "people": PersonMemory,
-    "council_records": CouncilRecord,
-    "agent_state_events": AgentStateEvent,
-    "intentions": Intention,
-    "told": Told,
-}
-REQUIRED_SECTIONS = ("agents", "pois")
-#: Sections whose rows name an agent that must be in the document.
-AGENT_ROWS = ("memories", "plans", "emotions", "people", "agent_state_events", "intentions")
+#: Rows per insert statement on import (bounded memory; a few hundred rows per round trip).
+IMPORT_BATCH = 500
 
 
 def export_world(session: Session, world_id: str) -> dict[str, Any]:
@@ -78,106 +59,22 @@ def _dump(row: SQLModel) -> dict[str, Any]:
 
 
 def parse_document(doc: Any) -> dict[str, list[SQLModel]]:
-    """Check a world document and build its rows (world_id still unset).
+    """Check a world document held in memory and build its rows (world_id still unset).
 
     Raises:
         InvalidInput: naming the first problem, e.g. `version` or `memories[3].content`.
     """
-    if not isinstance(doc, Mapping):
-        raise InvalidInput("a world document is a JSON object", details={"field": "(root)"})
-    if doc.get("format") != FORMAT:
-        raise InvalidInput(
-            f"not a Machi world document: format is {doc.get('format')!r}, expected {FORMAT!r}",
-            details={"field": "format"},
-        )
-    if doc.get("version") != VERSION:
-        raise InvalidInput(
-            f"unsupported world document version {doc.get('version')!r}; this server reads version {VERSION}",
-            details={"field": "version"},
-        )
-    parsed: dict[str, list[SQLModel]] = {}
-    for name, table in SECTIONS.items():
-        raw = doc.get(name, None if name in REQUIRED_SECTIONS else [])
-        if not isinstance(raw, list):
-            raise InvalidInput(f"section {name!r} must be a list of rows", details={"field": name})
-        parsed[name] = [_parse_row(name, index, table, row) for index, row in enumerate(raw)]
-    _check_ids(parsed)
-    _check_references(parsed)
-    for name, rows in parsed.items():
-        _check_unique(name, SECTIONS[name], rows)
+    parsed: dict[str, list[SQLModel]] = {name: [] for name in SECTIONS}
+    check_document(document.walk(doc), keep=lambda section, row: parsed[section].append(row))
     return parsed
 
 
-def _parse_row(section: str, index: int, table: type[SQLModel], raw: Any) -> SQLModel:
-    where = f"{section}[{index}]"
-    if not isinstance(raw, Mapping):
-        raise InvalidInput(f"{where} must be an object", details={"field": where})
-    data = {k: v for k, v in raw.items() if k != "world_id"}
-    if table is Memory and data.get("embedding") is not None:
-        data["embedding"] = _decode_embedding(data["embedding"], f"{where}.embedding")
-    try:
-        return table.model_validate(data)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        field = ".".join(str(part) for part in error["loc"])
-        raise InvalidInput(f"{where}.{field}: {error['msg']}", details={"field": f"{where}.{field}"}) from exc
-
-
-def _decode_embedding(value: Any, where: str) -> bytes:
-    try:
-        raw = base64.b64decode(str(value), validate=True)
-    except (binascii.Error, ValueError) as exc:
-        raise InvalidInput(f"{where} is not base64", details={"field": where}) from exc
-    if len(raw) % 4:
-        raise InvalidInput(f"{where} is not a float32 vector ({len(raw)} bytes)", details={"field": where})
-    return raw
-
-
-def _check_ids(parsed: dict[str, list[SQLModel]]) -> None:
-    """Agents and places keep the ids the API lets a client choose (backend/ids.py): an id outside them could
-    not be named in a URL. Session ids are left as stored: earlier versions took any, and a save must load."""
-    for section in ("agents", "pois"):
-        for index, row in enumerate(parsed[section]):
-            require_id(row.id, f"{section}[{index}].id")  # type: ignore[attr-defined]
-
-
-def _check_references(parsed: dict[str, list[SQLModel]]) -> None:
-    agents = {row.id for row in parsed["agents"]}  # type: ignore[attr-defined]
-    for section in AGENT_ROWS:
-        for index, row in enumerate(parsed[section]):
-            if row.agent_id not in agents:  # type: ignore[attr-defined]
-                where = f"{section}[{index}].agent_id"
-                raise InvalidInput(
-                    f"{where}: agent {row.agent_id!r} is not in the document",  # type: ignore[attr-defined]
-                    details={"field": where},
-                )
-
-
-def _check_unique(section: str, table: type[SQLModel], rows: list[SQLModel]) -> None:
-    """Duplicate keys would fail half-way through the insert: name them up front instead."""
-    keys = [
-        [c.name for c in constraint.columns if c.name != "world_id"]
-        for constraint in table.__table__.constraints  # type: ignore[attr-defined]
-        if isinstance(constraint, PrimaryKeyConstraint | UniqueConstraint)
-    ]
-    for columns in keys:
-        seen: dict[tuple[Any, ...], int] = {}
-        for index, row in enumerate(rows):
-            value = tuple(getattr(row, name) for name in columns)
-            if any(part is None for part in value):
-                continue
-            if value in seen:
-                where = f"{section}[{index}]"
-                raise InvalidInput(
-                    f"{where} repeats {'/'.join(columns)} {value!r} of {section}[{seen[value]}]",
-                    details={"field": f"{where}.{columns[-1]}"},
-                )
-            seen[value] = index
-
-
 def wipe_world(session: Session, world_id: str) -> dict[str, int]:
-    """Delete every row of `world_id` (not committed: the caller owns the transaction)."""
-    removed = {}
+    """Delete every row of `world_id` and its pending jobs (not committed: the caller owns the transaction).
+
+    The jobs are about rows that go: a rating job run after an import rated whatever memory then had its id.
+    """
+    removed = {"jobs": job_store.cancel_world(session, world_id)}
     for name, table in reversed(SECTIONS.items()):
         statement = delete(table).where(col(table.world_id) == world_id)  # type: ignore[attr-defined]
         removed[name] = session.execute(statement).rowcount  # type: ignore[attr-defined]
@@ -185,19 +82,49 @@ def wipe_world(session: Session, world_id: str) -> dict[str, int]:
 
 
 def import_world(session: Session, world_id: str, doc: Any) -> dict[str, int]:
-    """Replace `world_id` with the document's rows, in one transaction.
+    """Replace `world_id` with the rows of a document held in memory (see `import_stream`)."""
+    checked = check_document(document.walk(doc))
+    return _replace(session, world_id, document.walk(doc), checked)
+
+
+def import_stream(
+    session: Session, world_id: str | None, source: IO[bytes], checked: Checked | None = None
+) -> dict[str, int]:
+    """Replace a world with the rows of a document file, read as a stream: checked whole first, then
+    inserted in batches in one transaction, so a bad document changes nothing. Memory use is one row and
+    one batch, whatever the file's size.
+
+    Args:
+        world_id: the target world; None takes the document's own `world_id` (else `default`).
+        source: the document, seekable (it is read twice).
+        checked: the first read's result when the caller made it already (`check_stream`).
 
     Returns:
         The number of rows imported per section.
 
     Raises:
         InvalidInput: the document is malformed or of another version (nothing is changed).
+        MachiError: `invalid_json` (400), the file is not JSON.
     """
-    parsed = parse_document(doc)
+    checked = checked or check_stream(source)
+    source.seek(0)
+    return _replace(session, world_id or checked.world_id or DEFAULT_WORLD, document.read(source), checked)
+
+
+def check_stream(source: IO[bytes]) -> Checked:
+    """The first read of `import_stream` (a CLI looks at the document's world id before importing)."""
+    source.seek(0)
+    return check_document(document.read(source))
+
+
+def _replace(session: Session, world_id: str, items: Iterable[Item], checked: Checked) -> dict[str, int]:
     try:
         wipe_world(session, world_id)
-        for name, rows in parsed.items():
-            _insert(session, world_id, SECTIONS[name], rows)
+        batches = Batches(session, world_id, checked.id_ranges)
+        for item in items:
+            if isinstance(item, Row):
+                batches.add(item.section, parse_row(item.section, item.index, item.data, checked=True))
+        batches.flush()
         meta = session.get(WorldMeta, world_id) or WorldMeta(world_id=world_id)
         meta.imported_at = utcnow()
         session.add(meta)
@@ -206,48 +133,84 @@ def import_world(session: Session, world_id: str, doc: Any) -> dict[str, int]:
         session.rollback()
         raise
     _advance_sequences(session)
-    return {name: len(rows) for name, rows in parsed.items()}
+    return dict(checked.counts)
 
 
-def _insert(session: Session, world_id: str, table: type[SQLModel], rows: list[SQLModel]) -> None:
-    for row in rows:
-        row.world_id = world_id
+class Batches:
+    """Rows on their way into the database, IMPORT_BATCH at a time (Core inserts, no ORM bookkeeping).
+
+    Integer ids are kept unless another world of the database uses some in the section's range: then the
+    section's ids all move past the table's largest (memories' evidence links moved with them).
+    """
+
+    def __init__(self, session: Session, world_id: str, id_ranges: dict[str, tuple[int, int]]) -> None:
+        self.session, self.world_id, self.id_ranges = session, world_id, id_ranges
+        self.offsets: dict[str, int] = {}
+        self.pending: list[SQLModel] = []
+        self.section = ""
+
+    def add(self, section: str, row: SQLModel) -> None:
+        if section != self.section:
+            self.flush()
+            self.section = section
+            if section not in self.offsets:
+                self.offsets[section] = self._offset(section)
+        row.world_id = self.world_id
+        offset = self.offsets[section]
+        if offset:
+            row.id += offset  # type: ignore[attr-defined]
+            if isinstance(row, Memory):
+                low, high = self.id_ranges[section]
+                row.evidence_ids = [e + offset if low <= e <= high else e for e in row.evidence_ids]
+        self.pending.append(row)
+        if len(self.pending) >= IMPORT_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            insert_rows(self.session, SECTIONS[self.section], self.pending)
+            self.pending = []
+
+    def _offset(self, section: str) -> int:
+        table = SECTIONS[section]
+        if section not in self.id_ranges or table in (Agent, PointOfInterest, CouncilRecord):
+            return 0
+        low, high = self.id_ranges[section]
+        id_col = table.__table__.c.id  # type: ignore[attr-defined]
+        conn = self.session.connection()
+        if conn.execute(select(id_col).where(id_col.between(low, high)).limit(1)).first() is None:
+            return 0
+        offset = int(conn.execute(select(func.max(id_col))).scalar() or 0) + 1 - low
+        if high + offset > MAX_INT:
+            raise InvalidInput(
+                f"{section}: ids up to {high} cannot move past the ones another world uses",
+                details={"field": f"{section}[].id"},
+            )
+        return offset
+
+
+def insert_rows(session: Session, table: type[SQLModel], rows: list[SQLModel]) -> None:
+    """One batch of a section's rows (world_id set) in the session's transaction."""
     if table is CouncilRecord:
         _fresh_council_ids(session, rows)
-    elif "id" in table.model_fields and table not in (Agent, PointOfInterest):
-        if _ids_taken(session, table, [row.id for row in rows]):  # type: ignore[attr-defined]
-            _renumber(session, table, rows)
-            return
-    session.add_all(rows)
-    session.flush()
-
-
-def _ids_taken(session: Session, table: type[SQLModel], ids: list[Any]) -> bool:
-    """Whether another world already uses some of these integer ids (this world's rows are gone)."""
-    if not ids:
-        return False
-    id_col = col(table.id)  # type: ignore[attr-defined]
-    return session.exec(select(func.count()).select_from(table).where(id_col.in_(ids))).one() > 0
-
-
-def _renumber(session: Session, table: type[SQLModel], rows: list[SQLModel]) -> None:
-    """Give rows new ids; memories keep their evidence links pointing at the renumbered rows."""
-    old_ids = [row.id for row in rows]  # type: ignore[attr-defined]
-    for row in rows:
-        row.id = None
-    session.add_all(rows)
-    session.flush()
-    if table is Memory:
-        mapping = {old: row.id for old, row in zip(old_ids, rows, strict=True)}  # type: ignore[attr-defined]
-        for row in rows:
-            row.evidence_ids = [mapping.get(e, e) for e in row.evidence_ids]  # type: ignore[attr-defined]
-        session.flush()
+    values = [row.model_dump() for row in rows]
+    given = [value for value in values if value.get("id", 0) is not None]
+    generated = [
+        {k: v for k, v in value.items() if k != "id"} for value in values if value.get("id", 0) is None
+    ]
+    statement = insert(table.__table__)  # type: ignore[attr-defined]
+    for group in (given, generated):
+        if group:
+            session.connection().execute(statement, group)
 
 
 def _fresh_council_ids(session: Session, rows: list[SQLModel]) -> None:
     # Council ids are unique across worlds: a copy of another world's record needs its own id.
+    id_col = CouncilRecord.__table__.c.id  # type: ignore[attr-defined]
+    ids = [row.id for row in rows]  # type: ignore[attr-defined]
+    taken = set(session.connection().execute(select(id_col).where(id_col.in_(ids))).scalars())
     for row in rows:
-        if session.get(CouncilRecord, row.id) is not None:  # type: ignore[attr-defined]
+        if row.id in taken:  # type: ignore[attr-defined]
             row.id = uuid.uuid4().hex
 
 

@@ -55,7 +55,10 @@ def route_cases(app: Any) -> list[RouteCase]:
         if isinstance(route, WebSocketRoute) or type(route).__name__ == "APIWebSocketRoute":
             cases.append(RouteCase("websocket", "GET", path))
             continue
-        body = getattr(route, "body_field", None) is not None
+        # A route that reads its body as a stream (world import) declares it in the OpenAPI schema only.
+        body = getattr(route, "body_field", None) is not None or "requestBody" in (
+            getattr(route, "openapi_extra", None) or {}
+        )
         for method in sorted(set(getattr(route, "methods", None) or ()) - {"HEAD"}):
             cases.append(RouteCase("http", method, path, body))
     return cases

@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 from pydantic import ValidationError
 
 from backend.config import Settings
+from backend.errors import RequestTimeout
 from backend.llm.scripted import ScriptedLLM
 from backend.security.middleware import BodyLimitMiddleware
 from tests.conftest import drain, make_client
@@ -93,7 +94,38 @@ async def test_the_stream_stops_being_read_once_past_the_limit() -> None:
     assert json.loads(sent[1]["body"])["error"]["code"] == "payload_too_large"
 
 
-@pytest.mark.parametrize(("path", "timeout"), [("/v1/judge", 0.05), ("/v1/world/import", 0.1)])
+async def test_a_world_import_that_stops_arriving_times_out_in_the_route_that_streams_it() -> None:
+    """The import is read as a stream by its route: the middleware's receive keeps HTTP_IMPORT_TIMEOUT_S and
+    raises RequestTimeout there (the app's error handler answers 408 in the envelope)."""
+    settings = Settings(  # type: ignore[call-arg]
+        _env_file=None, http_body_timeout_s=0.05, http_import_timeout_s=0.1, load_demo_world=False
+    )
+    raised: list[BaseException] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        try:
+            while (await receive()).get("more_body"):
+                pass
+        except RequestTimeout as exc:
+            raised.append(exc)
+
+    chunks = iter([{"type": "http.request", "body": b'{"content": "', "more_body": True}])
+
+    async def receive() -> dict[str, Any]:
+        for message in chunks:
+            return message
+        await asyncio.Event().wait()  # the rest of the body never comes
+        raise AssertionError("unreachable")
+
+    async def send(message: dict[str, Any]) -> None:
+        raise AssertionError("the route answers, not the middleware")
+
+    scope = {"type": "http", "method": "POST", "path": "/v1/world/import", "headers": []}
+    await BodyLimitMiddleware(app, settings)(scope, receive, send)
+    assert len(raised) == 1 and raised[0].status_code == 408 and raised[0].details == {"timeout_s": 0.1}
+
+
+@pytest.mark.parametrize(("path", "timeout"), [("/v1/judge", 0.05)])
 async def test_a_body_that_stops_arriving_is_answered_408_and_the_connection_closed(
     path: str, timeout: float
 ) -> None:
@@ -158,6 +190,18 @@ def test_world_import_has_its_own_limit(small: TestClient) -> None:
     before = small.get("/v1/world/export").json()
     response = small.post("/v1/world/import", json=doc)
     _assert_413(response, 200_000)
+    assert small.get("/v1/world/export").json()["memories"] == before["memories"]
+
+
+def test_a_chunked_import_is_cut_off_on_the_stream_once_past_its_limit(small: TestClient) -> None:
+    # The import's body is not buffered by the limit (the route reads it as a stream): it is counted as it
+    # reaches the route, and refused there.
+    payload = json.dumps(_big_export(small, memories=80, chars=1000)).encode()  # ~240 KB
+    before = small.get("/v1/world/export").json()
+    chunks = (payload[i : i + 10_000] for i in range(0, len(payload), 10_000))  # no Content-Length
+    response = small.post("/v1/world/import", content=chunks, headers={"Content-Type": "application/json"})
+    _assert_413(response, 200_000)
+    assert response.json()["error"]["details"]["content_length"] is None
     assert small.get("/v1/world/export").json()["memories"] == before["memories"]
 
 

@@ -222,14 +222,14 @@ def test_a_failure_half_way_through_an_import_rolls_everything_back(
     doc = town.get("/v1/world/export").json()
     doc["agents"] = doc["agents"][:2]
     doc["memories"] = doc["plans"] = doc["emotions"] = doc["agent_state_events"] = doc["intentions"] = []
-    real_insert = transfer._insert
+    real_insert = transfer.insert_rows
 
-    def failing(session: Session, world_id: str, table: type, rows: list[Any]) -> None:
+    def failing(session: Session, table: type, rows: list[Any]) -> None:
         if table is Turn:
             raise RuntimeError("disk full")
-        real_insert(session, world_id, table, rows)
+        real_insert(session, table, rows)
 
-    monkeypatch.setattr(transfer, "_insert", failing)
+    monkeypatch.setattr(transfer, "insert_rows", failing)
     with Session(town.app.state.engine) as session, pytest.raises(RuntimeError):  # type: ignore[attr-defined]
         transfer.import_world(session, "default", doc)
     assert exported(town) == before
