@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query, Response
+from fastapi import APIRouter, Path, Query, Request, Response
 
+from backend.api.conversation import get_service as conversation_service
 from backend.api.deps import EventsDep, MemoryDep, SessionDep, WorldDep
+from backend.errors import InvalidInput
 from backend.ids import ID_RULE, Id
 from backend.intention import repo as intention_repo
 from backend.intention import service as intention
@@ -71,9 +73,21 @@ async def post_state(
     world: WorldDep,
     memory: MemoryDep,
     events: EventsDep,
+    request: Request,
 ) -> StateAccepted:
-    """Unity reports what the agent is doing; arriving somewhere new becomes an observation memory."""
-    return await service.report_state(session, memory, world, agent_id, body, events=events)
+    """Unity reports what the agent is doing; arriving somewhere new becomes an observation memory. With
+    `talking` and a `partner_id`, a model that reads prompts ahead starts on this agent's opening line."""
+    if body.partner_id == agent_id:
+        raise InvalidInput(
+            "partner_id names the reporting agent itself: send the agent it has just met",
+            details={"field": "partner_id", "value": agent_id},
+        )
+    if body.partner_id is not None:  # an unknown partner is a 404 before anything is stored
+        service.get_agent(session, world, body.partner_id)
+    accepted = await service.report_state(session, memory, world, agent_id, body, events=events)
+    if body.partner_id is not None:
+        conversation_service(request).read_ahead_opening(world, agent_id, body)
+    return accepted
 
 
 @router.get("/agents/{agent_id}/states")
