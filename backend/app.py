@@ -60,7 +60,7 @@ ROUTERS = (
 
 #: Start-up steps run after the database is ready, in order: `async def step(app) -> None`.
 STARTUP_STEPS: tuple[str, ...] = (
-    "backend.world.demo:ensure_demo_world",
+    "backend.transfer.demo:ensure_demo_world",
     "backend.council.service:recover_councils",
 )
 

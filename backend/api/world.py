@@ -11,7 +11,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from backend.api.deps import EngineDep, MemoryDep, SessionDep, WorldDep
-from backend.world import transfer
+from backend.transfer import service as transfer
 
 router = APIRouter(prefix="/v1/world", tags=["world"])
 

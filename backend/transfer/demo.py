@@ -22,7 +22,7 @@ from backend.gametime import utcnow
 from backend.ids import Id
 from backend.memory.models import PersonMemory
 from backend.storage.db import session_scope
-from backend.world import transfer
+from backend.transfer import service as transfer
 from backend.world.models import DEFAULT_WORLD, Agent, WorldMeta
 from backend.world.schemas import AgentUpsert, PoiUpsert
 

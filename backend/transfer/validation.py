@@ -27,7 +27,7 @@ from backend.ids import id_problem
 from backend.memory.models import Memory, MemoryCreate
 from backend.planning.models import Plan
 from backend.planning.schemas import PlanPublic, PlanRequest
-from backend.world.document import SECTIONS
+from backend.transfer.document import SECTIONS
 from backend.world.models import Agent, AgentStateEvent, PointOfInterest
 from backend.world.schemas import AgentUpsert, PoiUpsert, StateReport
 

@@ -19,7 +19,7 @@ from backend.emotion.models import EmotionRecord
 from backend.llm.scripted import ScriptedLLM
 from backend.memory.models import PersonMemory
 from backend.memory.service import MemoryCreate
-from backend.world import transfer
+from backend.transfer import service as transfer
 from tests.conftest import drain, make_client
 
 

@@ -15,8 +15,8 @@ from sqlalchemy import PrimaryKeyConstraint, UniqueConstraint
 from sqlmodel import SQLModel
 
 from backend.errors import InvalidInput
-from backend.world.document import FORMAT, REQUIRED_SECTIONS, SECTIONS, VERSION, Header, Item, Section
-from backend.world.validation import parse_row
+from backend.transfer.document import FORMAT, REQUIRED_SECTIONS, SECTIONS, VERSION, Header, Item, Section
+from backend.transfer.validation import parse_row
 
 #: Sections whose rows name an agent that must be in the document.
 AGENT_ROWS = ("memories", "plans", "emotions", "people", "agent_state_events", "intentions")

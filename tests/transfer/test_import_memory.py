@@ -20,7 +20,7 @@ from fastapi.testclient import TestClient
 
 from backend.cli import main
 from backend.config import Settings
-from backend.world import transfer
+from backend.transfer import service as transfer
 
 pytestmark = pytest.mark.slow
 

@@ -22,11 +22,11 @@ from backend.errors import InvalidInput
 from backend.gametime import utcnow
 from backend.jobs import store as job_store
 from backend.memory.models import Memory
-from backend.world import document
-from backend.world.check import Checked, check_document
-from backend.world.document import FORMAT, SECTIONS, VERSION, Item, Row
+from backend.transfer import document
+from backend.transfer.check import Checked, check_document
+from backend.transfer.document import FORMAT, SECTIONS, VERSION, Item, Row
 from backend.world.models import DEFAULT_WORLD, Agent, PointOfInterest, WorldMeta
-from backend.world.validation import MAX_INT, parse_row
+from backend.transfer.validation import MAX_INT, parse_row
 
 #: Rows per insert statement on import (bounded memory; a few hundred rows per round trip).
 IMPORT_BATCH = 500
@@ -237,7 +237,7 @@ def reset_world(session: Session, world_id: str, town: str = "demo") -> dict[str
     Raises:
         NotFound: no bundled town of that name (checked before anything is wiped).
     """
-    from backend.world.demo import bundled_town, load_town
+    from backend.transfer.demo import bundled_town, load_town
 
     found = bundled_town(town)
     try:
