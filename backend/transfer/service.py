@@ -25,8 +25,8 @@ from backend.memory.models import Memory
 from backend.transfer import document
 from backend.transfer.check import Checked, check_document
 from backend.transfer.document import FORMAT, SECTIONS, VERSION, Item, Row
-from backend.world.models import DEFAULT_WORLD, Agent, PointOfInterest, WorldMeta
 from backend.transfer.validation import MAX_INT, parse_row
+from backend.world.models import DEFAULT_WORLD, Agent, PointOfInterest, WorldMeta
 
 #: Rows per insert statement on import (bounded memory; a few hundred rows per round trip).
 IMPORT_BATCH = 500
