@@ -7,14 +7,23 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Response
 
 from backend.api.deps import EventsDep, MemoryDep, SessionDep, WorldDep
+from backend.conversation import jobs as conversation_jobs
+from backend.emotion import repo as emotion_repo
 from backend.ids import ID_RULE, Id
 from backend.intention import repo as intention_repo
 from backend.intention import service as intention
+from backend.memory import jobs as memory_jobs
+from backend.memory.models import MemoryCreate
+from backend.planning import repo as plan_repo
+from backend.planning.service import current_item_of_stored_plan
+from backend.storage.db import Session
 from backend.world import service
+from backend.world.models import Agent
 from backend.world.schemas import (
     AgentDetail,
     AgentPublic,
     AgentUpsert,
+    EmotionNow,
     PoiPublic,
     PoiUpsert,
     StateAccepted,
@@ -39,14 +48,14 @@ def put_agent(
     """Create an agent or replace its persona (201 when created). Works while the server runs."""
     agent, created = service.upsert_agent(session, world, agent_id, body)
     response.status_code = 201 if created else 200
-    return service.agent_detail(session, agent)
+    return _detail(session, agent)
 
 
 @router.get("/agents/{agent_id}", response_model=AgentDetail)
 def get_agent(agent_id: AgentId, session: SessionDep, world: WorldDep) -> AgentDetail:
     """Persona, last reported state, current plan item, newest emotion and intentions."""
     agent = service.get_agent(session, world, agent_id)
-    detail = service.agent_detail(session, agent)
+    detail = _detail(session, agent)
     mind = intention_repo.read(session, world, agent_id)
     detail.intentions = intention.public(agent_id, mind, agent.state_day, agent.language).text
     return detail
@@ -58,7 +67,16 @@ def delete_agent(
 ) -> dict[str, Any]:
     """Remove the agent with its memories, plans, emotions, state history, intentions and pending jobs (an agent
     re-created under the same id starts with an empty mind)."""
-    removed = service.delete_agent(session, memory, world, agent_id)
+    agent = service.get_agent(session, world, agent_id)
+    removed = {"memories": memory.delete_agent(world, agent_id)}
+    # One transaction: the jobs go with the agent (one still pending ran after an agent was re-created under
+    # the same id and gave it its predecessor's observations), and so do its plans and emotions.
+    removed["jobs"] = conversation_jobs.forget_agent(session, world, agent_id) + memory_jobs.forget_agent(
+        session, world, agent_id
+    )
+    removed["plans"] = plan_repo.forget_agent(session, world, agent_id)
+    removed["emotions"] = emotion_repo.forget_agent(session, world, agent_id)
+    removed["state_events"] = service.delete_agent(session, agent)
     intention_repo.forget_agent(session, world, agent_id)
     return {"deleted": agent_id, "removed": removed}
 
@@ -73,7 +91,19 @@ async def post_state(
     events: EventsDep,
 ) -> StateAccepted:
     """Unity reports what the agent is doing; arriving somewhere new becomes an observation memory."""
-    return await service.report_state(session, memory, world, agent_id, body, events=events)
+    agent, accepted = service.report_state(session, world, agent_id, body, events=events)
+    if accepted.arrived and body.location_name:
+        arrival = MemoryCreate(
+            type="observation",
+            content=service.arrival_text(agent, body.location_name),
+            importance=service.ARRIVAL_IMPORTANCE,
+            location_name=body.location_name,
+            tags=["arrival", body.location_name],
+            day=body.day,
+            time_of_day=body.time_of_day,
+        )
+        accepted.observation_id = (await memory.add(world, agent_id, arrival)).id
+    return accepted
 
 
 @router.get("/agents/{agent_id}/states")
@@ -111,3 +141,18 @@ def get_poi(poi_id: PoiId, session: SessionDep, world: WorldDep) -> PoiPublic:
 def delete_poi(poi_id: PoiId, session: SessionDep, world: WorldDep) -> dict[str, str]:
     service.delete_poi(session, world, poi_id)
     return {"deleted": poi_id}
+
+
+def _detail(session: Session, agent: Agent) -> AgentDetail:
+    """Persona, last state, the plan item for the last reported time, and the newest emotion as evaluated
+    (its own day and time; `GET .../emotion` gives it decayed to a moment)."""
+    detail = service.agent_detail(agent)
+    if agent.state_day is not None and agent.state_time_of_day is not None:
+        detail.current_plan_item = current_item_of_stored_plan(
+            session, agent.world_id, agent.id, agent.state_day, agent.state_time_of_day
+        )
+    record = emotion_repo.newest(session, agent.world_id, agent.id)
+    if record is not None:
+        detail.emotion = EmotionNow(label=record.label, values=record.values, cause=record.cause,
+                                    day=record.day, time_of_day=record.time_of_day)  # fmt: skip
+    return detail
