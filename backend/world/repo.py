@@ -48,6 +48,14 @@ def pois(session: Session, world_id: str) -> list[PointOfInterest]:
     return list(session.exec(query.order_by(col(PointOfInterest.id))))
 
 
+def names(session: Session, world_id: str, ids: Sequence[str]) -> dict[str, str]:
+    """The names of the agents with these ids that exist, by id."""
+    if not ids:
+        return {}
+    query = select(Agent.id, Agent.name).where(Agent.world_id == world_id, col(Agent.id).in_(list(ids)))
+    return dict(session.exec(query).all())
+
+
 def has_agents(session: Session, world_id: str) -> bool:
     return session.exec(select(Agent.id).where(Agent.world_id == world_id).limit(1)).first() is not None
 
