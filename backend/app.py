@@ -15,6 +15,7 @@ from backend import __version__
 from backend.api.errors import install_error_handlers
 from backend.api.protocol import ProtocolVersionMiddleware
 from backend.config import Settings, load_settings
+from backend.council.service import Councils
 from backend.emotion.service import EmotionService
 from backend.events import LLM_CALL, EventBus, LLMCallPayload
 from backend.intention.service import IntentionService
@@ -147,6 +148,14 @@ async def _running(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
         deadline_s=settings.plan_deadline_s,
         events=app.state.events,
         intentions=app.state.intentions,
+        emotion=app.state.emotion,
+    )
+    app.state.councils = Councils(
+        engine=engine,
+        llm=app.state.llm,
+        tasks=app.state.tasks,
+        memory=app.state.memory,
+        events=app.state.events,
         emotion=app.state.emotion,
     )
     app.state.model_health = find_health(app.state.llm) or ModelHealth(settings.llm_health_window_s)

@@ -13,10 +13,10 @@ import logging
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from backend.council import repo
+from backend.council import judge, repo
 from backend.council.deliberation import CouncilRun, OnUpdate
 from backend.council.models import CouncilRecord
-from backend.council.schemas import CouncilCreate
+from backend.council.schemas import CouncilCreate, JudgeResult
 from backend.errors import Conflict, InvalidInput, NotFound
 from backend.gametime import utcnow
 from backend.llm.base import LLM
@@ -232,6 +232,38 @@ def combine(*callbacks: OnUpdate | None) -> OnUpdate | None:
             callback(update)
 
     return both
+
+
+class Councils:
+    """Starts councils in the background and judges stored conversations: built once in create_app and kept
+    at `app.state.councils`, with what a council reaches (memories, the event bus, emotions)."""
+
+    def __init__(
+        self,
+        *,
+        engine: Engine,
+        llm: LLM,
+        tasks: Any,
+        memory: Any = None,
+        events: Any = None,
+        emotion: Any = None,
+    ) -> None:
+        self.engine, self.llm, self.tasks, self.memory = engine, llm, tasks, memory
+        self.on_update = combine(
+            event_publisher(events) if events is not None else None,  # each step goes out as council.updated
+            emotion_on_conclusion(engine, emotion) if emotion is not None else None,  # members feel the end
+        )
+
+    async def start(self, world_id: str, request: CouncilCreate) -> CouncilRecord:
+        """Store the proposal (see `create_council`) and hold the council in the background."""
+        row = await asyncio.to_thread(create_council, self.engine, world_id, request)
+        work = run_council(self.engine, self.llm, row.id, memory=self.memory, on_update=self.on_update)
+        self.tasks.spawn(work, name=f"council:{row.id}")
+        return row
+
+    async def judge_conversation(self, world_id: str, session_id: str) -> JudgeResult:
+        """Score a stored conversation and keep the verdict on it (see `judge.judge_conversation`)."""
+        return await judge.judge_conversation(self.engine, self.llm, world_id, session_id, memory=self.memory)
 
 
 # --- reading -----------------------------------------------------------------------------------------
