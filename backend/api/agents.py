@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query, Response
+from fastapi import APIRouter, Path, Query, Request, Response
 
+from backend.api.conversation import get_service as conversation_service
 from backend.api.deps import EventsDep, MemoryDep, SessionDep, WorldDep
 from backend.conversation import jobs as conversation_jobs
 from backend.emotion import repo as emotion_repo
+from backend.errors import InvalidInput
 from backend.ids import ID_RULE, Id
 from backend.intention import repo as intention_repo
 from backend.intention import service as intention
@@ -89,20 +91,22 @@ async def post_state(
     world: WorldDep,
     memory: MemoryDep,
     events: EventsDep,
+    request: Request,
 ) -> StateAccepted:
-    """Unity reports what the agent is doing; arriving somewhere new becomes an observation memory."""
+    """Unity reports what the agent is doing; arriving somewhere new becomes an observation memory. With
+    `talking` and a `partner_id`, a model that reads prompts ahead starts on this agent's opening line."""
+    if body.partner_id == agent_id:
+        raise InvalidInput(
+            "partner_id names the reporting agent itself: send the agent it has just met",
+            details={"field": "partner_id", "value": agent_id},
+        )
+    if body.partner_id is not None:  # an unknown partner is a 404 before anything is stored
+        service.get_agent(session, world, body.partner_id)
     agent, accepted = service.report_state(session, world, agent_id, body, events=events)
     if accepted.arrived and body.location_name:
-        arrival = MemoryCreate(
-            type="observation",
-            content=service.arrival_text(agent, body.location_name),
-            importance=service.ARRIVAL_IMPORTANCE,
-            location_name=body.location_name,
-            tags=["arrival", body.location_name],
-            day=body.day,
-            time_of_day=body.time_of_day,
-        )
-        accepted.observation_id = (await memory.add(world, agent_id, arrival)).id
+        accepted.observation_id = (await memory.add(world, agent_id, _arrival(agent, body))).id
+    if body.partner_id is not None:
+        conversation_service(request).read_ahead_opening(world, agent_id, body)
     return accepted
 
 
@@ -156,3 +160,17 @@ def _detail(session: Session, agent: Agent) -> AgentDetail:
         detail.emotion = EmotionNow(label=record.label, values=record.values, cause=record.cause,
                                     day=record.day, time_of_day=record.time_of_day)  # fmt: skip
     return detail
+
+
+def _arrival(agent: Agent, report: StateReport) -> MemoryCreate:
+    """Arriving somewhere new, as the agent's observation (a fixed minor importance: no model call)."""
+    place = report.location_name or ""
+    return MemoryCreate(
+        type="observation",
+        content=service.arrival_text(agent, place),
+        importance=service.ARRIVAL_IMPORTANCE,
+        location_name=place,
+        tags=["arrival", place],
+        day=report.day,
+        time_of_day=report.time_of_day,
+    )
