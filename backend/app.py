@@ -16,9 +16,9 @@ from backend.api.errors import install_error_handlers
 from backend.api.protocol import ProtocolVersionMiddleware
 from backend.config import Settings, load_settings
 from backend.council.service import Councils
-from backend.emotion.service import EmotionService
+from backend.emotion.service import EmotionService, EmotionSettings
 from backend.events import LLM_CALL, EventBus, LLMCallPayload
-from backend.intention.service import IntentionService
+from backend.intention.service import IntentionService, IntentionSettings
 from backend.jobs.handlers import install as install_job_handlers
 from backend.jobs.runner import JobRunner
 from backend.llm.base import LLM, Embedder, find_layer
@@ -135,10 +135,14 @@ async def _running(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
         agents=app.state.agents,
     )
     app.state.intentions = IntentionService(
-        engine=engine, llm=app.state.llm, memory=app.state.memory, settings=settings
+        engine=engine, llm=app.state.llm, memory=app.state.memory, settings=IntentionSettings.of(settings)
     )
     app.state.emotion = EmotionService(
-        engine=engine, llm=app.state.llm, settings=settings, tasks=app.state.tasks, events=app.state.events
+        engine=engine,
+        llm=app.state.llm,
+        settings=EmotionSettings.of(settings),
+        tasks=app.state.tasks,
+        events=app.state.events,
     )
     app.state.planner = Planner(
         engine=engine,

@@ -14,6 +14,7 @@ import asyncio
 import logging
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from backend.config import Settings
@@ -58,6 +59,27 @@ log = logging.getLogger(__name__)
 PRUNE_EVERY = 8
 
 
+@dataclass(frozen=True)
+class EmotionSettings:
+    """The settings emotion reads (derived from `Settings` in create_app; same names, so either serves)."""
+
+    emotion_half_life_minutes: float
+    emotion_history_limit: int
+    emotion_min_interval_s: float
+    emotion_max_step: float
+    emotion_from_turn: bool
+
+    @classmethod
+    def of(cls, settings: Settings) -> EmotionSettings:
+        return cls(
+            emotion_half_life_minutes=settings.emotion_half_life_minutes,
+            emotion_history_limit=settings.emotion_history_limit,
+            emotion_min_interval_s=settings.emotion_min_interval_s,
+            emotion_max_step=settings.emotion_max_step,
+            emotion_from_turn=settings.emotion_from_turn,
+        )
+
+
 def settle(
     reply: EmotionEvaluation, previous: Mapping[str, float], max_step: float, language: str
 ) -> tuple[dict[str, float], str]:
@@ -93,7 +115,7 @@ class EmotionService:
         *,
         engine: Engine,
         llm: LLM,
-        settings: Settings,
+        settings: EmotionSettings,
         tasks: TaskRunner,
         events: EventBus | None = None,
     ) -> None:

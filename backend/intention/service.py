@@ -161,10 +161,29 @@ def _heard_line(row: Told, names: dict[str, str], day: int, language: str) -> st
     return prompts.dated(f"{teller}: {said}{whose}", row.day, row.time_of_day)
 
 
+@dataclass(frozen=True)
+class IntentionSettings:
+    """The settings intentions read (derived from `Settings` in create_app; same names)."""
+
+    whisper_importance: int
+    intention_from_importance: int
+    tell_fresh_days: int
+
+    @classmethod
+    def of(cls, settings: Settings) -> IntentionSettings:
+        return cls(
+            whisper_importance=settings.whisper_importance,
+            intention_from_importance=settings.intention_from_importance,
+            tell_fresh_days=settings.tell_fresh_days,
+        )
+
+
 class IntentionService:
     """Built once in create_app's lifespan and kept at `app.state.intentions`."""
 
-    def __init__(self, *, engine: Engine, llm: LLM, memory: MemoryService, settings: Settings) -> None:
+    def __init__(
+        self, *, engine: Engine, llm: LLM, memory: MemoryService, settings: IntentionSettings
+    ) -> None:
         self.engine = engine
         self.llm = llm
         self.memory = memory
