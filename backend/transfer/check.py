@@ -2,7 +2,7 @@
 
 Rows are checked one at a time as they stream past (validation.py); across rows, only what is needed is
 kept: the agents' ids, the keys each table must hold once, and the range of the integer ids (an import
-into a database where another world uses some of them moves them past its largest, see transfer.py).
+into a database where another world uses some of them moves them past its largest, see service.py).
 """
 
 from __future__ import annotations
