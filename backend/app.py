@@ -15,9 +15,10 @@ from backend import __version__
 from backend.api.errors import install_error_handlers
 from backend.api.protocol import ProtocolVersionMiddleware
 from backend.config import Settings, load_settings
-from backend.emotion.service import EmotionService
+from backend.council.service import Councils
+from backend.emotion.service import EmotionService, EmotionSettings
 from backend.events import LLM_CALL, EventBus, LLMCallPayload
-from backend.intention.service import IntentionService
+from backend.intention.service import IntentionService, IntentionSettings
 from backend.jobs.handlers import install as install_job_handlers
 from backend.jobs.runner import JobRunner
 from backend.llm.base import LLM, Embedder, find_layer
@@ -60,7 +61,7 @@ ROUTERS = (
 
 #: Start-up steps run after the database is ready, in order: `async def step(app) -> None`.
 STARTUP_STEPS: tuple[str, ...] = (
-    "backend.world.demo:ensure_demo_world",
+    "backend.transfer.demo:ensure_demo_world",
     "backend.council.service:recover_councils",
 )
 
@@ -134,10 +135,14 @@ async def _running(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
         agents=app.state.agents,
     )
     app.state.intentions = IntentionService(
-        engine=engine, llm=app.state.llm, memory=app.state.memory, settings=settings
+        engine=engine, llm=app.state.llm, memory=app.state.memory, settings=IntentionSettings.of(settings)
     )
     app.state.emotion = EmotionService(
-        engine=engine, llm=app.state.llm, settings=settings, tasks=app.state.tasks, events=app.state.events
+        engine=engine,
+        llm=app.state.llm,
+        settings=EmotionSettings.of(settings),
+        tasks=app.state.tasks,
+        events=app.state.events,
     )
     app.state.planner = Planner(
         engine=engine,
@@ -147,6 +152,14 @@ async def _running(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
         deadline_s=settings.plan_deadline_s,
         events=app.state.events,
         intentions=app.state.intentions,
+        emotion=app.state.emotion,
+    )
+    app.state.councils = Councils(
+        engine=engine,
+        llm=app.state.llm,
+        tasks=app.state.tasks,
+        memory=app.state.memory,
+        events=app.state.events,
         emotion=app.state.emotion,
     )
     app.state.model_health = find_health(app.state.llm) or ModelHealth(settings.llm_health_window_s)

@@ -16,7 +16,7 @@ from backend.logs import configure_logging
 #: Modules that add subcommands: each defines `register(subparsers) -> None`, and every subparser it adds
 #: sets `func=callable(args, settings) -> int` via `set_defaults`.
 COMMAND_MODULES: tuple[str, ...] = (
-    "backend.world.cli",
+    "backend.transfer.cli",
     "backend.storage.cli",
     "backend.council.cli",
     "backend.protocol.cli",

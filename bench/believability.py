@@ -25,7 +25,7 @@ from pathlib import Path
 from backend.config import Settings, load_settings
 from backend.simulate import scenario, scenario_cli
 from backend.simulate.server import ServerThread
-from backend.world.demo import bundled_names
+from backend.transfer.demo import bundled_names
 
 
 def settings_for(folder: Path, provider: str) -> Settings:

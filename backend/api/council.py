@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Path, Query
 from fastapi.responses import PlainTextResponse
 
-from backend.api.deps import MAX_OFFSET, EngineDep, LLMDep, SessionDep, TasksDep, WorldDep
-from backend.council.judge import judge_content, judge_conversation
+from backend.api.deps import MAX_OFFSET, CouncilsDep, LLMDep, SessionDep, WorldDep
+from backend.council.judge import judge_content
 from backend.council.models import CouncilRecord
 from backend.council.record import render_record
 from backend.council.schemas import (
@@ -21,16 +20,7 @@ from backend.council.schemas import (
     JudgeRequest,
     JudgeResult,
 )
-from backend.council.service import (
-    combine,
-    council_label,
-    create_council,
-    emotion_on_conclusion,
-    event_publisher,
-    get_council,
-    list_councils,
-    run_council,
-)
+from backend.council.service import council_label, get_council, list_councils
 from backend.ids import StoredSessionId
 
 router = APIRouter(prefix="/v1", tags=["council"])
@@ -43,22 +33,9 @@ def _summary(row: CouncilRecord) -> CouncilSummary:
 
 
 @router.post("/council", status_code=202, response_model=CouncilAccepted)
-async def start_council(
-    body: CouncilCreate, request: Request, world: WorldDep, engine: EngineDep, llm: LLMDep, tasks: TasksDep
-) -> CouncilAccepted:
+async def start_council(body: CouncilCreate, world: WorldDep, councils: CouncilsDep) -> CouncilAccepted:
     """Store the proposal and hold the council in the background; poll GET /v1/council/{id}."""
-    row = await asyncio.to_thread(create_council, engine, world, body)
-    state = request.app.state
-    memory = getattr(state, "memory", None)
-    bus = getattr(state, "events", None)
-    emotion = getattr(state, "emotion", None)
-    on_update = combine(
-        event_publisher(bus) if bus is not None else None,  # each step goes out as council.updated
-        emotion_on_conclusion(engine, emotion) if emotion is not None else None,  # members feel the outcome
-    )
-    tasks.spawn(
-        run_council(engine, llm, row.id, memory=memory, on_update=on_update), name=f"council:{row.id}"
-    )
+    row = await councils.start(world, body)
     return CouncilAccepted(id=row.id, number=row.number, label=council_label(row.number), status=row.status)
 
 
@@ -101,12 +78,7 @@ async def judge(body: JudgeRequest, world: WorldDep, llm: LLMDep) -> JudgeResult
 
 @router.post("/conversations/{session_id}/judge", response_model=JudgeResult)
 async def judge_stored_conversation(
-    session_id: Annotated[StoredSessionId, Path()],
-    request: Request,
-    world: WorldDep,
-    engine: EngineDep,
-    llm: LLMDep,
+    session_id: Annotated[StoredSessionId, Path()], world: WorldDep, councils: CouncilsDep
 ) -> JudgeResult:
     """Score a stored conversation (in character, coherence, memory use); the verdict is kept on it."""
-    memory = getattr(request.app.state, "memory", None)
-    return await judge_conversation(engine, llm, world, session_id, memory=memory)
+    return await councils.judge_conversation(world, session_id)

@@ -28,6 +28,7 @@ from backend.intention import repo as intention_repo
 from backend.intention import service as intention
 from backend.planning.service import plan_public, stored_plan
 from backend.security.keys import VIEWER, KeyRing, request_role
+from backend.world import repo as world_repo
 from backend.world.models import DEFAULT_WORLD, Agent, PointOfInterest
 
 WEBUI_DIR = Path(__file__).resolve().parents[2] / "webui"
@@ -221,7 +222,7 @@ def agent_page(
 def _mind(session: Session, world_id: str, agent: Agent, day: int) -> dict[str, Any]:
     """The agent's intentions (said from the shown day) and who it told what, who told it what."""
     rows = intention_repo.told_rows(session, world_id, agent.id)
-    names = intention_repo.agent_names(
+    names = world_repo.names(
         session,
         world_id,
         sorted({r.teller_id for r in rows} | {r.listener_id for r in rows} | {r.origin_id for r in rows}),

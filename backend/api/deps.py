@@ -17,6 +17,8 @@ from backend.tasks import TaskRunner
 from backend.world.models import DEFAULT_WORLD
 
 if TYPE_CHECKING:
+    from backend.council.service import Councils
+    from backend.emotion.service import EmotionService
     from backend.events import EventBus
     from backend.intention.service import IntentionService
     from backend.memory.service import MemoryService
@@ -108,3 +110,17 @@ def get_planner(request: Request) -> Planner:
 
 
 PlannerDep = Annotated["Planner", Depends(get_planner)]
+
+
+def get_emotion(request: Request) -> EmotionService:
+    return request.app.state.emotion
+
+
+EmotionDep = Annotated["EmotionService", Depends(get_emotion)]
+
+
+def get_councils(request: Request) -> Councils:
+    return request.app.state.councils
+
+
+CouncilsDep = Annotated["Councils", Depends(get_councils)]

@@ -4,24 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Path, Query
 
-from backend.api.deps import SessionDep, WorldDep
+from backend.api.deps import EmotionDep, SessionDep, WorldDep
 from backend.emotion.schemas import EmotionHistory, EmotionState
-from backend.emotion.service import EmotionService
 from backend.ids import ID_RULE, Id
 from backend.world.service import get_agent
 
 router = APIRouter(prefix="/v1/agents", tags=["emotion"])
 
 AgentId = Annotated[Id, Path(description=f"the agent's id: {ID_RULE}")]
-
-
-def get_emotion(request: Request) -> EmotionService:
-    return request.app.state.emotion
-
-
-EmotionDep = Annotated[EmotionService, Depends(get_emotion)]
 
 
 @router.get("/{agent_id}/emotion", response_model=EmotionState)

@@ -7,11 +7,10 @@ import tempfile
 from typing import IO, Any
 
 from fastapi import APIRouter, Request
-from sqlalchemy.engine import Engine
-from sqlmodel import Session
 
 from backend.api.deps import EngineDep, MemoryDep, SessionDep, WorldDep
-from backend.world import transfer
+from backend.storage.db import Engine, session_scope
+from backend.transfer import service as transfer
 
 router = APIRouter(prefix="/v1/world", tags=["world"])
 
@@ -54,5 +53,5 @@ async def import_world(
 
 
 def _import(engine: Engine, world: str, spool: IO[bytes]) -> dict[str, int]:
-    with Session(engine) as session:
+    with session_scope(engine) as session:  # the import commits (or rolls back) its own transaction
         return transfer.import_stream(session, world, spool)

@@ -23,7 +23,8 @@ from backend.gametime import utcnow
 from backend.intention.models import Told
 from backend.jobs.models import Job
 from backend.memory.models import Memory
-from backend.planning.models import Plan
+from backend.planning import repo as plan_repo
+from backend.planning.service import activity_at
 from backend.storage.rows import build, values_of
 from backend.world.cache import AgentCache
 from backend.world.models import Agent
@@ -134,25 +135,12 @@ _TURN_KEY = (
     col(Turn.turn_index) == bindparam("turn_index"),
 )
 _STORED_TURN = select(col(Turn.reply), col(Turn.speaker_id), col(Turn.target_id)).where(*_TURN_KEY)
-_PLAN_ITEMS = select(col(Plan.items)).where(
-    col(Plan.world_id) == bindparam("world_id"),
-    col(Plan.agent_id) == bindparam("agent_id"),
-    col(Plan.day) == bindparam("day"),
-)
 
 
 def _plan_activity(conn: Connection, world_id: str, req: TurnRequest) -> str | None:
     """The speaker's planned activity at this time of day, when a plan exists."""
-    params = {"world_id": world_id, "agent_id": req.agent_id, "day": req.day}
-    items = conn.execute(_PLAN_ITEMS, params).scalar()
-    for item in items or []:
-        try:
-            start, end = float(item["start"]), float(item["end"])
-        except (KeyError, TypeError, ValueError):
-            continue
-        if start <= req.time_of_day < end and item.get("activity"):
-            return str(item["activity"])
-    return None
+    items = plan_repo.items(conn, world_id, req.agent_id, req.day)
+    return activity_at(items, req.time_of_day) if items else None
 
 
 def last_emotion(engine: Any, world_id: str, session_id: str, agent_id: str) -> str | None:

@@ -18,19 +18,19 @@ import inspect
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
-
-from sqlalchemy.engine import Engine
-from sqlmodel import Session
+from typing import TYPE_CHECKING, Any
 
 from backend.council import outcome as rules
-from backend.council import prompts
+from backend.council import prompts, repo
 from backend.council.memories import remember_council
 from backend.council.models import CouncilRecord
 from backend.council.schemas import Aggregation, Consensus, MemberOpinion
 from backend.errors import LLMError
 from backend.gametime import utcnow
 from backend.llm.base import LLM, PRIORITY_COUNCIL, GenerateOptions
+
+if TYPE_CHECKING:
+    from backend.storage.db import Engine
 
 log = logging.getLogger(__name__)
 
@@ -302,7 +302,7 @@ class CouncilRun:
                 "record": row.record,
                 "updated_at": row.updated_at,
             }
-            await asyncio.to_thread(store_values, self.engine, row.id, values)
+            await asyncio.to_thread(repo.store_values, self.engine, row.id, values)
         await _publish_progress(self.on_update, row)
 
 
@@ -330,18 +330,6 @@ async def _publish_progress(on_update: OnUpdate | None, row: CouncilRecord) -> N
             await result
     except Exception:  # noqa: BLE001 - a listener must not break the council
         log.exception("council progress listener failed")
-
-
-def store_values(engine: Engine, council_id: str, values: dict[str, Any]) -> None:
-    """Write some columns of one council row."""
-    with Session(engine) as session:
-        stored = session.get(CouncilRecord, council_id)
-        if stored is None:
-            raise LookupError(f"council {council_id} vanished while running")
-        for key, value in values.items():
-            setattr(stored, key, value)
-        session.add(stored)
-        session.commit()
 
 
 def _public(member: dict[str, Any]) -> dict[str, Any]:

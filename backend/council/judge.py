@@ -12,19 +12,18 @@ the judge is an evaluation tool, never on Unity's live path, and an invented sco
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
-
-from backend.conversation.models import Conversation, Turn
-from backend.council import prompts
-from backend.council.schemas import JudgeResult, judge_reply_for
+from backend.council import prompts, repo
+from backend.council.schemas import JudgeReply, JudgeResult, judge_reply_for
 from backend.errors import InvalidInput, LLMError, NotFound
 from backend.gametime import utcnow
 from backend.llm.base import LLM, PRIORITY_BACKGROUND, GenerateOptions
 from backend.text import is_japanese
 from backend.world.models import Agent
+
+if TYPE_CHECKING:
+    from backend.storage.db import Engine
 
 DEFAULT_CRITERIA = ("in_character", "coherence", "helpfulness")
 CONVERSATION_CRITERIA = ("in_character", "coherence", "memory_use")
@@ -108,6 +107,10 @@ async def judge_content(
         raise JudgeUnavailable(
             f"the judge model gave no valid verdict: {exc.message}"[:500], details={"cause": exc.code}
         ) from exc
+    return _result(reply, wanted, session_id)
+
+
+def _result(reply: JudgeReply, wanted: list[str], session_id: str | None) -> JudgeResult:
     by_name = {item.criterion: item for item in reply.scores}
     return JudgeResult(
         scores={name: by_name[name].score for name in wanted},
@@ -129,7 +132,10 @@ async def judge_conversation(
         InvalidInput: the conversation has no turns yet.
         JudgeUnavailable: as `judge_content`.
     """
-    conversation, turns, agents = await asyncio.to_thread(_load_conversation, engine, world_id, session_id)
+    found = await asyncio.to_thread(repo.conversation, engine, world_id, session_id)
+    if found is None:
+        raise NotFound(f"no conversation {session_id!r} in world {world_id!r}")
+    conversation, turns, agents = found
     names = {agent_id: agent.name for agent_id, agent in agents.items()}
     # The stored transcript also holds the lines Unity sent as history; the turns are the fallback.
     turn_lines = [f"{names.get(t.speaker_id, t.speaker_id)}: {t.dialogue}" for t in turns]
@@ -158,30 +164,8 @@ async def judge_conversation(
         "criteria": list(CONVERSATION_CRITERIA),
         "judged_at": utcnow().isoformat(),
     }
-    await asyncio.to_thread(_store_verdict, engine, world_id, session_id, verdict)
+    await asyncio.to_thread(repo.keep_verdict, engine, world_id, session_id, verdict)
     return result
-
-
-def _load_conversation(
-    engine: Engine, world_id: str, session_id: str
-) -> tuple[Conversation, list[Turn], dict[str, Agent]]:
-    with Session(engine, expire_on_commit=False) as session:
-        conversation = session.get(Conversation, (world_id, session_id))
-        if conversation is None:
-            raise NotFound(f"no conversation {session_id!r} in world {world_id!r}")
-        turns = list(
-            session.exec(
-                select(Turn)
-                .where(Turn.world_id == world_id, Turn.session_id == session_id)
-                .order_by(col(Turn.turn_index))
-            ).all()
-        )
-        agents = {}
-        for agent_id in (conversation.agent_a, conversation.agent_b):
-            agent = session.get(Agent, (world_id, agent_id))
-            if agent is not None:
-                agents[agent_id] = agent
-    return conversation, turns, agents
 
 
 def _speaker(agent: Agent, memory: Any, world_id: str) -> dict[str, Any]:
@@ -203,14 +187,3 @@ def _speaker_context(speaker: dict[str, Any], language: str) -> str:
     label = "記憶" if prompts.lang_key(language) == "ja" else "memories"
     remembered = "; ".join(speaker["memories"])
     return f"- {speaker['name']}: {persona}" + (f"\n  {label}: {remembered}" if remembered else "")
-
-
-def _store_verdict(engine: Engine, world_id: str, session_id: str, verdict: dict[str, Any]) -> None:
-    with Session(engine) as session:
-        conversation = session.get(Conversation, (world_id, session_id))
-        if conversation is None:
-            return
-        conversation.judge = verdict
-        conversation.updated_at = utcnow()
-        session.add(conversation)
-        session.commit()

@@ -11,27 +11,27 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError, OperationalError
-from sqlmodel import Session, col, select
-
-from backend.council.deliberation import CouncilRun, OnUpdate, store_values
+from backend.council import judge, repo
+from backend.council.deliberation import CouncilRun, OnUpdate
 from backend.council.models import CouncilRecord
-from backend.council.schemas import CouncilCreate
+from backend.council.schemas import CouncilCreate, JudgeResult
 from backend.errors import Conflict, InvalidInput, NotFound
 from backend.gametime import utcnow
 from backend.llm.base import LLM
+from backend.world import repo as world_repo
 from backend.world.models import Agent
+
+if TYPE_CHECKING:
+    from backend.storage.db import Engine, Session
 
 log = logging.getLogger(__name__)
 
 #: How often creating a council retries when another writer took the same number first.
 NUMBER_ATTEMPTS = 20
 INTERRUPTED = "interrupted: the server stopped while this council was running; start it again"
-ACTIVE = ("pending", "running")
+ACTIVE = repo.ACTIVE
 
 
 def council_label(number: int) -> str:
@@ -46,51 +46,34 @@ def create_council(engine: Engine, world_id: str, request: CouncilCreate) -> Cou
         InvalidInput: an unknown member or moderator, or fewer than two members (details name the field).
         Conflict: no free number could be taken after many attempts (heavy concurrent creation).
     """
-    with Session(engine) as session:
+    with repo.session(engine) as session:
         members, moderator = resolve_members(session, world_id, request)
         # The council speaks the moderator's language unless the request says otherwise.
         language: str = request.language or moderator.language
     for _attempt in range(NUMBER_ATTEMPTS):
-        with Session(engine, expire_on_commit=False) as session:
-            row = CouncilRecord(
-                id=f"council-{uuid.uuid4().hex[:12]}",
-                world_id=world_id,
-                number=_next_number(session, world_id),
-                title=request.title,
-                background=request.background,
-                expected_effects=request.expected_effects,
-                category=request.category,
-                proposer=request.proposer,
-                members=[a.id for a in members],
-                moderator=moderator.id,
-                rounds=request.rounds,
-                language=language,
-            )
-            session.add(row)
-            try:
-                session.commit()
-                return row
-            except (IntegrityError, OperationalError) as exc:
-                # Another writer took this number (or held the write lock): count again and retry.
-                session.rollback()
-                if isinstance(exc, OperationalError) and "locked" not in str(exc) and "busy" not in str(exc):
-                    raise
+        row = CouncilRecord(
+            id=f"council-{uuid.uuid4().hex[:12]}",
+            world_id=world_id,
+            number=0,  # the next of its world, counted as it is stored
+            title=request.title,
+            background=request.background,
+            expected_effects=request.expected_effects,
+            category=request.category,
+            proposer=request.proposer,
+            members=[a.id for a in members],
+            moderator=moderator.id,
+            rounds=request.rounds,
+            language=language,
+        )
+        if repo.insert_numbered(engine, row):
+            return row
     raise Conflict(f"could not allocate a council number in world {world_id!r}; try again")
-
-
-def _next_number(session: Session, world_id: str) -> int:
-    current = session.exec(
-        select(func.max(CouncilRecord.number)).where(CouncilRecord.world_id == world_id)
-    ).one()
-    return int(current or 0) + 1
 
 
 def resolve_members(session: Session, world_id: str, request: CouncilCreate) -> tuple[list[Agent], Agent]:
     """The members (given, or the world's council) and the moderator, as stored agents."""
     if request.members is None:
-        council = session.exec(
-            select(Agent).where(Agent.world_id == world_id, col(Agent.council_role).is_not(None))
-        ).all()
+        council = repo.council_agents(session, world_id)
         members = sorted(council, key=lambda a: (a.council_role != "moderator", a.id))
         if len(members) < 2:
             raise InvalidInput(
@@ -100,7 +83,7 @@ def resolve_members(session: Session, world_id: str, request: CouncilCreate) -> 
     else:
         members = []
         for agent_id in request.members:
-            agent = session.get(Agent, (world_id, agent_id))
+            agent = world_repo.agent(session, world_id, agent_id)
             if agent is None:
                 raise InvalidInput(
                     f"unknown member {agent_id!r} in world {world_id!r}",
@@ -108,7 +91,7 @@ def resolve_members(session: Session, world_id: str, request: CouncilCreate) -> 
                 )
             members.append(agent)
     if request.moderator is not None:
-        moderator = session.get(Agent, (world_id, request.moderator))
+        moderator = world_repo.agent(session, world_id, request.moderator)
         if moderator is None:
             raise InvalidInput(
                 f"unknown moderator {request.moderator!r} in world {world_id!r}",
@@ -139,7 +122,7 @@ async def run_council(
         run = await asyncio.to_thread(_load_run, engine, llm, council_id)
     except InvalidInput as exc:
         values = {"status": "failed", "error": exc.message, "updated_at": utcnow()}
-        await asyncio.to_thread(store_values, engine, council_id, values)
+        await asyncio.to_thread(repo.store_values, engine, council_id, values)
         raise
     run.memory, run.on_update = memory, on_update
     try:
@@ -163,18 +146,11 @@ async def _fail(run: CouncilRun, message: str) -> None:
 
 
 def _load_run(engine: Engine, llm: LLM, council_id: str) -> CouncilRun:
-    with Session(engine, expire_on_commit=False) as session:
-        row = session.get(CouncilRecord, council_id)
+    with repo.session(engine) as session:
+        row = repo.get(session, council_id)
         if row is None:
             raise NotFound(f"no council {council_id!r}")
-        agents = {
-            a.id: a
-            for a in session.exec(
-                select(Agent).where(
-                    Agent.world_id == row.world_id, col(Agent.id).in_([*row.members, row.moderator or ""])
-                )
-            ).all()
-        }
+        agents = repo.agents(session, row.world_id, [*row.members, row.moderator or ""])
     members = [_member_facts(agents[agent_id]) for agent_id in row.members if agent_id in agents]
     if len(members) < 2:
         raise InvalidInput(
@@ -226,11 +202,12 @@ def emotion_on_conclusion(engine: Engine, emotion: Any) -> OnUpdate:
     def feel(update: dict[str, Any]) -> None:
         if update["status"] != "done":
             return
-        with Session(engine) as session:
-            row = session.get(CouncilRecord, update["id"])
+        with repo.session(engine) as session:
+            row = repo.get(session, update["id"])
             if row is None:
                 return
-            agents = [session.get(Agent, (row.world_id, member)) for member in row.members]
+            found = repo.agents(session, row.world_id, row.members)
+        agents = [found.get(member) for member in row.members]
         for agent in agents:
             if agent is None:
                 continue
@@ -257,9 +234,41 @@ def combine(*callbacks: OnUpdate | None) -> OnUpdate | None:
     return both
 
 
+class Councils:
+    """Starts councils in the background and judges stored conversations: built once in create_app and kept
+    at `app.state.councils`, with what a council reaches (memories, the event bus, emotions)."""
+
+    def __init__(
+        self,
+        *,
+        engine: Engine,
+        llm: LLM,
+        tasks: Any,
+        memory: Any = None,
+        events: Any = None,
+        emotion: Any = None,
+    ) -> None:
+        self.engine, self.llm, self.tasks, self.memory = engine, llm, tasks, memory
+        self.on_update = combine(
+            event_publisher(events) if events is not None else None,  # each step goes out as council.updated
+            emotion_on_conclusion(engine, emotion) if emotion is not None else None,  # members feel the end
+        )
+
+    async def start(self, world_id: str, request: CouncilCreate) -> CouncilRecord:
+        """Store the proposal (see `create_council`) and hold the council in the background."""
+        row = await asyncio.to_thread(create_council, self.engine, world_id, request)
+        work = run_council(self.engine, self.llm, row.id, memory=self.memory, on_update=self.on_update)
+        self.tasks.spawn(work, name=f"council:{row.id}")
+        return row
+
+    async def judge_conversation(self, world_id: str, session_id: str) -> JudgeResult:
+        """Score a stored conversation and keep the verdict on it (see `judge.judge_conversation`)."""
+        return await judge.judge_conversation(self.engine, self.llm, world_id, session_id, memory=self.memory)
+
+
 # --- reading -----------------------------------------------------------------------------------------
 def get_council(session: Session, world_id: str, council_id: str) -> CouncilRecord:
-    row = session.get(CouncilRecord, council_id)
+    row = repo.get(session, council_id)
     if row is None or row.world_id != world_id:
         raise NotFound(f"no council {council_id!r} in world {world_id!r}")
     return row
@@ -269,26 +278,18 @@ def list_councils(
     session: Session, world_id: str, *, status: str | None = None, limit: int = 50, offset: int = 0
 ) -> list[CouncilRecord]:
     """A world's councils, newest number first."""
-    query = select(CouncilRecord).where(CouncilRecord.world_id == world_id)
-    if status is not None:
-        query = query.where(CouncilRecord.status == status)
-    return list(
-        session.exec(query.order_by(col(CouncilRecord.number).desc()).offset(offset).limit(limit)).all()
-    )
+    return repo.listed(session, world_id, status=status, limit=limit, offset=offset)
 
 
 # --- crash recovery ----------------------------------------------------------------------------------
 def fail_interrupted(engine: Engine) -> list[str]:
     """Mark every council left pending or running as failed (INTERRUPTED). Returns their ids."""
-    with Session(engine) as session:
-        stuck = session.exec(select(CouncilRecord).where(col(CouncilRecord.status).in_(ACTIVE))).all()
-        ids = [row.id for row in stuck]
+    ids = repo.active_ids(engine)
     for council_id in ids:
-        with Session(engine) as session:
-            row = session.get(CouncilRecord, council_id)
-            record = dict(row.record or {}) if row else {}
+        row = repo.read(engine, council_id)
+        record = dict(row.record or {}) if row else {}
         record["stage"] = "failed"
-        store_values(
+        repo.store_values(
             engine,
             council_id,
             {"status": "failed", "error": INTERRUPTED, "record": record, "updated_at": utcnow()},

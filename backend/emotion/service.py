@@ -14,13 +14,11 @@ import asyncio
 import logging
 import math
 from collections.abc import Mapping, Sequence
-
-from sqlalchemy import bindparam, delete
-from sqlalchemy import select as core_select
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from backend.config import Settings
+from backend.emotion import repo
 from backend.emotion.models import EmotionRecord
 from backend.emotion.plutchik import (
     CALM_BELOW,
@@ -49,9 +47,11 @@ from backend.errors import LLMError
 from backend.events import EMOTION_UPDATED, EmotionPayload, EventBus
 from backend.gametime import game_minutes
 from backend.llm.base import LLM, PRIORITY_BACKGROUND, GenerateOptions
-from backend.storage import rows
 from backend.tasks import TaskRunner
 from backend.world.models import Agent
+
+if TYPE_CHECKING:
+    from backend.storage.db import Engine, Session
 
 log = logging.getLogger(__name__)
 #: The history is pruned back to `emotion_history_limit` on every this-many-th insert per agent (so it may
@@ -59,14 +59,25 @@ log = logging.getLogger(__name__)
 PRUNE_EVERY = 8
 
 
-#: The newest evaluation of an agent (read on every turn): built once.
-_RECORDS = EmotionRecord.__table__  # type: ignore[attr-defined]
-_NEWEST = (
-    core_select(_RECORDS)
-    .where(_RECORDS.c.world_id == bindparam("world_id"), _RECORDS.c.agent_id == bindparam("agent_id"))
-    .order_by(_RECORDS.c.id.desc())
-    .limit(1)
-)
+@dataclass(frozen=True)
+class EmotionSettings:
+    """The settings emotion reads (derived from `Settings` in create_app; same names, so either serves)."""
+
+    emotion_half_life_minutes: float
+    emotion_history_limit: int
+    emotion_min_interval_s: float
+    emotion_max_step: float
+    emotion_from_turn: bool
+
+    @classmethod
+    def of(cls, settings: Settings) -> EmotionSettings:
+        return cls(
+            emotion_half_life_minutes=settings.emotion_half_life_minutes,
+            emotion_history_limit=settings.emotion_history_limit,
+            emotion_min_interval_s=settings.emotion_min_interval_s,
+            emotion_max_step=settings.emotion_max_step,
+            emotion_from_turn=settings.emotion_from_turn,
+        )
 
 
 def settle(
@@ -104,7 +115,7 @@ class EmotionService:
         *,
         engine: Engine,
         llm: LLM,
-        settings: Settings,
+        settings: EmotionSettings,
         tasks: TaskRunner,
         events: EventBus | None = None,
     ) -> None:
@@ -130,20 +141,16 @@ class EmotionService:
         session: Session | None = None,
     ) -> EmotionState:
         """The newest evaluation drifted toward the baseline up to (day, time_of_day); the baseline if none.
-        `session`: read in the caller's session (a turn reads everything it needs in one)."""
-        params = {"world_id": agent.world_id, "agent_id": agent.id}
-        record = rows.first(session if session is not None else self.engine, _NEWEST, params, EmotionRecord)
+        `session`: read in the caller's session (a turn reads everything it needs in one).
+
+        This is the agent's emotion *now*: every reader that needs a current emotion (a turn, plan/now, the
+        face) asks here with the game time. `repo.newest` is the same record undecayed, as it was evaluated
+        (the agent's detail shows it with its own day and time)."""
+        record = repo.newest(session if session is not None else self.engine, agent.world_id, agent.id)
         return self._state(agent, record, day=day, time_of_day=time_of_day)
 
     def history(self, agent: Agent, limit: int = 50) -> list[EmotionState]:
-        with Session(self.engine) as session:
-            rows = session.exec(
-                select(EmotionRecord)
-                .where(EmotionRecord.world_id == agent.world_id, EmotionRecord.agent_id == agent.id)
-                .order_by(col(EmotionRecord.id).desc())
-                .limit(limit)
-            ).all()
-        return [self._state(agent, row) for row in rows]
+        return [self._state(agent, row) for row in repo.history(self.engine, agent.world_id, agent.id, limit)]
 
     def _state(
         self,
@@ -276,8 +283,7 @@ class EmotionService:
     def _insert(
         self, agent: Agent, values: dict[str, float], word: str, cause: str, day: int, time_of_day: float
     ) -> EmotionRecord:
-        record = rows.build(
-            EmotionRecord,
+        record = repo.build(
             {
                 "world_id": agent.world_id,
                 "agent_id": agent.id,
@@ -291,11 +297,8 @@ class EmotionService:
         key = (agent.world_id, agent.id)
         inserts = self._inserts.get(key, 0)
         self._inserts[key] = inserts + 1
-        with Session(self.engine, expire_on_commit=False) as session:
-            session.add(record)
-            if inserts % PRUNE_EVERY == 0:
-                self._prune(session, agent)
-            session.commit()
+        keep = self.settings.emotion_history_limit if inserts % PRUNE_EVERY == 0 else None
+        repo.insert(self.engine, record, keep=keep)
         return record
 
     def _announce(self, agent: Agent, record: EmotionRecord) -> EmotionState:
@@ -316,16 +319,3 @@ class EmotionService:
                 ),
             )
         return state
-
-    def _prune(self, session: Session, agent: Agent) -> None:
-        """Keep the newest `emotion_history_limit` records (one DELETE, run every PRUNE_EVERY-th insert)."""
-        mine = (col(EmotionRecord.world_id) == agent.world_id, col(EmotionRecord.agent_id) == agent.id)
-        cutoff = (
-            select(EmotionRecord.id)
-            .where(*mine)
-            .order_by(col(EmotionRecord.id).desc())
-            .offset(self.settings.emotion_history_limit)
-            .limit(1)
-            .scalar_subquery()
-        )
-        session.execute(delete(EmotionRecord).where(*mine, col(EmotionRecord.id) <= cutoff))

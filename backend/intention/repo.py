@@ -1,15 +1,23 @@
-"""All SQL of the intention concept: the `intention` and `told` tables, and the few reads of other concepts'
-rows it needs (agent names, the listener's rating of the news it heard). Plain functions on a session."""
+"""All SQL of the intention concept: the `intention` and `told` tables, and the one read of another concept's
+rows it needs (the listener's rating of the news it heard, in memory's table). Plain functions on a session."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
+from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from backend.intention.models import Intention, Told
 from backend.memory.models import NEWS_TAG, Memory
-from backend.world.models import Agent, PointOfInterest
+
+
+def session(engine: Engine) -> Session:
+    """A session of its own (objects stay usable after it closes)."""
+    return Session(engine, expire_on_commit=False)
+
+
+def save(session: Session, row: Intention) -> None:
+    session.add(row)
+    session.commit()
 
 
 def read(session: Session, world_id: str, agent_id: str) -> Intention | None:
@@ -51,13 +59,6 @@ def known_keys(session: Session, world_id: str, agent_id: str) -> set[str]:
     return set(session.exec(query))
 
 
-def agent_names(session: Session, world_id: str, ids: Sequence[str]) -> dict[str, str]:
-    if not ids:
-        return {}
-    query = select(Agent.id, Agent.name).where(Agent.world_id == world_id, col(Agent.id).in_(list(ids)))
-    return dict(session.exec(query).all())
-
-
 def news_importance(session: Session, world_id: str, agent_id: str, sessions: set[str]) -> dict[str, int]:
     """Per conversation, the importance the agent's own memory of the news heard there was rated."""
     if not sessions:
@@ -73,7 +74,3 @@ def news_importance(session: Session, world_id: str, agent_id: str, sessions: se
         if NEWS_TAG in (tags or []) and session_id:
             found[session_id] = max(found.get(session_id, 0), int(importance))
     return found
-
-
-def places(session: Session, world_id: str) -> list[PointOfInterest]:
-    return list(session.exec(select(PointOfInterest).where(PointOfInterest.world_id == world_id)))

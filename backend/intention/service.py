@@ -13,10 +13,7 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
-
-from sqlalchemy.engine import Engine
-from sqlmodel import Session
+from typing import TYPE_CHECKING, Any
 
 from backend.config import Settings
 from backend.errors import LLMError
@@ -36,7 +33,11 @@ from backend.logs import reason
 from backend.memory.models import MemoryCreate
 from backend.memory.service import MemoryService
 from backend.memory.tags import memory_tags
+from backend.world import repo as world_repo
 from backend.world.models import Agent, PointOfInterest
+
+if TYPE_CHECKING:
+    from backend.storage.db import Engine, Session
 
 log = logging.getLogger(__name__)
 
@@ -99,10 +100,10 @@ def for_turn(
             session, world_id, speaker.id, {r.session_id for r in heard if r.session_id}
         )
         heard = [r for r in heard if rated.get(r.session_id or "", 0) >= pass_on_importance]
-    names = repo.agent_names(
+    names = world_repo.names(
         session, world_id, sorted({r.origin_id for r in heard} | {r.teller_id for r in heard})
     )
-    places = [appt.Place(p.id, p.name) for p in repo.places(session, world_id)]
+    places = [appt.Place(p.id, p.name) for p in world_repo.pois(session, world_id)]
     items = telling.candidates(
         speaker.id, speaker.name, lines, heard, names, places=places, today=day, fresh_days=fresh_days
     )
@@ -160,10 +161,29 @@ def _heard_line(row: Told, names: dict[str, str], day: int, language: str) -> st
     return prompts.dated(f"{teller}: {said}{whose}", row.day, row.time_of_day)
 
 
+@dataclass(frozen=True)
+class IntentionSettings:
+    """The settings intentions read (derived from `Settings` in create_app; same names)."""
+
+    whisper_importance: int
+    intention_from_importance: int
+    tell_fresh_days: int
+
+    @classmethod
+    def of(cls, settings: Settings) -> IntentionSettings:
+        return cls(
+            whisper_importance=settings.whisper_importance,
+            intention_from_importance=settings.intention_from_importance,
+            tell_fresh_days=settings.tell_fresh_days,
+        )
+
+
 class IntentionService:
     """Built once in create_app's lifespan and kept at `app.state.intentions`."""
 
-    def __init__(self, *, engine: Engine, llm: LLM, memory: MemoryService, settings: Settings) -> None:
+    def __init__(
+        self, *, engine: Engine, llm: LLM, memory: MemoryService, settings: IntentionSettings
+    ) -> None:
         self.engine = engine
         self.llm = llm
         self.memory = memory
@@ -171,12 +191,12 @@ class IntentionService:
 
     # --- reading ---
     def get(self, world_id: str, agent: Agent, today: int | None = None) -> IntentionsPublic:
-        with Session(self.engine) as session:
+        with repo.session(self.engine) as session:
             return public(agent.id, repo.read(session, world_id, agent.id), today, agent.language)
 
     def appointments(self, agent: Agent, pois: Sequence[PointOfInterest], day: int) -> list[appt.Appointment]:
         """The appointments the agent's intentions hold for `day`, each said from that day."""
-        with Session(self.engine) as session:
+        with repo.session(self.engine) as session:
             row = repo.read(session, agent.world_id, agent.id)
         return [
             replace(found, what=appt.rebase(found.what, found.written_day, day, agent.language))
@@ -189,14 +209,13 @@ class IntentionService:
     ) -> Intention:
         """Put a line first (a line already held moves up), keeping at most MAX_LINES."""
         text = one_line(text)
-        with Session(self.engine, expire_on_commit=False) as session:
+        with repo.session(self.engine) as session:
             row = repo.read(session, world_id, agent_id) or Intention(world_id=world_id, agent_id=agent_id)
             kept = [line for line in row.lines if line.get("text") != text]
             new = {"text": text, "day": day, "time_of_day": time_of_day, "source": source}
             row.lines = [new, *kept][:MAX_LINES]
             row.updated_at = utcnow()
-            session.add(row)
-            session.commit()
+            repo.save(session, row)
             return row
 
     async def whisper(
@@ -263,12 +282,12 @@ class IntentionService:
     def _revision_facts(self, world_id: str, agent: Agent, day: int) -> dict[str, Any] | None:
         """What the morning revision reads (None when today's is done): yesterday's lines said from today,
         important memories and the news heard within TELL_FRESH_DAYS, each with its day and hour."""
-        with Session(self.engine) as session:
+        with repo.session(self.engine) as session:
             row = repo.read(session, world_id, agent.id)
             if row is not None and row.revised_day is not None and row.revised_day >= day:
                 return None
             heard = repo.heard_rows(session, world_id, agent.id)
-            names = repo.agent_names(
+            names = world_repo.names(
                 session, world_id, sorted({r.origin_id for r in heard} | {r.teller_id for r in heard})
             )
         fresh_days = self.settings.tell_fresh_days
@@ -308,7 +327,7 @@ class IntentionService:
     def _mark_revised(
         self, world_id: str, agent_id: str, day: int, lines: list[str] | None, time_of_day: float
     ) -> Intention:
-        with Session(self.engine, expire_on_commit=False) as session:
+        with repo.session(self.engine) as session:
             row = repo.read(session, world_id, agent_id) or Intention(world_id=world_id, agent_id=agent_id)
             if lines is not None:
                 texts = list(dict.fromkeys(one_line(text) for text in lines if text.strip()))
@@ -318,6 +337,5 @@ class IntentionService:
                 ]
             row.revised_day = day
             row.updated_at = utcnow()
-            session.add(row)
-            session.commit()
+            repo.save(session, row)
             return row

@@ -14,13 +14,10 @@ import functools
 import logging
 from typing import TYPE_CHECKING
 
-from sqlalchemy.engine import Engine
-from sqlmodel import Session
-
 from backend.errors import Forbidden
 from backend.events import EventBus
 from backend.llm.base import LLM
-from backend.planning import service
+from backend.planning import repo, service
 from backend.planning.models import Plan
 from backend.planning.now import plan_now_of
 from backend.planning.schemas import PlanNow, PlanRequest
@@ -32,6 +29,7 @@ if TYPE_CHECKING:
     from backend.emotion.service import EmotionService
     from backend.intention.service import IntentionService
     from backend.memory.service import MemoryService
+    from backend.storage.db import Engine, Session
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +137,7 @@ class Planner:
     ) -> Plan:
         if before is not None:  # its outcome is its own caller's; this work starts from what it stored
             await asyncio.wait([before])
-        with Session(self.engine, expire_on_commit=False) as session:
+        with repo.session(self.engine) as session:
             plan = await service.make_plan(
                 session, self.llm, self.memory, world_id, agent_id, request,
                 events=self.events, emotion=self.emotion, intentions=self.intentions,

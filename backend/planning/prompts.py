@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sqlmodel import Session, select
-
 from backend.gametime import format_clock
 from backend.llm.base import Message
 from backend.planning.models import Plan
@@ -36,7 +34,7 @@ SYSTEM = (
 
 
 def build_facts(
-    session: Session,
+    previous: Plan | None,
     memory: MemoryService,
     agent: Agent,
     pois: list[PointOfInterest],
@@ -48,7 +46,8 @@ def build_facts(
     kept: list[dict[str, Any]],
     intentions: list[str] | None = None,
 ) -> dict[str, Any]:
-    """The structured context of a plan call: persona, places, yesterday, and what matters lately."""
+    """The structured context of a plan call: persona, places, yesterday (`previous`: its plan), and what
+    matters lately."""
     reflections = memory.recent(agent.world_id, agent.id, limit=20, types=["reflection"])
     yesterday = [m for m in reflections if m.created_day == day - 1] or [
         m for m in reflections if m.created_day < day
@@ -56,9 +55,6 @@ def build_facts(
     important = memory.recent(
         agent.world_id, agent.id, limit=DEFAULT_IMPORTANT, min_importance=IMPORTANT_FROM
     )
-    previous = session.exec(
-        select(Plan).where(Plan.world_id == agent.world_id, Plan.agent_id == agent.id, Plan.day == day - 1)
-    ).first()
     return {
         "language": agent.language,
         "agent_id": agent.id,

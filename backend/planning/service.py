@@ -9,14 +9,11 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, select
-
 from backend.errors import LLMError, LLMReplyError, NotFound
 from backend.events import PLAN_UPDATED, EventBus, PlanPayload
 from backend.gametime import format_clock, utcnow
 from backend.llm.base import LLM, PRIORITY_PLAN, GenerateOptions
-from backend.planning import prompts
+from backend.planning import prompts, repo
 from backend.planning.models import Plan
 from backend.planning.schemas import PlanItem, PlanPublic, PlanReply, PlanRequest, plan_reply_for
 from backend.planning.validation import (
@@ -33,6 +30,7 @@ if TYPE_CHECKING:
     from backend.emotion.service import EmotionService
     from backend.intention.service import IntentionService
     from backend.memory.service import MemoryService
+    from backend.storage.db import Session
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +49,7 @@ def home_of(agent: Agent, pois: list[PointOfInterest]) -> str | None:
 
 
 def stored_plan(session: Session, world_id: str, agent_id: str, day: int) -> Plan | None:
-    query = select(Plan).where(Plan.world_id == world_id, Plan.agent_id == agent_id, Plan.day == day)
-    return session.exec(query).first()
+    return repo.stored_plan(session, world_id, agent_id, day)
 
 
 def plan_public(plan: Plan) -> PlanPublic:
@@ -110,7 +107,8 @@ async def make_plan(
         return existing  # the day is over: nothing left to replan
     mind = await _intentions(intentions, agent, request.day, first=existing is None)
     window = (start, agent.sleep_hour)
-    facts = prompts.build_facts(session, memory, agent, pois, day=request.day, window=window, home=home,
+    yesterday = stored_plan(session, world_id, agent_id, request.day - 1)
+    facts = prompts.build_facts(yesterday, memory, agent, pois, day=request.day, window=window, home=home,
                                 reason=request.reason, kept=kept, intentions=mind)  # fmt: skip
     # The model may take many seconds on a busy GPU: give the connection back to the pool meanwhile (what
     # was read stays usable, detached; storing the plan opens a new transaction).
@@ -254,18 +252,13 @@ def _store(
     plan.reason, plan.source, plan.repairs = request.reason, source, repairs
     plan.version += 1
     plan.updated_at = utcnow()
-    session.add(plan)
-    try:
-        session.commit()
-    except IntegrityError:
-        # Another request stored this day's plan meanwhile (two "plan/now" on a new day): use that one.
-        session.rollback()
-        existing = stored_plan(session, world_id, agent_id, request.day)
-        if existing is None:
-            raise
-        return existing
-    session.refresh(plan)
-    return plan
+    if repo.store(session, plan):
+        return plan
+    # Another request stored this day's plan meanwhile (two "plan/now" on a new day): use that one.
+    existing = stored_plan(session, world_id, agent_id, request.day)
+    if existing is None:
+        raise RuntimeError(f"plan of {agent_id!r} for day {request.day} neither stored nor found")
+    return existing
 
 
 async def store_fallback(
@@ -298,14 +291,7 @@ def _insert(
         return None
     plan = Plan(world_id=agent.world_id, agent_id=agent.id, day=day, version=1, source="fallback",
                 items=[item.model_dump() for item in items], repairs=repairs)  # fmt: skip
-    session.add(plan)
-    try:
-        session.commit()
-    except IntegrityError:
-        session.rollback()
-        return None
-    session.refresh(plan)
-    return plan
+    return plan if repo.store(session, plan) else None
 
 
 def plan_item_text(place: str, activity: str, ja: bool) -> str:
@@ -345,11 +331,22 @@ async def _remember(
 
 
 def item_at(items: list[dict[str, Any]], time_of_day: float) -> tuple[int | None, dict[str, Any] | None]:
-    """The item under way at `time_of_day` (start inclusive, end exclusive) and its index."""
+    """The item under way at `time_of_day` (start inclusive, end exclusive) and its index. An item without a
+    numeric start and end (only a hand-edited or imported plan can have one) is passed over."""
     for index, item in enumerate(items):
-        if item["start"] <= time_of_day < item["end"]:
+        try:
+            start, end = float(item["start"]), float(item["end"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        if start <= time_of_day < end:
             return index, item
     return None, None
+
+
+def activity_at(items: list[dict[str, Any]], time_of_day: float) -> str | None:
+    """The planned activity under way at `time_of_day`, when there is one (what a turn's prompt carries)."""
+    item = item_at(items, time_of_day)[1]
+    return str(item["activity"]) if item is not None and item.get("activity") else None
 
 
 def current_item_of_stored_plan(

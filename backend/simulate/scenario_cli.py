@@ -38,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def load_town(client: Any, town: str, world_id: str) -> None:
     """Import the bundled town (places, agents, their relationships as person memory) into `world_id`."""
-    from backend.world.demo import bundled_world
+    from backend.transfer.demo import bundled_world
 
     client._send("POST", "/v1/world/import", bundled_world(town, world_id))
 

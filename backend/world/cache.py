@@ -2,7 +2,7 @@
 
 A turn reads both agents; every stored memory, observation job and reflection reads its agent too. Loading an
 `Agent` through the ORM (JSON columns, datetimes, SQLModel's validation) costs far more than asking for its
-`updated_at`: so a read asks only for the ids' `updated_at` (one narrow Core query) and loads in full only the
+`updated_at`: so a read asks only for the ids' `updated_at` (one narrow Core query, in repo.py) and loads in full only the
 rows whose stamp differs from the kept one. Every write to an agent sets `updated_at` (world/service.py), so a
 change made by any request, CLI or other process is seen on the next read; nothing has to invalidate.
 
@@ -14,25 +14,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
-from sqlalchemy import bindparam
-from sqlalchemy import select as core_select
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
-
+from backend.world import repo
 from backend.world.models import Agent
+
+if TYPE_CHECKING:
+    from backend.storage.db import Engine, Session
 
 #: Agents kept at most (all of them at once is fine: a world has tens). Past it the cache starts over.
 MAX_KEPT = 10_000
-
-_TABLE = Agent.__table__  # type: ignore[attr-defined]
-_STAMPS = core_select(_TABLE.c.id, _TABLE.c.updated_at).where(
-    _TABLE.c.world_id == bindparam("world_id"), _TABLE.c.id.in_(bindparam("ids", expanding=True))
-)
-_ROWS = select(Agent).where(
-    col(Agent.world_id) == bindparam("world_id"), col(Agent.id).in_(bindparam("ids", expanding=True))
-)
 
 
 class AgentCache:
@@ -47,8 +38,7 @@ class AgentCache:
         """The agents with these ids that exist, read in `session`. Missing ids are left out."""
         if not ids:
             return {}
-        params: dict[str, Any] = {"world_id": world_id, "ids": list(dict.fromkeys(ids))}
-        stamps = session.connection().execute(_STAMPS, params).all()
+        stamps = repo.agent_stamps(session, world_id, list(dict.fromkeys(ids)))
         found: dict[str, Agent] = {}
         stale: list[str] = []
         with self._lock:
@@ -59,9 +49,7 @@ class AgentCache:
                 else:
                     stale.append(agent_id)
         if stale:
-            loaded = list(session.exec(_ROWS, params={"world_id": world_id, "ids": stale}))
-            for agent in loaded:
-                session.expunge(agent)  # a later commit of `session` must not expire the shared objects
+            loaded = repo.load_agents(session, world_id, stale)
             with self._lock:
                 if len(self._kept) + len(loaded) > MAX_KEPT:
                     self._kept.clear()
@@ -73,7 +61,7 @@ class AgentCache:
 
     def read(self, engine: Engine, world_id: str, ids: Sequence[str]) -> dict[str, Agent]:
         """`get_many` in a session of its own."""
-        with Session(engine, expire_on_commit=False) as session:
+        with repo.session(engine) as session:
             return self.get_many(session, world_id, ids)
 
     def read_one(self, engine: Engine, world_id: str, agent_id: str) -> Agent | None:

@@ -25,7 +25,7 @@ if not CHROMIUM:  # pragma: no cover
         allow_module_level=True,
     )
 
-from backend.world.demo import bundled_world  # noqa: E402
+from backend.transfer.demo import bundled_world  # noqa: E402
 from tests.webui.server import CHROMIUM_ARGS as ARGS  # noqa: E402
 from tests.webui.server import SESSION_ID, SHOTS, TIMEOUT_MS, running_server, simulate, wait_idle  # noqa: E402
 

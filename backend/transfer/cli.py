@@ -18,7 +18,8 @@ from backend.ids import id_problem
 from backend.memory.relationship import relationship_density
 from backend.storage.db import create_db_engine, init_db, session_scope
 from backend.storage.lock import hold_database
-from backend.world import demo, transfer
+from backend.transfer import demo
+from backend.transfer import service as transfer
 from backend.world.models import DEFAULT_WORLD
 
 

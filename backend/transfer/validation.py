@@ -20,14 +20,13 @@ from typing import Annotated, Any
 
 import numpy as np
 from pydantic import BaseModel, TypeAdapter, ValidationError
-from sqlmodel import SQLModel
 
 from backend.errors import InvalidInput
 from backend.ids import id_problem
 from backend.memory.models import Memory, MemoryCreate
 from backend.planning.models import Plan
 from backend.planning.schemas import PlanPublic, PlanRequest
-from backend.world.document import SECTIONS
+from backend.transfer.models import SECTIONS, TableRow
 from backend.world.models import Agent, AgentStateEvent, PointOfInterest
 from backend.world.schemas import AgentUpsert, PoiUpsert, StateReport
 
@@ -43,7 +42,7 @@ class RowProblem(ValueError):
         self.field, self.message = field, message
 
 
-def parse_row(section: str, index: int, raw: Any, *, checked: bool = False) -> SQLModel:
+def parse_row(section: str, index: int, raw: Any, *, checked: bool = False) -> TableRow:
     """The table row for one row of a document (world_id unset); `checked=True` skips the write API's checks
     (the row passed them already, in an earlier read of the same file).
 
@@ -156,7 +155,7 @@ def _require_id(value: str) -> None:
         raise RowProblem("id", problem)
 
 
-def _agent(row: SQLModel) -> None:
+def _agent(row: TableRow) -> None:
     assert isinstance(row, Agent)
     _require_id(row.id)
     _validated(AgentUpsert, {name: getattr(row, name) for name in AgentUpsert.model_fields})
@@ -174,7 +173,7 @@ def _agent(row: SQLModel) -> None:
     )
 
 
-def _poi(row: SQLModel) -> None:
+def _poi(row: TableRow) -> None:
     assert isinstance(row, PointOfInterest)
     _require_id(row.id)
     body = {
@@ -186,7 +185,7 @@ def _poi(row: SQLModel) -> None:
     _validated(PoiUpsert, body, rename={"position.x": "x", "position.y": "y", "position.z": "z"})
 
 
-def _memory(row: SQLModel) -> None:
+def _memory(row: TableRow) -> None:
     assert isinstance(row, Memory)
     body = {
         "type": row.type,
@@ -208,13 +207,13 @@ def _memory(row: SQLModel) -> None:
     )
 
 
-def _plan(row: SQLModel) -> None:
+def _plan(row: TableRow) -> None:
     assert isinstance(row, Plan)
     _check_fields(PlanRequest, {"day": ("day", row.day), "reason": ("reason", row.reason)})
     _check_fields(PlanPublic, {"items": ("items", row.items)})
 
 
-def _state_event(row: SQLModel) -> None:
+def _state_event(row: TableRow) -> None:
     assert isinstance(row, AgentStateEvent)
     fields = ("state", "location_name", "position", "day", "time_of_day")
     _validated(StateReport, {name: getattr(row, name) for name in fields})

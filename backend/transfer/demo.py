@@ -15,19 +15,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from sqlmodel import Session, col, delete, select
 
 from backend.errors import NotFound
-from backend.gametime import utcnow
 from backend.ids import Id
 from backend.memory.models import PersonMemory
 from backend.storage.db import session_scope
-from backend.world import transfer
-from backend.world.models import DEFAULT_WORLD, Agent, WorldMeta
+from backend.transfer import repo
+from backend.transfer.check import parse_document
+from backend.transfer.document import FORMAT, VERSION
+from backend.world import repo as world_repo
+from backend.world.models import DEFAULT_WORLD
 from backend.world.schemas import AgentUpsert, PoiUpsert
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
+
+    from backend.storage.db import Session
 
 log = logging.getLogger(__name__)
 
@@ -149,8 +152,8 @@ def world_document(town: Town, world_id: str = DEFAULT_WORLD) -> dict[str, Any]:
         for p in town.pois
     ]
     return {
-        "format": transfer.FORMAT,
-        "version": transfer.VERSION,
+        "format": FORMAT,
+        "version": VERSION,
         "world_id": world_id,
         "agents": [agent.model_dump() for agent in town.agents],
         "pois": pois,
@@ -161,31 +164,16 @@ def world_document(town: Town, world_id: str = DEFAULT_WORLD) -> dict[str, Any]:
 def load_town(session: Session, world_id: str = DEFAULT_WORLD, town: Town | None = None) -> dict[str, int]:
     """Add a town's places, agents and relationships to `world_id` (rows with the same keys are replaced)."""
     town = town or demo_world()
-    rows = transfer.parse_document(world_document(town, world_id))
-    for row in [*rows["pois"], *rows["agents"]]:
-        row.world_id = world_id
-        session.merge(row)
-    for person in (row for row in rows["people"] if isinstance(row, PersonMemory)):
-        person.world_id = world_id
-        session.execute(
-            delete(PersonMemory).where(
-                col(PersonMemory.world_id) == world_id,
-                col(PersonMemory.agent_id) == person.agent_id,
-                col(PersonMemory.other_id) == person.other_id,
-            )
-        )
-        session.add(person)
-    meta = session.get(WorldMeta, world_id) or WorldMeta(world_id=world_id)
-    meta.demo_loaded_at = utcnow()
-    session.add(meta)
+    rows = parse_document(world_document(town, world_id))
+    repo.merge_rows(session, world_id, [*rows["pois"], *rows["agents"]])
+    repo.replace_people(session, world_id, [row for row in rows["people"] if isinstance(row, PersonMemory)])
+    repo.mark(session, world_id, demo=True)
     return {"agents": len(town.agents), "pois": len(town.pois), "people": len(town.relationships)}
 
 
 def needs_demo(session: Session, world_id: str = DEFAULT_WORLD) -> bool:
     """True for a world never set up before (no demo loaded, nothing imported) with no agent of its own."""
-    if session.get(WorldMeta, world_id) is not None:
-        return False
-    return session.exec(select(Agent.id).where(Agent.world_id == world_id).limit(1)).first() is None
+    return repo.never_set_up(session, world_id) and not world_repo.has_agents(session, world_id)
 
 
 async def ensure_demo_world(app: FastAPI) -> None:

@@ -10,23 +10,24 @@ batches. A bad document changes nothing, and memory use does not grow with the f
 from __future__ import annotations
 
 import base64
-import uuid
 from collections.abc import Iterable
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from sqlalchemy import delete, func, insert, text
-from sqlmodel import Session, SQLModel, col, select
-
-from backend.council.models import CouncilRecord
 from backend.errors import InvalidInput
 from backend.gametime import utcnow
 from backend.jobs import store as job_store
 from backend.memory.models import Memory
-from backend.world import document
-from backend.world.check import Checked, check_document
-from backend.world.document import FORMAT, SECTIONS, VERSION, Item, Row
-from backend.world.models import DEFAULT_WORLD, Agent, PointOfInterest, WorldMeta
-from backend.world.validation import MAX_INT, parse_row
+from backend.transfer import document, repo
+from backend.transfer.check import Checked, check_document
+from backend.transfer.check import parse_document as parse_document  # a document in memory, as rows
+from backend.transfer.demo import bundled_town, load_town
+from backend.transfer.document import FORMAT, SECTIONS, VERSION, Item, Row
+from backend.transfer.models import NAMED_IDS, TableRow
+from backend.transfer.validation import MAX_INT, parse_row
+from backend.world.models import DEFAULT_WORLD
+
+if TYPE_CHECKING:
+    from backend.storage.db import Session
 
 #: Rows per insert statement on import (bounded memory; a few hundred rows per round trip).
 IMPORT_BATCH = 500
@@ -41,32 +42,15 @@ def export_world(session: Session, world_id: str) -> dict[str, Any]:
         "exported_at": utcnow().isoformat(),
     }
     for name, table in SECTIONS.items():
-        query = select(table).where(col(table.world_id) == world_id)  # type: ignore[attr-defined]
-        rows = session.exec(query.order_by(*_order(table))).all()
-        doc[name] = [_dump(row) for row in rows]
+        doc[name] = [_dump(row) for row in repo.section_rows(session, table, world_id)]
     return doc
 
 
-def _order(table: type[SQLModel]) -> list[Any]:
-    return [col(c) for c in table.__table__.primary_key.columns]  # type: ignore[attr-defined]
-
-
-def _dump(row: SQLModel) -> dict[str, Any]:
+def _dump(row: TableRow) -> dict[str, Any]:
     data = row.model_dump(mode="json", exclude={"world_id", "embedding"})
     if isinstance(row, Memory):
         data["embedding"] = base64.b64encode(row.embedding).decode("ascii") if row.embedding else None
     return data
-
-
-def parse_document(doc: Any) -> dict[str, list[SQLModel]]:
-    """Check a world document held in memory and build its rows (world_id still unset).
-
-    Raises:
-        InvalidInput: naming the first problem, e.g. `version` or `memories[3].content`.
-    """
-    parsed: dict[str, list[SQLModel]] = {name: [] for name in SECTIONS}
-    check_document(document.walk(doc), keep=lambda section, row: parsed[section].append(row))
-    return parsed
 
 
 def wipe_world(session: Session, world_id: str) -> dict[str, int]:
@@ -74,11 +58,7 @@ def wipe_world(session: Session, world_id: str) -> dict[str, int]:
 
     The jobs are about rows that go: a rating job run after an import rated whatever memory then had its id.
     """
-    removed = {"jobs": job_store.cancel_world(session, world_id)}
-    for name, table in reversed(SECTIONS.items()):
-        statement = delete(table).where(col(table.world_id) == world_id)  # type: ignore[attr-defined]
-        removed[name] = session.execute(statement).rowcount  # type: ignore[attr-defined]
-    return removed
+    return {"jobs": job_store.cancel_world(session, world_id), **repo.wipe(session, world_id)}
 
 
 def import_world(session: Session, world_id: str, doc: Any) -> dict[str, int]:
@@ -125,14 +105,12 @@ def _replace(session: Session, world_id: str, items: Iterable[Item], checked: Ch
             if isinstance(item, Row):
                 batches.add(item.section, parse_row(item.section, item.index, item.data, checked=True))
         batches.flush()
-        meta = session.get(WorldMeta, world_id) or WorldMeta(world_id=world_id)
-        meta.imported_at = utcnow()
-        session.add(meta)
+        repo.mark(session, world_id, imported=True)
         session.commit()
     except BaseException:
         session.rollback()
         raise
-    _advance_sequences(session)
+    repo.advance_sequences(session)
     return dict(checked.counts)
 
 
@@ -146,10 +124,10 @@ class Batches:
     def __init__(self, session: Session, world_id: str, id_ranges: dict[str, tuple[int, int]]) -> None:
         self.session, self.world_id, self.id_ranges = session, world_id, id_ranges
         self.offsets: dict[str, int] = {}
-        self.pending: list[SQLModel] = []
+        self.pending: list[TableRow] = []
         self.section = ""
 
-    def add(self, section: str, row: SQLModel) -> None:
+    def add(self, section: str, row: TableRow) -> None:
         if section != self.section:
             self.flush()
             self.section = section
@@ -168,19 +146,17 @@ class Batches:
 
     def flush(self) -> None:
         if self.pending:
-            insert_rows(self.session, SECTIONS[self.section], self.pending)
+            repo.insert_rows(self.session, SECTIONS[self.section], self.pending)
             self.pending = []
 
     def _offset(self, section: str) -> int:
         table = SECTIONS[section]
-        if section not in self.id_ranges or table in (Agent, PointOfInterest, CouncilRecord):
+        if section not in self.id_ranges or table in NAMED_IDS:
             return 0
         low, high = self.id_ranges[section]
-        id_col = table.__table__.c.id  # type: ignore[attr-defined]
-        conn = self.session.connection()
-        if conn.execute(select(id_col).where(id_col.between(low, high)).limit(1)).first() is None:
+        offset = repo.id_offset(self.session, table, low, high)
+        if offset is None:
             return 0
-        offset = int(conn.execute(select(func.max(id_col))).scalar() or 0) + 1 - low
         if high + offset > MAX_INT:
             raise InvalidInput(
                 f"{section}: ids up to {high} cannot move past the ones another world uses",
@@ -189,56 +165,12 @@ class Batches:
         return offset
 
 
-def insert_rows(session: Session, table: type[SQLModel], rows: list[SQLModel]) -> None:
-    """One batch of a section's rows (world_id set) in the session's transaction."""
-    if table is CouncilRecord:
-        _fresh_council_ids(session, rows)
-    values = [row.model_dump() for row in rows]
-    given = [value for value in values if value.get("id", 0) is not None]
-    generated = [
-        {k: v for k, v in value.items() if k != "id"} for value in values if value.get("id", 0) is None
-    ]
-    statement = insert(table.__table__)  # type: ignore[attr-defined]
-    for group in (given, generated):
-        if group:
-            session.connection().execute(statement, group)
-
-
-def _fresh_council_ids(session: Session, rows: list[SQLModel]) -> None:
-    # Council ids are unique across worlds: a copy of another world's record needs its own id.
-    id_col = CouncilRecord.__table__.c.id  # type: ignore[attr-defined]
-    ids = [row.id for row in rows]  # type: ignore[attr-defined]
-    taken = set(session.connection().execute(select(id_col).where(id_col.in_(ids))).scalars())
-    for row in rows:
-        if row.id in taken:  # type: ignore[attr-defined]
-            row.id = uuid.uuid4().hex
-
-
-def _advance_sequences(session: Session) -> None:
-    """PostgreSQL: explicit ids do not move the id sequences, so move them past the imported rows."""
-    bind = session.get_bind()
-    if bind.dialect.name != "postgresql":
-        return
-    for table in SECTIONS.values():
-        name = table.__tablename__
-        if "id" in table.model_fields and table not in (Agent, PointOfInterest, CouncilRecord):
-            session.execute(
-                text(
-                    f"SELECT setval(pg_get_serial_sequence('\"{name}\"', 'id'), "
-                    f'COALESCE((SELECT MAX(id) FROM "{name}"), 1))'
-                )
-            )
-    session.commit()
-
-
 def reset_world(session: Session, world_id: str, town: str = "demo") -> dict[str, int]:
     """Wipe `world_id` and load a bundled town into it (`machi world reset`, `machi world load NAME`).
 
     Raises:
         NotFound: no bundled town of that name (checked before anything is wiped).
     """
-    from backend.world.demo import bundled_town, load_town
-
     found = bundled_town(town)
     try:
         wipe_world(session, world_id)

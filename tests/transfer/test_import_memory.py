@@ -20,7 +20,7 @@ from fastapi.testclient import TestClient
 
 from backend.cli import main
 from backend.config import Settings
-from backend.world import transfer
+from backend.transfer import repo as transfer_repo
 
 pytestmark = pytest.mark.slow
 
@@ -90,14 +90,14 @@ def test_the_server_answers_while_an_import_is_being_written(
     client: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     inside, release = threading.Event(), threading.Event()
-    real_insert = transfer.insert_rows
+    real_insert = transfer_repo.insert_rows
 
     def held(*args: Any) -> None:
         inside.set()
         assert release.wait(60)
         real_insert(*args)
 
-    monkeypatch.setattr(transfer, "insert_rows", held)
+    monkeypatch.setattr(transfer_repo, "insert_rows", held)
     replies: list[Any] = []
     worker = threading.Thread(
         target=lambda: replies.append(client.post("/v1/world/import", json=big_document(10)))

@@ -19,7 +19,8 @@ from backend.emotion.models import EmotionRecord
 from backend.llm.scripted import ScriptedLLM
 from backend.memory.models import PersonMemory
 from backend.memory.service import MemoryCreate
-from backend.world import transfer
+from backend.transfer import repo as transfer_repo
+from backend.transfer import service as transfer
 from tests.conftest import drain, make_client
 
 
@@ -222,14 +223,14 @@ def test_a_failure_half_way_through_an_import_rolls_everything_back(
     doc = town.get("/v1/world/export").json()
     doc["agents"] = doc["agents"][:2]
     doc["memories"] = doc["plans"] = doc["emotions"] = doc["agent_state_events"] = doc["intentions"] = []
-    real_insert = transfer.insert_rows
+    real_insert = transfer_repo.insert_rows
 
     def failing(session: Session, table: type, rows: list[Any]) -> None:
         if table is Turn:
             raise RuntimeError("disk full")
         real_insert(session, table, rows)
 
-    monkeypatch.setattr(transfer, "insert_rows", failing)
+    monkeypatch.setattr(transfer_repo, "insert_rows", failing)
     with Session(town.app.state.engine) as session, pytest.raises(RuntimeError):  # type: ignore[attr-defined]
         transfer.import_world(session, "default", doc)
     assert exported(town) == before

@@ -2,7 +2,7 @@
 
 Rows are checked one at a time as they stream past (validation.py); across rows, only what is needed is
 kept: the agents' ids, the keys each table must hold once, and the range of the integer ids (an import
-into a database where another world uses some of them moves them past its largest, see transfer.py).
+into a database where another world uses some of them moves them past its largest, see service.py).
 """
 
 from __future__ import annotations
@@ -11,24 +11,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import PrimaryKeyConstraint, UniqueConstraint
-from sqlmodel import SQLModel
-
 from backend.errors import InvalidInput
-from backend.world.document import FORMAT, REQUIRED_SECTIONS, SECTIONS, VERSION, Header, Item, Section
-from backend.world.validation import parse_row
+from backend.transfer import document
+from backend.transfer.document import FORMAT, REQUIRED_SECTIONS, SECTIONS, VERSION, Header, Item, Section
+from backend.transfer.models import TableRow, unique_keys
+from backend.transfer.validation import parse_row
 
 #: Sections whose rows name an agent that must be in the document.
 AGENT_ROWS = ("memories", "plans", "emotions", "people", "agent_state_events", "intentions")
-
-
-def _unique_keys(table: type[SQLModel]) -> list[list[str]]:
-    """The columns of each key the table holds once per world."""
-    return [
-        [c.name for c in constraint.columns if c.name != "world_id"]
-        for constraint in table.__table__.constraints  # type: ignore[attr-defined]
-        if isinstance(constraint, PrimaryKeyConstraint | UniqueConstraint)
-    ]
 
 
 @dataclass
@@ -50,7 +40,7 @@ class Checked:
 class DocumentCheck:
     """Feed it a document's items (`add`), then `finish()`; each raises InvalidInput at the first problem."""
 
-    def __init__(self, keep: Callable[[str, SQLModel], None] | None = None) -> None:
+    def __init__(self, keep: Callable[[str, TableRow], None] | None = None) -> None:
         self.result = Checked()
         self._keep = keep  # given every parsed row (parse_document keeps them)
         self._agents: set[str] = set()
@@ -96,9 +86,9 @@ class DocumentCheck:
                 details={"field": "version"},
             )
 
-    def _check_unique(self, section: str, index: int, row: SQLModel) -> None:
+    def _check_unique(self, section: str, index: int, row: TableRow) -> None:
         """Duplicate keys would fail half-way through the insert: name them up front instead."""
-        for number, columns in enumerate(_unique_keys(SECTIONS[section])):
+        for number, columns in enumerate(unique_keys(SECTIONS[section])):
             value = tuple(getattr(row, name) for name in columns)
             if any(part is None for part in value):
                 continue
@@ -131,7 +121,7 @@ class DocumentCheck:
         return self.result
 
 
-def check_document(items: Iterable[Item], keep: Callable[[str, SQLModel], None] | None = None) -> Checked:
+def check_document(items: Iterable[Item], keep: Callable[[str, TableRow], None] | None = None) -> Checked:
     """Check a whole document's items (from `document.read` or `document.walk`).
 
     Raises:
@@ -141,3 +131,14 @@ def check_document(items: Iterable[Item], keep: Callable[[str, SQLModel], None] 
     for item in items:
         check.add(item)
     return check.finish()
+
+
+def parse_document(doc: Any) -> dict[str, list[TableRow]]:
+    """Check a world document held in memory and build its rows (world_id still unset).
+
+    Raises:
+        InvalidInput: naming the first problem, e.g. `version` or `memories[3].content`.
+    """
+    parsed: dict[str, list[TableRow]] = {name: [] for name in SECTIONS}
+    check_document(document.walk(doc), keep=lambda section, row: parsed[section].append(row))
+    return parsed

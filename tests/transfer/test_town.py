@@ -20,8 +20,8 @@ from backend.memory import person
 from backend.memory.models import PersonMemory
 from backend.memory.relationship import relationship_density
 from backend.storage.db import create_db_engine, init_db
-from backend.world import transfer
-from backend.world.demo import TOWNS_DIR, Town, bundled_names, bundled_town, bundled_world
+from backend.transfer import service as transfer
+from backend.transfer.demo import TOWNS_DIR, Town, bundled_names, bundled_town, bundled_world
 from backend.world.models import Agent, PointOfInterest
 from tests.conftest import make_client
 

@@ -13,7 +13,7 @@ from backend.llm.scripted.engine import WriterContext
 from backend.llm.scripted.writers.plan import write_plan
 from backend.planning.schemas import PlanReply
 from backend.planning.validation import repair_plan
-from backend.world.demo import bundled_town, demo_world
+from backend.transfer.demo import bundled_town, demo_world
 from tests.conftest import make_client
 
 

@@ -18,9 +18,9 @@ from fastapi.testclient import TestClient
 
 from backend.config import Settings
 from backend.llm.scripted import ScriptedLLM
-from backend.world import demo
+from backend.transfer import demo
 from tests.conftest import make_client
-from tests.world.test_transfer import exported, populate
+from tests.transfer.test_transfer import exported, populate
 
 Doc = dict[str, Any]
 

@@ -14,34 +14,12 @@ from typing import IO, Any
 
 import ijson
 from ijson.common import ObjectBuilder
-from sqlmodel import SQLModel
 
-from backend.conversation.models import Conversation, Turn
-from backend.council.models import CouncilRecord
-from backend.emotion.models import EmotionRecord
 from backend.errors import InvalidInput, MachiError
-from backend.intention.models import Intention, Told
-from backend.memory.models import Memory, PersonMemory
-from backend.planning.models import Plan
-from backend.world.models import Agent, AgentStateEvent, PointOfInterest
+from backend.transfer.models import SECTIONS
 
 FORMAT = "machi-world"
 VERSION = 1
-#: Section name -> table. Order matters on export (agents before what refers to them).
-SECTIONS: dict[str, type[SQLModel]] = {
-    "agents": Agent,
-    "pois": PointOfInterest,
-    "memories": Memory,
-    "plans": Plan,
-    "conversations": Conversation,
-    "turns": Turn,
-    "emotions": EmotionRecord,
-    "people": PersonMemory,
-    "council_records": CouncilRecord,
-    "agent_state_events": AgentStateEvent,
-    "intentions": Intention,
-    "told": Told,
-}
 REQUIRED_SECTIONS = ("agents", "pois")
 #: The top-level values besides the sections; anything else at the top is skipped unread.
 HEADERS = ("format", "version", "world_id", "exported_at")

@@ -1,1 +1,0 @@
-"""The towns bundled with Machi, one JSON file each (see README.md here and backend/world/demo.py)."""
