@@ -299,6 +299,43 @@ class MemoryRepo:
                 dict(found) for query, params in queries for found in conn.execute(query, params).mappings()
             ]
 
+    # --- a conversation's memories (its aftermath: a job run again after a crash, its reflection's evidence) ---
+    def has_observation(self, key: Key, session_id: str, content: str) -> bool:
+        """Whether this line of the conversation is already among the agent's observations."""
+        c = _MEMORY.c
+        query = core_select(c.id).where(
+            c.session_id == session_id,
+            c.world_id == key[0],
+            c.agent_id == key[1],
+            c.type == "observation",
+            c.content == content,
+        )
+        with self.engine.connect() as conn:
+            return conn.execute(query.limit(1)).first() is not None
+
+    def conversation_reflection(self, key: Key, session_id: str) -> Memory | None:
+        """The agent's stored reflection on this conversation, if any."""
+        query = select(Memory).where(
+            Memory.session_id == session_id,
+            Memory.world_id == key[0],
+            Memory.agent_id == key[1],
+            col(Memory.origin) == "conversation",
+        )
+        with Session(self.engine, expire_on_commit=False) as session:
+            return session.exec(query).first()
+
+    def observation_ids(self, key: Key, session_id: str) -> list[int]:
+        """The agent's observations from this conversation, in id order (the reflection's evidence)."""
+        c = _MEMORY.c
+        # Filter on session_id alone in SQL: with world_id/agent_id in the WHERE too, SQLite (no ANALYZE stats)
+        # picks the low-selectivity world_id index and scans every memory of the world.
+        query = (
+            core_select(c.id, c.world_id, c.agent_id, c.type).where(c.session_id == session_id).order_by(c.id)
+        )
+        with self.engine.connect() as conn:
+            found = conn.execute(query).all()
+        return [int(i) for i, world, agent, kind in found if (world, agent, kind) == (*key, "observation")]
+
     # --- person memory ---
     def person(self, key: Key, other_id: str, *, session: Transaction | None = None) -> PersonMemory | None:
         """The agent's record of `other_id`, read in `session` when given (a turn reads all it needs in one)."""
