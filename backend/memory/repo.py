@@ -31,8 +31,11 @@ FollowUp = Callable[[Transaction, list[Memory]], object]
 
 _MEMORY = Memory.__table__  # type: ignore[attr-defined]
 _PEOPLE = PersonMemory.__table__  # type: ignore[attr-defined]
-#: Every column but the vector (most of a row's bytes): what dedup matching reads of its candidates.
-_LIGHT = [column for column in _MEMORY.c if column.name != "embedding"]
+#: What dedup matching reads of its candidates (the rest, the vector above all, is read for the one matched).
+_MATCHED_ON = (
+    _MEMORY.c.id, _MEMORY.c.type, _MEMORY.c.tags, _MEMORY.c.created_day, _MEMORY.c.created_time_of_day,
+    _MEMORY.c.session_id, _MEMORY.c.content,
+)  # fmt: skip
 
 
 def new_memory(values: dict[str, Any]) -> Memory:
@@ -280,7 +283,7 @@ class MemoryRepo:
     def dedup_candidates(
         self, key: Key, reflection_pool: int | None, days: tuple[int, int] | None, sessions: set[str | None]
     ) -> list[dict[str, Any]]:
-        """Stored memories that could absorb incoming ones, without their vectors: the newest `reflection_pool`
+        """Stored memories that could absorb incoming ones (the columns matching reads): the newest `reflection_pool`
         reflections (None: none), and the observations created within `days` (first, last) in one of
         `sessions` (None in it: the session-less ones)."""
         agent = {"world_id": key[0], "agent_id": key[1]}
@@ -466,7 +469,7 @@ _OF_AGENT = (_MEMORY.c.world_id == bindparam("world_id"), _MEMORY.c.agent_id == 
 # The newest reflections only: a repeated insight repeats a recent one, and the whole history would make every
 # new reflection cost more the longer the world runs.
 _REFLECTIONS = (
-    core_select(*_LIGHT)
+    core_select(*_MATCHED_ON)
     .where(*_OF_AGENT, _MEMORY.c.type == "reflection")
     .order_by(_MEMORY.c.id.desc())
     .limit(bindparam("pool", type_=Integer))
@@ -474,13 +477,13 @@ _REFLECTIONS = (
 # An observation only merges with one of the same conversation (or, without one, with another session-less
 # one): asking for just those keeps the query small however long the stream grows.
 _IN_DAYS = (_MEMORY.c.created_day >= bindparam("first_day"), _MEMORY.c.created_day <= bindparam("last_day"))
-_OBSERVATIONS_OF = core_select(*_LIGHT).where(
+_OBSERVATIONS_OF = core_select(*_MATCHED_ON).where(
     *_OF_AGENT,
     _MEMORY.c.type == "observation",
     _MEMORY.c.session_id.in_(bindparam("sessions", expanding=True)),
     *_IN_DAYS,
 )
-_OBSERVATIONS_WITHOUT_SESSION = core_select(*_LIGHT).where(
+_OBSERVATIONS_WITHOUT_SESSION = core_select(*_MATCHED_ON).where(
     *_OF_AGENT, _MEMORY.c.type == "observation", _MEMORY.c.session_id.is_(None), *_IN_DAYS
 )
 #: One person memory (read on every turn).
