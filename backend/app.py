@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -25,7 +26,17 @@ from backend.llm.base import LLM, Embedder, find_layer
 from backend.llm.health import ModelHealth, find_health, watch
 from backend.llm.registry import build_embedder, build_provider, check_dependencies, wrap
 from backend.llm.scheduler import find_scheduler
-from backend.memory.service import MemoryService
+from backend.memory.afterthought import Afterthoughts
+from backend.memory.cache import IndexCache
+from backend.memory.jobs import RatingJob
+from backend.memory.notify import MemoryEvents
+from backend.memory.person import PersonBook
+from backend.memory.reflection import Rater, Reflector
+from backend.memory.repo import MemoryRepo
+from backend.memory.retriever import Retriever
+from backend.memory.service import MemoryParts, MemoryService
+from backend.memory.settings import MemorySettings
+from backend.memory.writer import MemoryWriter
 from backend.planning.planner import Planner
 from backend.security import install as install_security
 from backend.storage import retention
@@ -124,16 +135,10 @@ async def _running(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
     _publish_llm_calls(app.state.llm, app.state.events)
     app.state.jobs = JobRunner(engine=engine, settings=settings, tasks=app.state.tasks)
     app.state.agents = AgentCache()  # agent rows read by every turn and memory write (see world/cache.py)
-    app.state.memory = MemoryService(
-        engine=engine,
-        embedder=app.state.embedder,
-        llm=app.state.llm,
-        settings=settings,
-        tasks=app.state.tasks,
-        events=app.state.events,
-        jobs=app.state.jobs,
-        agents=app.state.agents,
-    )
+    app.state.memory = build_memory(
+        MemoryRepo(engine), app.state.embedder, app.state.llm, settings, app.state.tasks,
+        events=app.state.events, jobs=app.state.jobs, agents=app.state.agents,
+    )  # fmt: skip
     app.state.intentions = IntentionService(
         engine=engine, llm=app.state.llm, memory=app.state.memory, settings=IntentionSettings.of(settings)
     )
@@ -225,3 +230,31 @@ def _publish_llm_calls(llm: LLM, bus: EventBus) -> None:
         bus.publish(LLM_CALL, call.world_id, payload)
 
     current.sink.listeners.append(publish)
+
+
+def build_memory(
+    repo: MemoryRepo,
+    embedder: Embedder,
+    llm: LLM,
+    settings: Settings,
+    tasks: TaskRunner,
+    *,
+    events: EventBus | None = None,
+    jobs: JobRunner | None = None,
+    agents: AgentCache | None = None,
+) -> MemoryService:
+    """The memory concept's objects, each given only what it uses (see backend/memory/README.md)."""
+    config = MemorySettings.from_settings(settings)
+    agents = agents if agents is not None else AgentCache()
+    agent_of = functools.partial(agents.read_one, repo.engine)
+    cache = IndexCache(repo, embedder)
+    notify = MemoryEvents(events)
+    writer = MemoryWriter(repo, cache, embedder, notify, config)
+    retriever = Retriever(repo, cache, embedder, config)
+    rater = Rater(llm, repo, cache, notify)
+    reflector = Reflector(llm, repo, writer, retriever, agent_of, config)
+    people = PersonBook(repo, llm, agent_of, config)
+    afterthoughts = Afterthoughts(llm, people, reflector, agent_of, config)
+    rating = RatingJob(repo, agent_of, rater, reflector)
+    parts = MemoryParts(repo, cache, writer, retriever, rater, reflector, people, afterthoughts, rating)
+    return MemoryService(parts, settings=config, agents=agents, tasks=tasks, jobs=jobs)

@@ -12,7 +12,7 @@ text is excluded; the local embedder takes ~0.05 ms for a short query). As in th
 access times move forward, so later queries see a realistically mixed recency.
 
 Bytes per memory count everything the index allocates for it: the float32 row (4 * dim), its int8 copy
-(dim + 8: codes, scale, error), the per-row arrays, posting lists and spare capacity from doubling.
+(dim + 8: codes, scale, error; held once the index reaches INT8_ROWS rows), the per-row arrays, posting lists and spare capacity from doubling.
 """
 
 from __future__ import annotations

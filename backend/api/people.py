@@ -9,7 +9,6 @@ from fastapi import APIRouter, Path
 from backend.api.deps import MemoryDep, SessionDep, WorldDep
 from backend.errors import NotFound
 from backend.ids import ID_RULE, Id
-from backend.memory import person
 from backend.memory.models import PersonList, PersonMemory, PersonPublic
 from backend.world.service import get_agent
 
@@ -27,7 +26,7 @@ def list_people(agent_id: AgentId, session: SessionDep, world: WorldDep, memory:
     """Everyone the agent has talked with, most recently met first."""
     agent = get_agent(session, world, agent_id)
     return PersonList(
-        agent_id=agent.id, people=[public(r) for r in person.people(memory.engine, world, agent.id)]
+        agent_id=agent.id, people=[public(r) for r in memory.people.everyone((world, agent.id))]
     )
 
 
@@ -37,7 +36,7 @@ def get_person(
 ) -> PersonPublic:
     """What the agent knows of one agent or player. 404 when the agent has never talked with them."""
     agent = get_agent(session, world, agent_id)
-    row = person.get(memory.engine, world, agent.id, other_id)
+    row = memory.people.get((world, agent.id), other_id)
     if row is None:
         raise NotFound(f"agent {agent_id!r} has no memory of {other_id!r}", details={"other_id": other_id})
     return public(row)

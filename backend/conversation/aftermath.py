@@ -245,14 +245,14 @@ class Aftermath:
         """The one end-of-conversation call, asked only while a half of it is not stored; its feeling is
         applied like a turn's (with EMOTION_FROM_TURN), else the emotion model evaluates the conversation."""
         key = (me.world_id, me.id)
-        state = await afterthought.done(self.memory, key, about, made)
+        state = await self.memory.afterthoughts.done(key, about, made)
         if state.complete:
             return state.reflection
         from_reply = self.emotion is not None and self.emotion.settings.emotion_from_turn
-        reply = await afterthought.ask(
-            self.memory, key, about, state.person, me.language if from_reply else None
+        reply = await self.memory.afterthoughts.ask(
+            key, about, state.person, me.language if from_reply else None
         )
-        made = await afterthought.apply(self.memory, key, about, state, reply)
+        made = await self.memory.afterthoughts.apply(key, about, state, reply)
         if self.emotion is not None and not isinstance(reply, LLMError):
             await self._felt_at_end(me, partner, about, reply.feeling if from_reply else None)
         return made

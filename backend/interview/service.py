@@ -17,8 +17,6 @@ import unicodedata
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from sqlmodel import Session
-
 from backend.config import Settings
 from backend.conversation.rules import lang_key
 from backend.errors import LLMError
@@ -99,15 +97,14 @@ class InterviewService:
         asked = _folded(question)
         named = [
             row
-            for row in person.people(self.engine, world_id, agent.id)
+            for row in self.memory.people.everyone((world_id, agent.id))
             if any(key and _folded(key) in asked for key in (row.other_name, row.other_id))
         ][:MAX_PEOPLE]
         known = []
-        with Session(self.engine) as session:
-            for row in named:
-                text = person.context(self.engine, world_id, agent.id, row.other_id, session=session)
-                if text:
-                    known.append(Known(row.other_id, row.other_name, text))
+        for row in named:
+            text = person.context(row)
+            if text:
+                known.append(Known(row.other_id, row.other_name, text))
         return agent, known
 
     async def _memories(self, world_id: str, ctx: InterviewContext) -> list[Remembered] | None:
@@ -119,8 +116,7 @@ class InterviewService:
         once an agent has k of them, hiding the observation that holds the news."""
         k, settings = self.settings.retrieval_k, self.settings
         if triggers.classify(ctx.question) == "recent":
-            search = triggers.latest(
-                self.memory,
+            search = self.memory.latest(
                 world_id,
                 ctx.agent.id,
                 k=k,
@@ -133,7 +129,7 @@ class InterviewService:
                 "relevance": settings.weight_relevance * triggers.RELEVANCE_BOOST
             }
             query = Search(k, weights, ctx.day, ctx.time_of_day, touch=False)
-            search = self.memory.retrieve_as(world_id, ctx.agent.id, ctx.question, query)
+            search = self.memory.retrieve(world_id, ctx.agent.id, ctx.question, query)
         try:
             found = await asyncio.wait_for(search, timeout=settings.interview_deadline_s * RETRIEVAL_SHARE)
         except (LLMError, TimeoutError) as exc:

@@ -6,7 +6,6 @@ from typing import Any
 
 from backend.conversation import jobs as conversation_jobs
 from backend.conversation.aftermath import Aftermath
-from backend.jobs.models import Job
 from backend.memory import jobs as memory_jobs
 
 
@@ -14,10 +13,7 @@ def install(state: Any) -> None:
     """Register every kind's handler on `state.jobs`, using the services on `state` (app.state)."""
     runner, memory = state.jobs, state.memory
 
-    async def rate(job: Job) -> None:
-        await memory_jobs.run_rating(memory, job)
-
-    runner.register(memory_jobs.RATE, rate, merging=True)
+    runner.register(memory_jobs.RATE, memory.run_rating, merging=True)
     after = Aftermath(
         engine=state.engine,
         memory=memory,

@@ -17,24 +17,24 @@ import asyncio
 import functools
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, create_model
 
 from backend.emotion.schemas import LABEL_MAX_CHARS, label_vocabulary
 from backend.errors import LLMError
 from backend.gametime import format_clock
-from backend.llm.base import PRIORITY_BACKGROUND, GenerateOptions, Message
-from backend.memory import person, reflection
+from backend.llm.base import LLM, PRIORITY_BACKGROUND, GenerateOptions, Message
+from backend.memory import person
+from backend.memory.models import AgentLookup, Key, Memory, PersonMemory
+from backend.memory.person import PersonBook
 from backend.memory.prompts import PersonItem, PersonTrait
+from backend.memory.reflection import Reflector
+from backend.memory.settings import MemorySettings
 from backend.text import clean_text
-
-if TYPE_CHECKING:
-    from backend.memory.models import Memory, PersonMemory
-    from backend.memory.service import MemoryService
+from backend.world.models import Agent
 
 log = logging.getLogger(__name__)
-Key = tuple[str, str]
 
 
 #: One paragraph: the grammar ends the reflection here (a small model otherwise writes to the limit).
@@ -155,21 +155,88 @@ class Conversation:
     language: str
 
 
-async def done(service: MemoryService, key: Key, conv: Conversation, made: Memory | None) -> Done:
-    """`made`: the stored reflection on the session, if any (the caller has looked it up)."""
-    row = await asyncio.to_thread(person.get, service.engine, *key, conv.partner_id)
-    return Done(made, row, row is not None and row.last_session_id == conv.session_id)
+class Afterthoughts:
+    """A participant's one end-of-conversation call: what is stored already, the call, storing its halves."""
+
+    def __init__(
+        self,
+        llm: LLM,
+        people: PersonBook,
+        reflector: Reflector,
+        agents: AgentLookup,
+        settings: MemorySettings,
+    ) -> None:
+        self.llm = llm
+        self.people = people
+        self.reflector = reflector
+        self.agents = agents
+        self.settings = settings
+
+    async def done(self, key: Key, conv: Conversation, made: Memory | None) -> Done:
+        """`made`: the stored reflection on the session, if any (the caller has looked it up)."""
+        row = await asyncio.to_thread(self.people.get, key, conv.partner_id)
+        return Done(made, row, row is not None and row.last_session_id == conv.session_id)
+
+    async def ask(
+        self, key: Key, conv: Conversation, known: PersonMemory | None, feeling: str | None
+    ) -> Afterthought | LLMError:
+        """The one model call; `feeling`: the language to ask a feeling in, or None for none. Returns the
+        model's error instead of raising it (the caller records it on the person memory)."""
+        agent = await asyncio.to_thread(self.agents, *key)
+        limit = self.settings.person_summary_chars
+        facts = _facts(agent.name if agent else key[1], agent, conv, known, feeling, limit)
+        try:
+            return await self.llm.generate_json(
+                messages(facts),
+                afterthought_for(feeling, limit),
+                options=_options(key, conv, facts),
+            )
+        except LLMError as exc:
+            log.warning("end-of-conversation call for %s/%s failed: %s", *key, exc)
+            return exc
+
+    async def apply(
+        self, key: Key, conv: Conversation, state: Done, reply: Afterthought | LLMError
+    ) -> Memory | None:
+        """Store the halves `state` lacks from `reply`; returns the session's reflection (None if still none).
+
+        A failed call still records the meeting in person memory (its error in `last_error`), as a failed
+        person update always did; the reflection is then left for the job's retry to ask again."""
+        made = state.reflection
+        failed = isinstance(reply, LLMError)
+        if made is None and not isinstance(reply, LLMError):
+            made = await self.reflector.store_conversation(
+                key, reply.reflection, reply.importance, conv.evidence_ids,
+                conv.day, conv.time_of_day, session_id=conv.session_id,
+            )  # fmt: skip
+        if not state.folded:
+            await self.people.fold(
+                key,
+                other_id=conv.partner_id,
+                other_name=conv.partner_name,
+                transcript=conv.transcript,
+                session_id=conv.session_id,
+                day=conv.day,
+                time_of_day=conv.time_of_day,
+                language=conv.language,
+                learned=None
+                if isinstance(reply, LLMError)
+                else (reply.traits_noticed, reply.notes, reply.person_summary),
+                error=str(reply) if failed else None,
+            )
+        return made
 
 
-async def ask(
-    service: MemoryService, key: Key, conv: Conversation, known: PersonMemory | None, feeling: str | None
-) -> Afterthought | LLMError:
-    """The one model call; `feeling`: the language to ask a feeling in, or None for none. Returns the
-    model's error instead of raising it (the caller records it on the person memory)."""
-    agent = await asyncio.to_thread(service.agents.read_one, service.engine, *key)
-    limit = service.settings.person_summary_chars
-    facts: dict[str, Any] = {
-        "agent_name": agent.name if agent else key[1],
+def _facts(
+    name: str,
+    agent: Agent | None,
+    conv: Conversation,
+    known: PersonMemory | None,
+    feeling: str | None,
+    limit: int,
+) -> dict[str, Any]:
+    return {
+        "agent_name": name,
         "partner_name": conv.partner_name,
         "other_name": conv.partner_name,
         "language": conv.language,
@@ -181,7 +248,10 @@ async def ask(
         "ask_feeling": feeling is not None,
         **(person.known(known) if known is not None else {}),
     }
-    options = GenerateOptions(
+
+
+def _options(key: Key, conv: Conversation, facts: dict[str, Any]) -> GenerateOptions:
+    return GenerateOptions(
         purpose="reflection",
         stage="afterthought",
         world_id=key[0],
@@ -191,42 +261,3 @@ async def ask(
         priority=PRIORITY_BACKGROUND,
         facts=facts,
     )
-    try:
-        return await service.llm.generate_json(
-            messages(facts), afterthought_for(feeling, limit), options=options
-        )
-    except LLMError as exc:
-        log.warning("end-of-conversation call for %s/%s failed: %s", *key, exc)
-        return exc
-
-
-async def apply(
-    service: MemoryService, key: Key, conv: Conversation, state: Done, reply: Afterthought | LLMError
-) -> Memory | None:
-    """Store the halves `state` lacks from `reply`; returns the session's reflection (None if still none).
-
-    A failed call still records the meeting in person memory (its error in `last_error`), as a failed person
-    update always did; the reflection is then left for the job's retry to ask again."""
-    made = state.reflection
-    if made is None and not isinstance(reply, LLMError):
-        made = await reflection.store_conversation(
-            service, key, reply.reflection, reply.importance, conv.evidence_ids,
-            conv.day, conv.time_of_day, session_id=conv.session_id,
-        )  # fmt: skip
-    if not state.folded:
-        failed = isinstance(reply, LLMError)
-        await service.people.fold(
-            key,
-            other_id=conv.partner_id,
-            other_name=conv.partner_name,
-            transcript=conv.transcript,
-            session_id=conv.session_id,
-            day=conv.day,
-            time_of_day=conv.time_of_day,
-            language=conv.language,
-            learned=None
-            if isinstance(reply, LLMError)
-            else (reply.traits_noticed, reply.notes, reply.person_summary),
-            error=str(reply) if failed else None,
-        )
-    return made

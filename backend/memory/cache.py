@@ -11,24 +11,22 @@ import asyncio
 import logging
 
 import numpy as np
-from sqlalchemy.engine import Engine
 
 from backend.errors import LLMError
 from backend.llm.base import Embedder
-from backend.memory import stream
 from backend.memory.index import AgentIndex
+from backend.memory.models import Key
+from backend.memory.repo import MemoryRepo
 
 log = logging.getLogger(__name__)
-
-Key = tuple[str, str]
 
 #: An index with more tombstones than this share is dropped and rebuilt from the database on next use.
 MAX_DEAD_SHARE = 0.25
 
 
 class IndexCache:
-    def __init__(self, engine: Engine, embedder: Embedder) -> None:
-        self.engine = engine
+    def __init__(self, repo: MemoryRepo, embedder: Embedder) -> None:
+        self.repo = repo
         self.embedder = embedder
         self._indexes: dict[Key, AgentIndex] = {}
         self._locks: dict[Key, asyncio.Lock] = {}
@@ -45,6 +43,11 @@ class IndexCache:
 
     def drop(self, key: Key) -> None:
         self._indexes.pop(key, None)
+
+    def drop_world(self, world_id: str) -> None:
+        """Forget every cached index of a world (its rows were replaced)."""
+        for key in [key for key in list(self._indexes) if key[0] == world_id]:
+            self.drop(key)
 
     def drop_if_sparse(self, key: Key) -> None:
         index = self._indexes.get(key)
@@ -64,7 +67,7 @@ class IndexCache:
         return index
 
     async def _load(self, key: Key) -> AgentIndex:
-        rows, stale = await asyncio.to_thread(stream.index_rows, self.engine, *key, self.embedder.dim)
+        rows, stale = await asyncio.to_thread(self.repo.index_rows, key, self.embedder.dim)
         if stale:
             # Memories stored while the embedder was down, or under another embedder: embed them now.
             by_id = {row.id: row for row in rows}
@@ -78,7 +81,7 @@ class IndexCache:
                 blobs = {
                     i: np.asarray(v, dtype=np.float32).tobytes() for i, v in zip(stale, vectors, strict=True)
                 }
-                await asyncio.to_thread(stream.save_embeddings, self.engine, blobs)
+                await asyncio.to_thread(self.repo.save_embeddings, blobs)
         index = AgentIndex(self.embedder.dim, capacity=max(64, len(rows)))
         await asyncio.to_thread(index.append, rows)
         return index

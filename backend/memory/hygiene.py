@@ -37,19 +37,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Integer, bindparam, delete, func, update
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
-
-from backend.config import Settings
 from backend.gametime import from_game_minutes, game_minutes, utcnow
-from backend.memory import stream
-from backend.memory.models import Memory
+from backend.memory.models import Key, Memory
+from backend.memory.repo import MemoryRepo
+from backend.memory.settings import MemorySettings
 from backend.memory.tags import memory_tags
 from backend.text import jaccard, normalise
 
 log = logging.getLogger(__name__)
-Key = tuple[str, str]
 DEDUP_TYPES = ("observation", "reflection")
 #: How many of an agent's newest reflections a new reflection is compared with.
 DEDUP_REFLECTION_POOL = 200
@@ -75,7 +70,9 @@ class Merge:
 
 
 @dataclass
-class DedupPlan:
+class Deduplicated:
+    """Incoming rows sorted out: those to insert, and those merged into a memory already there."""
+
     fresh: list[Memory] = field(default_factory=list)  # rows to insert
     merges: list[Merge] = field(default_factory=list)
     rows: list[Memory] = field(default_factory=list)  # aligned with the input: the row or the one kept
@@ -96,15 +93,15 @@ def tags_of(row: Memory) -> list[str]:
     return list(row.tags)
 
 
-def plan(engine: Engine, key: Key, rows: Sequence[Memory], settings: Settings) -> DedupPlan:
+def deduplicate(repo: MemoryRepo, key: Key, rows: Sequence[Memory], settings: MemorySettings) -> Deduplicated:
     """Split incoming rows into rows to store and merges. Run under the agent's writer lock."""
-    result = DedupPlan()
+    result = Deduplicated()
     for row in rows:
         tags_of(row)
-    if not settings.memory_dedup:
+    if not settings.dedup:
         result.fresh, result.rows = list(rows), list(rows)
         return result
-    pool = _candidates(engine, key, rows, settings)
+    pool = _candidates(repo, key, rows, settings)
     for row in rows:
         target = _match(row, pool, settings)
         if target is None:
@@ -113,7 +110,7 @@ def plan(engine: Engine, key: Key, rows: Sequence[Memory], settings: Settings) -
             pool.append(_candidate(row, row))
             continue
         if target.row is None:
-            target.row = stream.by_ids(engine, *key, [target.id or 0])[target.id or 0]
+            target.row = repo.by_ids(key, [target.id or 0])[target.id or 0]
         absorb(target.row, row)
         result.merges.append(Merge(target.row, row))
         result.rows.append(target.row)
@@ -132,69 +129,38 @@ def _candidate(row: Memory, loaded: Memory | None = None) -> Candidate:
     )
 
 
-_MEMORY = Memory.__table__  # type: ignore[attr-defined]
-_COLUMNS = [_MEMORY.c[name] for name in ("id", "type", "tags", "created_day", "created_time_of_day",
-                                         "session_id", "content")]  # fmt: skip
-_OF_AGENT = (_MEMORY.c.world_id == bindparam("world_id"), _MEMORY.c.agent_id == bindparam("agent_id"))
-# Built once (they run for every stored memory). The newest reflections only: a repeated insight repeats a
-# recent one, and the whole history would make every new reflection cost more the longer the world runs.
-_REFLECTIONS = (
-    select(*_COLUMNS)
-    .where(*_OF_AGENT, _MEMORY.c.type == "reflection")
-    .order_by(_MEMORY.c.id.desc())
-    .limit(bindparam("pool", type_=Integer))
-)
-# An observation only merges with one of the same conversation (or, without one, with another session-less
-# one): asking for just those keeps the query small however long the stream grows.
-_IN_DAYS = (_MEMORY.c.created_day >= bindparam("first_day"), _MEMORY.c.created_day <= bindparam("last_day"))
-_OBSERVATIONS_OF = select(*_COLUMNS).where(
-    *_OF_AGENT,
-    _MEMORY.c.type == "observation",
-    _MEMORY.c.session_id.in_(bindparam("sessions", expanding=True)),
-    *_IN_DAYS,
-)
-_OBSERVATIONS_WITHOUT_SESSION = select(*_COLUMNS).where(
-    *_OF_AGENT, _MEMORY.c.type == "observation", _MEMORY.c.session_id.is_(None), *_IN_DAYS
-)
-
-
-def _candidates(engine: Engine, key: Key, rows: Sequence[Memory], settings: Settings) -> list[Candidate]:
-    """Stored memories that could absorb one of the rows (only the columns matching needs)."""
+def _candidates(
+    repo: MemoryRepo, key: Key, rows: Sequence[Memory], settings: MemorySettings
+) -> list[Candidate]:
+    """Stored memories that could absorb one of the rows (read without their vectors)."""
     kinds = {row.type for row in rows} & set(DEDUP_TYPES)
     if not kinds:
         return []
-    agent = {"world_id": key[0], "agent_id": key[1]}
-    queries: list[tuple[Any, dict[str, Any]]] = []
-    if "reflection" in kinds:
-        queries.append((_REFLECTIONS, {**agent, "pool": DEDUP_REFLECTION_POOL}))
-    days = [row.created_day for row in rows if row.type == "observation"]
-    if days:
-        window_days = int(settings.memory_dedup_window_hours // 24) + 1
-        span = {**agent, "first_day": min(days) - window_days, "last_day": max(days) + window_days}
-        sessions = {row.session_id for row in rows if row.type == "observation"}
-        named = sorted(s for s in sessions if s is not None)
-        if named:
-            queries.append((_OBSERVATIONS_OF, {**span, "sessions": named}))
-        if None in sessions:
-            queries.append((_OBSERVATIONS_WITHOUT_SESSION, span))
-    with engine.connect() as conn:  # Core rows
-        found = [found_row for query, params in queries for found_row in conn.execute(query, params).all()]
-    return [
-        Candidate(memory_id, kind, frozenset(tags or []), game_minutes(day, tod), session_id, normalise(text))
-        for memory_id, kind, tags, day, tod, session_id, text in found
-    ]
+    pool = DEDUP_REFLECTION_POOL if "reflection" in kinds else None
+    observed = [row for row in rows if row.type == "observation"]
+    days = None
+    if observed:
+        window_days = int(settings.dedup_window_hours // 24) + 1
+        created = [row.created_day for row in observed]
+        days = (min(created) - window_days, max(created) + window_days)
+    found = repo.dedup_candidates(key, pool, days, {row.session_id for row in observed})
+    return [_stored(values) for values in found]
 
 
-def _match(row: Memory, pool: list[Candidate], settings: Settings) -> Candidate | None:
+def _stored(v: dict[str, Any]) -> Candidate:
+    minutes = game_minutes(v["created_day"], v["created_time_of_day"])
+    tags = frozenset(v["tags"] or [])
+    return Candidate(v["id"], v["type"], tags, minutes, v["session_id"], normalise(v["content"]))
+
+
+def _match(row: Memory, pool: list[Candidate], settings: MemorySettings) -> Candidate | None:
     if row.type not in DEDUP_TYPES:
         return None
     text = normalise(row.content)
     minutes = game_minutes(row.created_day, row.created_time_of_day)
-    window = settings.memory_dedup_window_hours * 60
+    window = settings.dedup_window_hours * 60
     threshold = (
-        settings.memory_dedup_observation_jaccard
-        if row.type == "observation"
-        else settings.memory_dedup_reflection_jaccard
+        settings.dedup_observation_jaccard if row.type == "observation" else settings.dedup_reflection_jaccard
     )
     best: tuple[float, float, int] | None = None
     chosen = None
@@ -208,7 +174,7 @@ def _match(row: Memory, pool: list[Candidate], settings: Settings) -> Candidate 
         same = cand.text == text
         similarity = 1.0 if same else jaccard(row.tags, cand.tags)
         shared = len(cand.tags & set(row.tags))
-        if not same and (similarity < threshold or shared < settings.memory_dedup_min_shared):
+        if not same and (similarity < threshold or shared < settings.dedup_min_shared):
             continue
         rank = (similarity, cand.minutes, position)
         if best is None or rank > best:
@@ -231,81 +197,18 @@ def absorb(kept: Memory, incoming: Memory) -> None:
         kept.evidence_ids = list(dict.fromkeys([*kept.evidence_ids, *incoming.evidence_ids]))
 
 
-def save_merged(engine: Engine, rows: Sequence[Memory]) -> None:
-    """Write back what `absorb` changed in stored memories: one executemany of a statement built once."""
-    if not rows:
-        return
-    values = [
-        {
-            "memory_id": row.id,
-            "new_importance": row.importance,
-            "new_source": row.importance_source,
-            "accessed_day": row.last_accessed_day,
-            "accessed_time": row.last_accessed_time_of_day,
-            "accessed_at": row.last_accessed_at,
-            "evidence": list(row.evidence_ids),
-        }
-        for row in rows
-    ]
-    with engine.begin() as conn:
-        conn.execute(_SAVE_MERGED, values)
-
-
-_SAVE_MERGED = (
-    update(_MEMORY)
-    .where(_MEMORY.c.id == bindparam("memory_id"))
-    .values(
-        importance=bindparam("new_importance"),
-        importance_source=bindparam("new_source"),
-        last_accessed_day=bindparam("accessed_day"),
-        last_accessed_time_of_day=bindparam("accessed_time"),
-        last_accessed_at=bindparam("accessed_at"),
-        evidence_ids=bindparam("evidence", type_=_MEMORY.c.evidence_ids.type),
-    )
-)
-
-
-def cap_for(settings: Settings, kind: str) -> int | None:
-    value = getattr(settings, f"memory_cap_{kind}", None)
-    return int(value) if value is not None else None
-
-
 def evict_over_cap(
-    engine: Engine, key: Key, kind: str, settings: Settings, keep: Sequence[int] = ()
+    repo: MemoryRepo, key: Key, kind: str, settings: MemorySettings, keep: Sequence[int] = ()
 ) -> list[int]:
     """Delete the least important, least recently accessed memories of a type past its cap. Returns their ids."""
-    cap = cap_for(settings, kind)
+    cap = settings.cap(kind)
     if cap is None:
         return []
-    base = (Memory.world_id == key[0], Memory.agent_id == key[1], Memory.type == kind)
-    with Session(engine) as session:
-        count = int(session.exec(select(func.count()).select_from(Memory).where(*base)).one())
-        if count <= cap:
-            return []
-        excess = count - cap + max(1, int(cap * settings.memory_evict_batch))
-        ids = list(
-            session.exec(
-                select(Memory.id)
-                .where(
-                    *base,
-                    col(Memory.importance) < settings.memory_evict_protect,
-                    col(Memory.id).not_in(list(keep)),
-                )  # fmt: skip
-                .order_by(
-                    col(Memory.importance),
-                    col(Memory.last_accessed_day),
-                    col(Memory.last_accessed_time_of_day),
-                    col(Memory.id),
-                )
-                .limit(excess)
-            ).all()
-        )
-        if ids:
-            session.exec(delete(Memory).where(col(Memory.id).in_(ids)))
-            session.commit()
+    extra = max(1, int(cap * settings.evict_batch))
+    count, ids = repo.evict(key, kind, cap, extra, settings.evict_protect, keep)
     if count - len(ids) > cap:
         log.warning(
             "%s/%s holds %d %s memories over its cap of %d: the rest are protected (importance >= %d)",
-            *key, count - len(ids), kind, cap, settings.memory_evict_protect,
+            *key, count - len(ids), kind, cap, settings.evict_protect,
         )  # fmt: skip
-    return [int(i) for i in ids if i is not None]
+    return ids

@@ -2,8 +2,10 @@
 
 One query is a matrix-vector product (embedding relevance), a few posting-list lookups counted with
 `np.bincount` (keyword relevance), vectorised scoring and a partial sort: no Python loop over memories.
-Large indexes multiply an int8 copy of the matrix instead (a quarter of the bytes to stream), kept in step
-with the float32 rows on every append: per-row codes, scale and quantisation error (`similarity.quantise`).
+Large indexes multiply an int8 copy of the matrix instead (a quarter of the bytes to stream): per-row codes,
+scale and quantisation error (`similarity.quantise`). The copy is made the first time a query asks for it
+(`use_int8`: once the index holds INT8_ROWS rows, or a query asks for it with fewer) and kept in step with every append from then on; an index that
+never gets that large (the default caps keep an agent near 7,500 memories) never pays for it.
 
 Rows are kept in id order (inserts for one agent are serialised by the index lock and ids only grow), so an
 id is found with `np.searchsorted`. Arrays grow by doubling (amortised O(1) append, never a vstack per
@@ -27,12 +29,18 @@ from backend.memory.selection import Bounded
 from backend.text import token_set
 
 INITIAL_CAPACITY = 64
-#: The per-row arrays of `AgentIndex`, grown together.
+#: From this many candidates the embedding relevance is pre-selected with the index's int8 copy (a quarter
+#: of the float32 matrix's bytes to stream), and an index holding this many rows makes the copy as it grows.
+#: Measured on the 2-core VM (bench/retrieval.py --int8-rows 0 against a huge value): at 4-7k rows the two
+#: are within noise, the float32 product a little ahead; from 8192 rows (where the float32 product starts
+#: paying for a helper thread) int8 is 25-40% faster.
+INT8_ROWS = 8192
+#: The per-row arrays of the int8 copy, allocated by `AgentIndex.use_int8`.
+INT8_ARRAYS = ("codes", "code_scales", "code_errors")
+#: The per-row arrays of `AgentIndex`, grown together (the int8 ones once allocated).
 ARRAYS = (
     "vectors",
-    "codes",
-    "code_scales",
-    "code_errors",
+    *INT8_ARRAYS,
     "ids",
     "importance",
     "accessed",
@@ -65,10 +73,12 @@ class AgentIndex:
         self.lock = threading.RLock()
         self.vectors = np.zeros((capacity, dim), dtype=np.float32)
         # The int8 copy: vectors[i] ~= code_scales[i] * codes[i], off by code_errors[i] at most (L2 norm).
-        self.codes = np.zeros((capacity, dim), dtype=np.int8)
-        self.code_scales = np.zeros(capacity, dtype=np.float32)
-        self.code_errors = np.zeros(capacity, dtype=np.float32)
-        # Bounds every row's norm and its codes' (removals leave it high: still a bound).
+        # Empty until `use_int8`.
+        self.int8 = False
+        self.codes = np.zeros((0, dim), dtype=np.int8)
+        self.code_scales = np.zeros(0, dtype=np.float32)
+        self.code_errors = np.zeros(0, dtype=np.float32)
+        # Bounds every row's norm, and with the int8 copy its codes' (removals leave it high: still a bound).
         self.norm_bound = 0.0
         self.ids = np.zeros(capacity, dtype=np.int64)
         self.importance = np.zeros(capacity, dtype=np.float32)
@@ -108,10 +118,25 @@ class AgentIndex:
                 self.postings.setdefault(token, array("i")).append(pos)
         added = slice(self.size, self.size + len(rows))
         self.inverse_sqrt_tokens[added] = inverse_sqrt(self.token_counts[added])
-        self._quantise(self.size, self.size + len(rows))
+        self.norm_bound = max(self.norm_bound, similarity.norm_bound(self.vectors[added]))
+        if self.int8:
+            self._quantise(self.size, self.size + len(rows))
         self.size += len(rows)
+        if self.size >= INT8_ROWS:
+            self.use_int8()
         if self._latest is not None:
             self._latest = max(self._latest, max(row.accessed_minutes for row in rows))
+
+    def use_int8(self) -> None:
+        """Make the int8 copy of every held row; appends keep it in step from now on."""
+        if self.int8:
+            return
+        capacity = self.ids.shape[0]
+        self.codes = np.zeros((capacity, self.dim), dtype=np.int8)
+        self.code_scales = np.zeros(capacity, dtype=np.float32)
+        self.code_errors = np.zeros(capacity, dtype=np.float32)
+        self.int8 = True
+        self._quantise(0, self.size)
 
     def _quantise(self, start: int, stop: int) -> None:
         for lo in range(start, stop, similarity.QUANTISE_CHUNK):
@@ -126,11 +151,14 @@ class AgentIndex:
             return
         while capacity < needed:
             capacity *= 2
-        for name in ARRAYS:
+        for name in self._arrays():
             old = getattr(self, name)
             new = np.zeros((capacity, *old.shape[1:]), dtype=old.dtype)
             new[: self.size] = old[: self.size]
             setattr(self, name, new)
+
+    def _arrays(self) -> tuple[str, ...]:
+        return ARRAYS if self.int8 else tuple(name for name in ARRAYS if name not in INT8_ARRAYS)
 
     def positions(self, ids: Iterable[int]) -> np.ndarray:
         """Row positions of the live ids given (unknown or deleted ids are skipped)."""
@@ -210,6 +238,7 @@ class AgentIndex:
         vectors = self.vectors[: self.size]
         if not int8:
             return similarity.float32_start(vectors, query, self.norm_bound)
+        self.use_int8()
         n = self.size
         return similarity.int8_start(
             vectors, self.codes[:n], self.code_scales[:n], self.code_errors[:n], self.norm_bound, query
@@ -225,5 +254,5 @@ class AgentIndex:
 
     def nbytes(self) -> int:
         """Bytes held by the arrays and posting lists (capacity included, Python object overhead not)."""
-        arrays = sum(getattr(self, n).nbytes for n in ARRAYS)
+        arrays = sum(getattr(self, n).nbytes for n in self._arrays())
         return arrays + sum(p.itemsize * len(p) for p in self.postings.values())

@@ -1,7 +1,7 @@
 """Memory's persisted jobs: rating provisional importances, then the threshold reflection check.
 
 A batch of stored memories that holds an observation gets a `memory.rate` job, committed in the same
-transaction as the memories (writer.store's follow-up). Ratings are gathered per agent: the job is due
+transaction as the memories (a follow-up of MemoryWriter.write). Ratings are gathered per agent: the job is due
 `importance_batch_s` after it is added, and memories stored while it is pending join it (`job_store.add` with
 `merge`) instead of adding a job each, so one job rates them all, up to RATE_BATCH per model call. Once
 claimed, a job no longer takes new memories: those start the next one.
@@ -15,19 +15,13 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
-
-from sqlmodel import Session
+from typing import Any
 
 from backend.jobs import store as job_store
 from backend.jobs.models import Job, new_job
-from backend.memory import stream
-from backend.memory.cache import Key
-from backend.memory.models import Memory
-
-if TYPE_CHECKING:
-    from backend.memory.service import MemoryService
-    from backend.memory.stream import FollowUp
+from backend.memory.models import AgentLookup, Key, Memory
+from backend.memory.reflection import Rater, Reflector
+from backend.memory.repo import FollowUp, MemoryRepo, Transaction
 
 RATE = "memory.rate"
 #: Seconds a conversation line may wait for its conversation's reflection before a rating job rates it.
@@ -46,10 +40,10 @@ def merge_ratings(pending: dict[str, Any], new: dict[str, Any]) -> dict[str, Any
 
 
 def rating_follow_up(key: Key, created: list[Job], delay_s: float = 0.0) -> FollowUp:
-    """A follow-up for writer.store: a rating job for a batch holding an observation, due in `delay_s`, or
+    """A follow-up for MemoryWriter.write: a rating job for a batch holding an observation, due in `delay_s`, or
     merged into the agent's pending one (a job actually added is appended to `created`)."""
 
-    def add(session: Session, rows: list[Memory]) -> None:
+    def add(session: Transaction, rows: list[Memory]) -> None:
         if not any(row.type == "observation" for row in rows):
             return
         last = rows[-1]
@@ -67,7 +61,7 @@ def rating_follow_up(key: Key, created: list[Job], delay_s: float = 0.0) -> Foll
     return add
 
 
-def forget_agent(session: Session, world_id: str, agent_id: str) -> int:
+def forget_agent(session: Transaction, world_id: str, agent_id: str) -> int:
     """Drop a deleted agent's pending rating jobs in the caller's transaction (its memories are gone, and an
     agent re-created under its id could have new memories with their ids). Returns how many went."""
     pending = job_store.pending_of(session, world_id, [RATE])
@@ -76,21 +70,32 @@ def forget_agent(session: Session, world_id: str, agent_id: str) -> int:
     )
 
 
-async def run_rating(service: MemoryService, job: Job) -> None:
-    """The `memory.rate` handler. Raises RuntimeError when a rating failed (the runner retries the job)."""
-    key = (job.world_id, str(job.payload["agent_id"]))
-    ids = [int(i) for i in job.payload.get("memory_ids", [])]
-    rows = await asyncio.to_thread(stream.by_ids, service.engine, *key, ids, embedding=False)
-    agent = await asyncio.to_thread(service.agents.read_one, service.engine, *key)
-    if agent is None:
-        return  # the agent was deleted: nothing left to rate or reflect into
-    # Evicted, deleted, merged away, or already rated by an earlier run: skipped.
-    todo = [row for i in ids if (row := rows.get(i)) is not None and row.importance_source == "provisional"]
-    # Lines of a conversation that never ended get no reflection to rate them: rated here once they are old.
-    stale = await asyncio.to_thread(stream.unrated_lines, service.engine, *key, LINE_RATING_GRACE_S)
-    todo += [row for row in stale if row.id not in set(ids)]
-    failed = await service.rate(key, todo, agent.name, agent.language)
-    day, time_of_day = int(job.payload.get("day", 1)), float(job.payload.get("time_of_day", 0.0))
-    await service.maybe_reflect(*key, day=day, time_of_day=time_of_day, auto=True)
-    if failed:
-        raise RuntimeError(f"importance rating failed for memories {failed}")
+class RatingJob:
+    """The `memory.rate` handler: rates what is still provisional, then checks the reflection threshold."""
+
+    def __init__(self, repo: MemoryRepo, agents: AgentLookup, rater: Rater, reflector: Reflector) -> None:
+        self.repo = repo
+        self.agents = agents
+        self.rater = rater
+        self.reflector = reflector
+
+    async def run(self, job: Job) -> None:
+        """Raises RuntimeError when a rating failed (the runner retries the job)."""
+        key = (job.world_id, str(job.payload["agent_id"]))
+        ids = [int(i) for i in job.payload.get("memory_ids", [])]
+        rows = await asyncio.to_thread(self.repo.by_ids, key, ids, embedding=False)
+        agent = await asyncio.to_thread(self.agents, *key)
+        if agent is None:
+            return  # the agent was deleted: nothing left to rate or reflect into
+        # Evicted, deleted, merged away, or already rated by an earlier run: skipped.
+        todo = [
+            row for i in ids if (row := rows.get(i)) is not None and row.importance_source == "provisional"
+        ]
+        # Lines of a conversation that never ended get no reflection to rate them: rated here once they are old.
+        stale = await asyncio.to_thread(self.repo.unrated_lines, key, LINE_RATING_GRACE_S)
+        todo += [row for row in stale if row.id not in set(ids)]
+        failed = await self.rater.rate(key, todo, agent.name, agent.language)
+        day, time_of_day = int(job.payload.get("day", 1)), float(job.payload.get("time_of_day", 0.0))
+        await self.reflector.maybe_reflect(key, day, time_of_day, auto=True)
+        if failed:
+            raise RuntimeError(f"importance rating failed for memories {failed}")

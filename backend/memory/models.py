@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Literal, NamedTuple
@@ -12,8 +13,12 @@ from sqlalchemy import JSON, Index, LargeBinary, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from backend.gametime import utcnow
-from backend.world.models import DEFAULT_WORLD
+from backend.world.models import DEFAULT_WORLD, Agent
 
+#: An agent's memories are kept per (world id, agent id).
+Key = tuple[str, str]
+#: The agent row of (world id, agent id), or None (world/cache.py's AgentCache, bound to the engine).
+AgentLookup = Callable[[str, str], Agent | None]
 MemoryType = Literal["observation", "reflection", "plan"]
 #: Stable small integers for the in-memory index (the table stores the names).
 TYPE_CODES: dict[str, int] = {"observation": 0, "reflection": 1, "plan": 2}

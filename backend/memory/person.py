@@ -20,87 +20,20 @@ import asyncio
 import logging
 from typing import Any
 
-from sqlalchemy import bindparam, delete, insert, update
-from sqlalchemy import select as core_select
-from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
-
-from backend.config import Settings
 from backend.errors import LLMError
 from backend.gametime import format_clock, utcnow
 from backend.llm.base import LLM, PRIORITY_BACKGROUND, GenerateOptions
 from backend.memory import prompts
-from backend.memory.models import PersonMemory
-from backend.storage import rows
-from backend.world.cache import AgentCache
+from backend.memory.models import AgentLookup, Key, PersonMemory
+from backend.memory.repo import MemoryRepo, Transaction
+from backend.memory.settings import MemorySettings
 
 log = logging.getLogger(__name__)
-Key = tuple[str, str]
 
 #: Traits and notes kept per person (the newest).
 MAX_ITEMS = 12
 #: Items shown in a turn's prompt.
 CONTEXT_ITEMS = 5
-
-
-def get(
-    engine: Engine, world_id: str, agent_id: str, other_id: str, *, session: Session | None = None
-) -> PersonMemory | None:
-    """The agent's record of `other_id`, read in `session` when given (a turn reads all it needs in one)."""
-    params = {"world_id": world_id, "agent_id": agent_id, "other_id": other_id}
-    return rows.first(session if session is not None else engine, _ONE, params, PersonMemory)
-
-
-#: One person memory (read on every turn): built once.
-_PEOPLE = PersonMemory.__table__  # type: ignore[attr-defined]
-_ONE = core_select(_PEOPLE).where(
-    _PEOPLE.c.world_id == bindparam("world_id"),
-    _PEOPLE.c.agent_id == bindparam("agent_id"),
-    _PEOPLE.c.other_id == bindparam("other_id"),
-)
-
-
-def people(engine: Engine, world_id: str, agent_id: str) -> list[PersonMemory]:
-    """Everyone the agent remembers, most recently met first."""
-    with Session(engine, expire_on_commit=False) as session:
-        rows = session.exec(
-            select(PersonMemory)
-            .where(PersonMemory.world_id == world_id, PersonMemory.agent_id == agent_id)
-            .order_by(
-                col(PersonMemory.last_met_day).desc(),
-                col(PersonMemory.last_met_time_of_day).desc(),
-                col(PersonMemory.id).desc(),
-            )
-        ).all()
-    return list(rows)
-
-
-def forget_agent(engine: Engine, world_id: str, agent_id: str) -> int:
-    """Drop what a deleted agent knew of people (others keep their memories of it)."""
-    with Session(engine) as session:
-        result = session.exec(
-            delete(PersonMemory).where(
-                col(PersonMemory.world_id) == world_id, col(PersonMemory.agent_id) == agent_id
-            )
-        )
-        session.commit()
-        return int(result.rowcount or 0)
-
-
-def _save(engine: Engine, row: PersonMemory) -> PersonMemory:
-    """Insert or update the record with one Core statement (the ORM's merge read it twice more)."""
-    row.updated_at = utcnow()
-    values = rows.values_of(row)
-    with engine.begin() as conn:
-        if row.id is None:
-            row.id = int(conn.execute(_INSERT_PERSON, values).scalar_one())
-        else:
-            conn.execute(_UPDATE_PERSON, {**values, "person_id": row.id})
-    return row
-
-
-_INSERT_PERSON = insert(_PEOPLE).returning(_PEOPLE.c.id)
-_UPDATE_PERSON = update(_PEOPLE).where(_PEOPLE.c.id == bindparam("person_id"))
 
 
 def _merge_items(old: list[str], new: list[str]) -> list[str]:
@@ -117,14 +50,29 @@ def _merge_items(old: list[str], new: list[str]) -> list[str]:
 class PersonBook:
     """Reads and updates person memories; one update at a time per (world, agent, other)."""
 
-    def __init__(
-        self, *, engine: Engine, llm: LLM, settings: Settings, agents: AgentCache | None = None
-    ) -> None:
-        self.engine = engine
-        self.agents = agents if agents is not None else AgentCache()
+    def __init__(self, repo: MemoryRepo, llm: LLM, agents: AgentLookup, settings: MemorySettings) -> None:
+        self.repo = repo
+        self.agents = agents
         self.llm = llm
         self.settings = settings
         self._locks: dict[tuple[str, str, str], asyncio.Lock] = {}
+
+    def get(self, key: Key, other_id: str, *, session: Transaction | None = None) -> PersonMemory | None:
+        """The agent's record of `other_id`, read in `session` when given (a turn reads all it needs in one)."""
+        return self.repo.person(key, other_id, session=session)
+
+    def everyone(self, key: Key) -> list[PersonMemory]:
+        """Everyone the agent remembers, most recently met first."""
+        return self.repo.people(key)
+
+    def context(self, key: Key, other_id: str, *, session: Transaction | None = None) -> str | None:
+        """A few lines on what the agent knows of `other_id` for a prompt, in the agent's language; None if
+        never met. `session`: read in the caller's session."""
+        return context(self.get(key, other_id, session=session))
+
+    def forget_agent(self, key: Key) -> int:
+        """Drop what a deleted agent knew of people (others keep their memories of it)."""
+        return self.repo.forget_people(key)
 
     async def update(
         self,
@@ -141,13 +89,13 @@ class PersonBook:
         """Fold one conversation into the record (see the module docstring). Never raises LLMError."""
         lock = self._locks.setdefault((*key, other_id), asyncio.Lock())
         async with lock:
-            row = await asyncio.to_thread(get, self.engine, *key, other_id)
+            row = await asyncio.to_thread(self.repo.person, key, other_id)
             if row is not None and session_id is not None and row.last_session_id == session_id:
                 return row  # this conversation is already folded in
             row = _met(row or _new_row(key, other_id, day, time_of_day), other_name, language, session_id)
             row.last_met_day, row.last_met_time_of_day = day, time_of_day
             lines = [line for line in transcript if line.strip()]
-            agent = await asyncio.to_thread(self.agents.read_one, self.engine, *key)
+            agent = await asyncio.to_thread(self.agents, *key)
             base = {
                 "agent_name": agent.name if agent else key[1],
                 "other_name": other_name,
@@ -156,7 +104,7 @@ class PersonBook:
             await self._fold(key, row, base, lines, day, time_of_day, session_id)
             if row.exchanges_since_compress > self.settings.person_compress_exchanges:
                 await self._compress(key, row, base, session_id)
-            return await asyncio.to_thread(_save, self.engine, row)
+            return await asyncio.to_thread(self.repo.save_person, row)
 
     async def fold(
         self,
@@ -176,7 +124,7 @@ class PersonBook:
         summary already rewritten within `person_summary_chars`: no recompression call), or, with `learned`
         None, record only the meeting and `error`. A session already folded in is left as it is."""
         async with self._locks.setdefault((*key, other_id), asyncio.Lock()):
-            row = await asyncio.to_thread(get, self.engine, *key, other_id)
+            row = await asyncio.to_thread(self.repo.person, key, other_id)
             if row is not None and row.last_session_id == session_id:
                 return row
             row = _met(row or _new_row(key, other_id, day, time_of_day), other_name, language, session_id)
@@ -193,7 +141,7 @@ class PersonBook:
                 # Every summary is asked for within the limit: past the count it counts as the recompression.
                 if row.exchanges_since_compress > self.settings.person_compress_exchanges:
                     row.exchanges_since_compress, row.compressions = 0, row.compressions + 1
-            return await asyncio.to_thread(_save, self.engine, row)
+            return await asyncio.to_thread(self.repo.save_person, row)
 
     async def _fold(
         self,
@@ -292,11 +240,8 @@ def _options(
     )
 
 
-def context(
-    engine: Engine, world_id: str, agent_id: str, other_id: str, *, session: Session | None = None
-) -> str | None:
-    """A few lines on what the agent knows of `other_id`, in the agent's language; None if never met."""
-    row = get(engine, world_id, agent_id, other_id, session=session)
+def context(row: PersonMemory | None) -> str | None:
+    """A few lines on what the record knows, in the agent's language; None for no record (never met)."""
     if row is None:
         return None
     traits = row.traits_noticed[-CONTEXT_ITEMS:]

@@ -30,7 +30,7 @@ class ImportanceRatings(BaseModel):
     """One 1-10 rating per numbered memory, in the order they were listed (a batch shares one model call)."""
 
     model_config = ConfigDict(extra="ignore")
-    # One call rates at most MemoryService's RATE_BATCH (16); each call's schema asks for its exact count.
+    # One call rates at most reflection.RATE_BATCH (16); each call's schema asks for its exact count.
     ratings: list[Annotated[int, Field(ge=1, le=10)]] = Field(min_length=1, max_length=16)
 
 

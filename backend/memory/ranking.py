@@ -1,39 +1,17 @@
 """Retrieval ranking over an agent's index: relevance, weighted scoring and top-k under the index lock.
 
-Runs in a worker thread (`asyncio.to_thread`); the service fetches the chosen rows afterwards.
+Runs in a worker thread (`asyncio.to_thread`); the retriever fetches the chosen rows afterwards if it needs them.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from backend.config import Settings
 from backend.gametime import from_game_minutes, game_minutes
 from backend.memory import similarity
-from backend.memory.index import AgentIndex
+from backend.memory.index import INT8_ROWS, AgentIndex
 from backend.memory.retrieval import Weights, keyword_overlap
 from backend.memory.selection import Bounded, rank_top_k
-
-#: From this many candidates the embedding relevance is pre-selected with the index's int8 copy (a quarter
-#: of the float32 matrix's bytes to stream). Measured on the 2-core VM (bench/retrieval.py
-#: --int8-rows 0 against a huge value): at 4-7k rows the two are within noise, the float32 product a little
-#: ahead; from 8192 rows (where the float32 product starts paying for a helper thread) int8 is 25-40% faster.
-INT8_ROWS = 8192
-
-
-def weights_from(s: Settings, given: dict[str, float | None] | None) -> Weights:
-    """The retrieval weights: those given, the rest from settings."""
-    given = given or {}
-
-    def pick(name: str, default: float) -> float:
-        value = given.get(name)
-        return default if value is None else float(value)
-
-    return Weights(
-        pick("recency", s.weight_recency),
-        pick("importance", s.weight_importance),
-        pick("relevance", s.weight_relevance),
-    )
 
 
 def rank(

@@ -1,4 +1,4 @@
-"""Importance rating and the two kinds of reflection.
+"""Importance rating (`Rater`) and the two kinds of reflection (`Reflector`).
 
 1. Conversation reflection (purpose `reflection`): after a conversation, a first-person summary plus an
    importance, stored as a `reflection` citing the conversation's observations. A conversation's end asks
@@ -18,23 +18,24 @@ import asyncio
 import functools
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 from pydantic import Field, create_model
 
 from backend.errors import LLMError
 from backend.gametime import format_clock
 from backend.llm.base import LLM, PRIORITY_BACKGROUND, GenerateOptions
-from backend.memory import prompts, stream, writer
-from backend.memory.models import Memory
-from backend.storage.rows import build
+from backend.memory import prompts
+from backend.memory.cache import IndexCache
+from backend.memory.models import AgentLookup, Key, Memory, Search
+from backend.memory.notify import MemoryEvents
+from backend.memory.repo import MemoryRepo, new_memory
+from backend.memory.retriever import Retriever
+from backend.memory.settings import MemorySettings
+from backend.memory.writer import Batch, MemoryWriter
 from backend.text import keywords
 
-if TYPE_CHECKING:
-    from backend.memory.service import MemoryService
-
 log = logging.getLogger(__name__)
-Key = tuple[str, str]
 
 #: How many recent observations the salient-questions prompt shows (as in Generative Agents).
 RECENT_FOR_QUESTIONS = 100
@@ -119,68 +120,243 @@ async def rate_importances(
     return list(reply.ratings)
 
 
-async def conversation(
-    service: MemoryService,
-    key: Key,
-    *,
-    session_id: str,
-    partner_name: str,
-    transcript: list[str],
-    evidence_ids: list[int],
-    day: int,
-    time_of_day: float,
-    language: str,
-) -> Memory | None:
-    """Store the end-of-conversation reflection for one participant (see MemoryService)."""
-    agent = await asyncio.to_thread(service.agents.read_one, service.engine, *key)
-    facts = {
-        "agent_name": agent.name if agent else key[1],
-        "partner_name": partner_name,
-        "language": language,
-        "transcript": list(transcript),
-        "day": day,
-        "clock": format_clock(time_of_day),
-        "location_name": agent.location_name if agent else None,
-    }
-    try:
-        reply = await service.llm.generate_json(
-            prompts.conversation_messages(facts),
-            prompts.ConversationReflection,
-            options=_options("reflection", key, language, facts, session_id=session_id),
+#: Memories rated in one model call (a longer list makes small local models lose count).
+RATE_BATCH = 16
+
+
+class Rater:
+    """Rates memories' importance with the model and stores the ratings (database, index, events)."""
+
+    def __init__(self, llm: LLM, repo: MemoryRepo, cache: IndexCache, events: MemoryEvents) -> None:
+        self.llm = llm
+        self.repo = repo
+        self.cache = cache
+        self.events = events
+
+    async def rate(self, key: Key, rows: list[Memory], name: str, language: str) -> list[int]:
+        """Rate memories, up to `RATE_BATCH` per model call (one memory alone gets the single-memory prompt;
+        a batch whose reply does not fit is rated one by one). Returns the ids the model failed to rate
+        (traced; their provisional values stay)."""
+        failed: list[int] = []
+        for start in range(0, len(rows), RATE_BATCH):
+            chunk = rows[start : start + RATE_BATCH]
+            values: list[int | None] | None = None
+            if len(chunk) > 1:
+                batch = await rate_importances(self.llm, key, chunk, name, language)
+                values = list(batch) if batch is not None else None
+            if values is None:
+                values = [await rate_importance(self.llm, key, row, name, language) for row in chunk]
+            rated = [(row, v) for row, v in zip(chunk, values, strict=True) if v is not None]
+            failed += [row.id or 0 for row, v in zip(chunk, values, strict=True) if v is None]
+            await self.set_importances(key, rated, "model")
+        return failed
+
+    async def set_importances(self, key: Key, ratings: list[tuple[Memory, int]], source: str) -> None:
+        """Store ratings of provisional memories (see MemoryRepo.set_importances), in the index too."""
+        if not ratings:
+            return
+        stored = set(await asyncio.to_thread(self.repo.set_importances, key, ratings, source))
+        # A memory whose id now names another row (a world import meanwhile) kept its importance: skipped.
+        rated = [(row, value) for row, value in ratings if row.id in stored]
+        if not rated:
+            return
+        values = {row.id or 0: value for row, value in rated}
+        index = self.cache.peek(key)
+        if index is not None:
+            with index.lock:
+                index.set_importance(values.keys(), [float(v) for v in values.values()])
+        for row, value in rated:
+            row.importance, row.importance_source = value, source
+        self.events.updated([row for row, _ in rated])
+
+
+class Reflector:
+    """Writes reflections: a finished conversation's, and the threshold reflection's insights."""
+
+    def __init__(
+        self,
+        llm: LLM,
+        repo: MemoryRepo,
+        writer: MemoryWriter,
+        retriever: Retriever,
+        agents: AgentLookup,
+        settings: MemorySettings,
+    ) -> None:
+        self.llm = llm
+        self.repo = repo
+        self.writer = writer
+        self.retriever = retriever
+        self.agents = agents
+        self.settings = settings
+        self.state = ThresholdState()
+
+    def forget_world(self, world_id: str) -> None:
+        """Drop the bookkeeping of a world whose rows were replaced (import)."""
+        for key in [key for key in list(self.state.failed_at) if key[0] == world_id]:
+            self.state.failed_at.pop(key, None)
+
+    async def conversation(
+        self,
+        key: Key,
+        *,
+        session_id: str,
+        partner_name: str,
+        transcript: list[str],
+        evidence_ids: list[int],
+        day: int,
+        time_of_day: float,
+        language: str,
+    ) -> Memory | None:
+        """Store the end-of-conversation reflection for one participant. None when the model fails."""
+        agent = await asyncio.to_thread(self.agents, *key)
+        facts = {
+            "agent_name": agent.name if agent else key[1],
+            "partner_name": partner_name,
+            "language": language,
+            "transcript": list(transcript),
+            "day": day,
+            "clock": format_clock(time_of_day),
+            "location_name": agent.location_name if agent else None,
+        }
+        try:
+            reply = await self.llm.generate_json(
+                prompts.conversation_messages(facts),
+                prompts.ConversationReflection,
+                options=_options("reflection", key, language, facts, session_id=session_id),
+            )
+        except LLMError as exc:
+            log.warning("conversation reflection for %s/%s failed: %s", *key, exc)
+            return None
+        return await self.store_conversation(
+            key, reply.summary, reply.importance, evidence_ids, day, time_of_day, session_id=session_id
         )
-    except LLMError as exc:
-        log.warning("conversation reflection for %s/%s failed: %s", *key, exc)
-        return None
-    return await store_conversation(
-        service, key, reply.summary, reply.importance, evidence_ids, day, time_of_day, session_id=session_id
-    )
 
+    async def store_conversation(
+        self,
+        key: Key,
+        summary: str,
+        importance: int,
+        evidence_ids: list[int],
+        day: int,
+        time_of_day: float,
+        *,
+        session_id: str,
+    ) -> Memory:
+        """Store a conversation reflection the model wrote (here, or in the end-of-conversation call of
+        afterthought.py), citing those of `evidence_ids` that still exist."""
+        known = await asyncio.to_thread(self.repo.existing_ids, key, evidence_ids)
+        cited = [i for i in evidence_ids if i in known]
+        row = _reflection_row(
+            key, summary, importance, cited, day, time_of_day, origin="conversation", session_id=session_id
+        )
+        [written] = await self.writer.write([Batch(key, [row])])
+        return written.rows[0]
 
-async def store_conversation(
-    service: MemoryService,
-    key: Key,
-    summary: str,
-    importance: int,
-    evidence_ids: list[int],
-    day: int,
-    time_of_day: float,
-    *,
-    session_id: str,
-) -> Memory:
-    """Store a conversation reflection the model wrote (here, or in the end-of-conversation call of
-    afterthought.py), citing those of `evidence_ids` that still exist."""
-    known = await asyncio.to_thread(stream.existing_ids, service.engine, *key, evidence_ids)
-    row = _reflection_row(
-        key,
-        summary,
-        importance,
-        [i for i in evidence_ids if i in known],
-        day,
-        time_of_day,
-        origin="conversation",
-        session_id=session_id,
-    )
-    return (await service.store_rows(key, [row]))[0]
+    async def maybe_reflect(
+        self, key: Key, day: int, time_of_day: float, *, auto: bool = False
+    ) -> list[Memory]:
+        """Reflect when the importance since the last insight has reached the threshold; else []."""
+        total, _ = await asyncio.to_thread(self.repo.importance_since_last_insight, key)
+        threshold = self.settings.reflection_threshold
+        if total < threshold:
+            return []
+        failed = self.state.failed_at.get(key)
+        if auto and failed is not None and total < failed + threshold * RETRY_SHARE:
+            return []
+        made = await self.reflect_now(key, day, time_of_day)
+        if made:
+            self.state.failed_at.pop(key, None)
+        else:
+            self.state.failed_at[key] = total
+        return made
+
+    async def reflect_now(self, key: Key, day: int | None, time_of_day: float | None) -> list[Memory]:
+        """Questions -> retrieval per question -> insights citing ids. Returns the stored insights."""
+        if key in self.state.running:
+            return []  # another reflection for this agent is under way
+        self.state.running.add(key)
+        try:
+            return await self._reflect(key, day, time_of_day)
+        finally:
+            self.state.running.discard(key)
+
+    async def _recent(self, key: Key) -> list[Memory]:
+        """The observations the questions are asked about: those since the last insight, else the latest."""
+        _, since = await asyncio.to_thread(self.repo.importance_since_last_insight, key)
+        recent = await asyncio.to_thread(self.repo.observations_after, key, since, RECENT_FOR_QUESTIONS)
+        if not recent:
+            recent = await asyncio.to_thread(self.repo.observations_after, key, 0, RECENT_FOR_QUESTIONS)
+        return recent
+
+    async def _reflect(self, key: Key, day: int | None, time_of_day: float | None) -> list[Memory]:
+        agent = await asyncio.to_thread(self.agents, *key)
+        language, name = (agent.language, agent.name) if agent else ("ja", key[1])
+        recent = await self._recent(key)
+        if not recent:
+            return []
+        if day is None:
+            day, time_of_day = recent[-1].created_day, recent[-1].created_time_of_day
+        base = {"agent_name": name, "language": language}
+        facts = {**base, "memories": [_brief(m) for m in recent]}
+        try:
+            asked = await self.llm.generate_json(
+                prompts.questions_messages(facts),
+                prompts.SalientQuestions,
+                options=_options("questions", key, language, facts),
+            )
+            shown = await self._evidence_for(key, asked.questions, day, time_of_day) or recent
+            facts = {**base, "questions": asked.questions, "memories": [_brief(m) for m in shown]}
+            reply = await self.llm.generate_json(
+                prompts.insight_messages(facts),
+                prompts.InsightList,
+                options=_options("insight", key, language, facts),
+            )
+        except LLMError as exc:
+            log.warning("threshold reflection for %s/%s failed: %s", *key, exc)
+            return []
+        return await self._store_insights(key, reply.insights, shown, day, time_of_day or 0.0)
+
+    async def _evidence_for(
+        self, key: Key, questions: list[str], day: int, time_of_day: float | None
+    ) -> list[Memory]:
+        seen: dict[int, Memory] = {}
+        for question in questions:
+            hits = await self.retriever.rank(key, question, Search(day=day, time_of_day=time_of_day))
+            for hit in await self.retriever.rows(key, hits):
+                if hit.memory.id is not None:
+                    seen.setdefault(hit.memory.id, hit.memory)
+        return list(seen.values())
+
+    async def _store_insights(
+        self, key: Key, insights: list[prompts.Insight], shown: list[Memory], day: int, time_of_day: float
+    ) -> list[Memory]:
+        shown_ids = {m.id for m in shown if m.id is not None}
+        cited = {i for insight in insights for i in insight.evidence_ids}
+        known = shown_ids & await asyncio.to_thread(self.repo.existing_ids, key, sorted(cited))
+        rows = []
+        for insight in insights:
+            if not set(insight.evidence_ids) <= known:
+                log.info(
+                    "dropping an insight citing unknown memories %s",
+                    sorted(set(insight.evidence_ids) - known),
+                )
+                continue
+            rows.append(
+                _reflection_row(
+                    key,
+                    insight.content,
+                    insight.importance,
+                    insight.evidence_ids,
+                    day,
+                    time_of_day,
+                    origin="insight",
+                )  # fmt: skip
+            )
+        if not rows:
+            return []
+        # Only insights stored as new memories count: one that merged into an existing reflection is not new.
+        [written] = await self.writer.write([Batch(key, rows)])
+        return list(written.fresh)
 
 
 def _reflection_row(
@@ -194,8 +370,7 @@ def _reflection_row(
     origin: str,
     session_id: str | None = None,
 ) -> Memory:
-    return build(
-        Memory,
+    return new_memory(
         {
             "world_id": key[0],
             "agent_id": key[1],
@@ -211,126 +386,8 @@ def _reflection_row(
             "last_accessed_day": day,
             "last_accessed_time_of_day": time_of_day,
             "origin": origin,
-        },
+        }
     )
-
-
-async def maybe_reflect(
-    service: MemoryService, key: Key, day: int, time_of_day: float, *, auto: bool = False
-) -> list[Memory]:
-    """Reflect when the importance since the last insight has reached the threshold; else []."""
-    total, _ = await asyncio.to_thread(stream.importance_since_last_insight, service.engine, *key)
-    threshold = service.settings.reflection_threshold
-    if total < threshold:
-        return []
-    state = service.reflections
-    failed = state.failed_at.get(key)
-    if auto and failed is not None and total < failed + threshold * RETRY_SHARE:
-        return []
-    made = await threshold_reflection(service, key, day, time_of_day)
-    if made:
-        state.failed_at.pop(key, None)
-    else:
-        state.failed_at[key] = total
-    return made
-
-
-async def threshold_reflection(
-    service: MemoryService, key: Key, day: int | None, time_of_day: float | None
-) -> list[Memory]:
-    """Questions -> retrieval per question -> insights citing ids. Returns the stored insights."""
-    state = service.reflections
-    if key in state.running:
-        return []  # another reflection for this agent is under way
-    state.running.add(key)
-    try:
-        return await _reflect(service, key, day, time_of_day)
-    finally:
-        state.running.discard(key)
-
-
-async def _reflect(
-    service: MemoryService, key: Key, day: int | None, time_of_day: float | None
-) -> list[Memory]:
-    agent = await asyncio.to_thread(service.agents.read_one, service.engine, *key)
-    language, name = (agent.language, agent.name) if agent else ("ja", key[1])
-    _, since = await asyncio.to_thread(stream.importance_since_last_insight, service.engine, *key)
-    recent = await asyncio.to_thread(
-        stream.observations_after, service.engine, *key, since, RECENT_FOR_QUESTIONS
-    )
-    if not recent:
-        recent = await asyncio.to_thread(
-            stream.observations_after, service.engine, *key, 0, RECENT_FOR_QUESTIONS
-        )
-    if not recent:
-        return []
-    if day is None:
-        day, time_of_day = recent[-1].created_day, recent[-1].created_time_of_day
-    base = {"agent_name": name, "language": language}
-    facts = {**base, "memories": [_brief(m) for m in recent]}
-    try:
-        asked = await service.llm.generate_json(
-            prompts.questions_messages(facts),
-            prompts.SalientQuestions,
-            options=_options("questions", key, language, facts),
-        )
-        shown = await _evidence_for(service, key, asked.questions, day, time_of_day) or recent
-        facts = {**base, "questions": asked.questions, "memories": [_brief(m) for m in shown]}
-        reply = await service.llm.generate_json(
-            prompts.insight_messages(facts),
-            prompts.InsightList,
-            options=_options("insight", key, language, facts),
-        )
-    except LLMError as exc:
-        log.warning("threshold reflection for %s/%s failed: %s", *key, exc)
-        return []
-    return await _store_insights(service, key, reply.insights, shown, day, time_of_day or 0.0)
-
-
-async def _evidence_for(
-    service: MemoryService, key: Key, questions: list[str], day: int, time_of_day: float | None
-) -> list[Memory]:
-    seen: dict[int, Memory] = {}
-    for question in questions:
-        for hit in await service.retrieve(*key, question, day=day, time_of_day=time_of_day):
-            if hit.memory.id is not None:
-                seen.setdefault(hit.memory.id, hit.memory)
-    return list(seen.values())
-
-
-async def _store_insights(
-    service: MemoryService,
-    key: Key,
-    insights: list[prompts.Insight],
-    shown: list[Memory],
-    day: int,
-    time_of_day: float,
-) -> list[Memory]:
-    shown_ids = {m.id for m in shown if m.id is not None}
-    cited = {i for insight in insights for i in insight.evidence_ids}
-    known = shown_ids & await asyncio.to_thread(stream.existing_ids, service.engine, *key, sorted(cited))
-    rows = []
-    for insight in insights:
-        if not set(insight.evidence_ids) <= known:
-            log.info(
-                "dropping an insight citing unknown memories %s", sorted(set(insight.evidence_ids) - known)
-            )
-            continue
-        rows.append(
-            _reflection_row(
-                key,
-                insight.content,
-                insight.importance,
-                insight.evidence_ids,
-                day,
-                time_of_day,
-                origin="insight",
-            )
-        )
-    if not rows:
-        return []
-    # Only insights stored as new memories count: one that merged into an existing reflection is not new.
-    return list((await writer.store(service, key, rows)).fresh)
 
 
 def _brief(memory: Memory) -> dict[str, Any]:

@@ -10,11 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import func
-from sqlmodel import Session, col, select
-
-from backend.memory.models import PersonMemory
-from backend.world.models import Agent
+from backend.memory.repo import Transaction, relationship_counts
 
 
 @dataclass(frozen=True)
@@ -31,18 +27,7 @@ class Density:
         return self.pairs / possible if possible else 0.0
 
 
-def relationship_density(session: Session, world_id: str) -> Density:
+def relationship_density(session: Transaction, world_id: str) -> Density:
     """The relationship density of `world_id` as it is in the database now."""
-    agent_ids = select(Agent.id).where(Agent.world_id == world_id)
-    agents = session.exec(select(func.count()).select_from(Agent).where(Agent.world_id == world_id)).one()
-    pairs = session.exec(
-        select(func.count())
-        .select_from(PersonMemory)
-        .where(
-            PersonMemory.world_id == world_id,
-            col(PersonMemory.agent_id) != col(PersonMemory.other_id),
-            col(PersonMemory.agent_id).in_(agent_ids),
-            col(PersonMemory.other_id).in_(agent_ids),
-        )
-    ).one()
-    return Density(agents=int(agents), pairs=int(pairs))
+    agents, pairs = relationship_counts(session, world_id)
+    return Density(agents=agents, pairs=pairs)

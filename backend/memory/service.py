@@ -1,30 +1,26 @@
-"""MemoryService: the memory stream's one entry point (HTTP routes and other concepts call this).
+"""MemoryService: the memory concept's surface for routes and other concepts, composed of its parts.
 
-Stores memories (embedding them, rating importance in the background), retrieves by recency, importance and
-relevance over a cached per-agent matrix, and writes reflections (see reflection.py).
+The work is done by small objects wired in create_app (backend/app.py): `MemoryWriter` (the write path),
+`Retriever` (ranking and a turn's retrieval), `Rater` and `Reflector` (importance and reflections),
+`PersonBook` (person memory), `Afterthoughts` (the end-of-conversation call) and `RatingJob`. This class
+holds them and answers in the callers' terms (world id and agent id); none of the parts knows it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
-import numpy as np
-from sqlalchemy.engine import Engine
-from sqlmodel import Session
-
-from backend.config import Settings
-from backend.errors import LLMError, NotFound
-from backend.events import EventBus
+from backend.errors import NotFound
 from backend.jobs.models import Job
 from backend.jobs.runner import JobRunner
-from backend.llm.base import LLM, Embedder
 from backend.memory import jobs as memory_jobs
-from backend.memory import person, ranking, reflection, stream, triggers, writer
-from backend.memory.cache import IndexCache, Key
+from backend.memory.afterthought import Afterthoughts
+from backend.memory.cache import IndexCache
 from backend.memory.models import (
     NEWS_TAG,
+    Key,
     Memory,
     MemoryCreate,
     PersonMemory,
@@ -32,20 +28,34 @@ from backend.memory.models import (
     ScoredMemory,
     Search,
 )
-from backend.memory.notify import MemoryEvents
+from backend.memory.person import PersonBook
+from backend.memory.reflection import Rater, Reflector
+from backend.memory.repo import MemoryRepo, Transaction, new_memory
+from backend.memory.retriever import Retriever
+from backend.memory.settings import MemorySettings
 from backend.memory.tags import memory_tags
 from backend.memory.triggers import TurnAsk
-from backend.storage.rows import build
+from backend.memory.writer import Batch, MemoryWriter
 from backend.tasks import TaskRunner
-from backend.text import token_set
 from backend.world.cache import AgentCache
 from backend.world.models import Agent
 
-__all__ = ["MemoryCreate", "MemoryService", "ScoredMemory"]
-log = logging.getLogger(__name__)
+__all__ = ["MemoryCreate", "MemoryParts", "MemoryService", "ScoredMemory"]
 
-#: Memories rated in one model call (a longer list makes small local models lose count).
-RATE_BATCH = 16
+
+@dataclass(frozen=True)
+class MemoryParts:
+    """The memory concept's objects, built and wired once in create_app."""
+
+    repo: MemoryRepo
+    cache: IndexCache
+    writer: MemoryWriter
+    retriever: Retriever
+    rater: Rater
+    reflector: Reflector
+    people: PersonBook
+    afterthoughts: Afterthoughts
+    rating: memory_jobs.RatingJob
 
 
 class MemoryService:
@@ -53,35 +63,28 @@ class MemoryService:
 
     def __init__(
         self,
+        parts: MemoryParts,
         *,
-        engine: Engine,
-        embedder: Embedder,
-        llm: LLM,
-        settings: Settings,
+        settings: MemorySettings,
+        agents: AgentCache,
         tasks: TaskRunner,
-        events: EventBus | None = None,
         jobs: JobRunner | None = None,
-        agents: AgentCache | None = None,
     ) -> None:
-        self.engine = engine
+        self.repo, self.cache, self.writer = parts.repo, parts.cache, parts.writer
+        self.retriever, self.rater, self.reflector = parts.retriever, parts.rater, parts.reflector
+        self.people, self.afterthoughts, self.rating = parts.people, parts.afterthoughts, parts.rating
+        self.settings = settings
         #: Agent rows shared with the conversation service (checked against `updated_at` on each read).
-        self.agents = agents if agents is not None else AgentCache()
+        self.agents = agents
+        self.tasks = tasks
         # With a job runner, importance ratings are persisted jobs (see memory/jobs.py); without one (a
         # service built alone in a test), they run as plain background tasks.
         self.jobs = jobs
-        self.embedder = embedder
-        self.llm = llm
-        self.settings = settings
-        self.tasks = tasks
-        self.cache = IndexCache(engine, embedder)
-        self.reflections = reflection.ThresholdState()
-        self.events = MemoryEvents(events)
-        self.people = person.PersonBook(engine=engine, llm=llm, settings=settings, agents=self.agents)
 
     # --- agents ---
     def require_agent(self, world_id: str, agent_id: str) -> Agent:
         """The agent row. Raises NotFound when the world has no such agent."""
-        agent = self.agents.read_one(self.engine, world_id, agent_id)
+        agent = self.agents.read_one(self.repo.engine, world_id, agent_id)
         if agent is None:
             raise NotFound(f"no agent {agent_id!r} in world {world_id!r}", details={"agent_id": agent_id})
         return agent
@@ -121,38 +124,35 @@ class MemoryService:
         batches = []
         for agent_id, agent_items in items.items():
             key = (world_id, agent_id)
-            rows = [self._row(world_id, agent_id, item, session_id) for item in agent_items]
+            rows = [self._row(key, item, session_id) for item in agent_items]
             follow_up = (
                 memory_jobs.rating_follow_up(key, created, self.settings.importance_batch_s)
                 if self.jobs is not None and not rated_later
                 else None
             )
-            batches.append(writer.Batch(key, rows, follow_up))
-        plans = await writer.store_many(self, batches)
+            batches.append(Batch(key, rows, follow_up))
+        written = await self.writer.write(batches)
         if rated_later:
             pass
         elif self.jobs is not None:
             self.jobs.submit(created)
         else:
-            for batch, plan in zip(batches, plans, strict=True):
-                stored = plan.fresh
+            for batch, outcome in zip(batches, written, strict=True):
+                stored = outcome.fresh
                 pending = [row for row in stored if row.importance_source == "provisional"]
                 if any(row.type == "observation" for row in stored):
                     self.tasks.spawn(self._after_insert(batch.key, pending, stored[-1]), name="memory-rate")
-        return {batch.key[1]: plan.rows for batch, plan in zip(batches, plans, strict=True)}
+        return {batch.key[1]: outcome.rows for batch, outcome in zip(batches, written, strict=True)}
 
-    def _row(self, world_id: str, agent_id: str, item: MemoryCreate, session_id: str | None) -> Memory:
+    def _row(self, key: Key, item: MemoryCreate, session_id: str | None) -> Memory:
         rated = item.importance is not None
-        return build(
-            Memory,
+        return new_memory(
             {
-                "world_id": world_id,
-                "agent_id": agent_id,
+                "world_id": key[0],
+                "agent_id": key[1],
                 "type": item.type,
                 "content": item.content,
-                "importance": item.importance
-                if item.importance is not None
-                else self.settings.importance_provisional,
+                "importance": item.importance if rated else self.settings.importance_provisional,
                 "importance_source": "caller" if rated else "provisional",
                 "location_name": item.location_name,
                 "tags": item.tags if item.tags is not None else memory_tags(item.content),
@@ -162,46 +162,19 @@ class MemoryService:
                 "created_time_of_day": item.time_of_day,
                 "last_accessed_day": item.day,
                 "last_accessed_time_of_day": item.time_of_day,
-            },
+            }
         )
 
-    async def store_rows(self, key: Key, rows: list[Memory]) -> list[Memory]:
-        """Deduplicate, embed, insert and index prepared rows (also used for reflections), then apply the cap.
-
-        Returns one memory per row: the stored row or the existing memory it merged into.
-        """
-        return (await writer.store(self, key, rows)).rows
-
     async def _after_insert(self, key: Key, pending: list[Memory], last: Memory) -> None:
-        agent = await asyncio.to_thread(self.agents.read_one, self.engine, *key)
+        agent = await asyncio.to_thread(self.agents.read_one, self.repo.engine, *key)
         language = agent.language if agent else "ja"
         name = agent.name if agent else key[1]
-        await self.rate(key, pending, name, language)
-        await self.maybe_reflect(*key, day=last.created_day, time_of_day=last.created_time_of_day, auto=True)
-
-    async def rate(self, key: Key, rows: list[Memory], name: str, language: str) -> list[int]:
-        """Rate memories, up to `RATE_BATCH` per model call (one memory alone gets the single-memory prompt;
-        a batch whose reply does not fit is rated one by one). Returns the ids the model failed to rate
-        (traced; their provisional values stay)."""
-        failed: list[int] = []
-        for start in range(0, len(rows), RATE_BATCH):
-            chunk = rows[start : start + RATE_BATCH]
-            values: list[int | None] | None = None
-            if len(chunk) > 1:
-                batch = await reflection.rate_importances(self.llm, key, chunk, name, language)
-                values = list(batch) if batch is not None else None
-            if values is None:
-                values = [
-                    await reflection.rate_importance(self.llm, key, row, name, language) for row in chunk
-                ]
-            rated = [(row, v) for row, v in zip(chunk, values, strict=True) if v is not None]
-            failed += [row.id or 0 for row, v in zip(chunk, values, strict=True) if v is None]
-            await self._set_importances(key, rated)
-        return failed
+        await self.rater.rate(key, pending, name, language)
+        await self.reflector.maybe_reflect(key, last.created_day, last.created_time_of_day, auto=True)
 
     async def rate_lines(self, key: Key, session_id: str, ids: Sequence[int], importance: int) -> None:
         """Give a conversation's still-provisional line observations its reflection's importance (no call)."""
-        rows = await asyncio.to_thread(stream.by_ids, self.engine, *key, list(ids), embedding=False)
+        rows = await asyncio.to_thread(self.repo.by_ids, key, list(ids), embedding=False)
         todo = [
             row
             for row in rows.values()
@@ -209,30 +182,17 @@ class MemoryService:
             and row.session_id == session_id
             and NEWS_TAG not in row.tags
         ]
-        await self._set_importances(key, [(row, importance) for row in todo])
+        await self.rater.set_importances(key, [(row, importance) for row in todo], "model")
 
-    async def _set_importances(self, key: Key, ratings: list[tuple[Memory, int]]) -> None:
-        if not ratings:
-            return
-        stored = set(await asyncio.to_thread(stream.set_importances, self.engine, *key, ratings, "model"))
-        # A memory whose id now names another row (a world import meanwhile) kept its importance: skipped.
-        rated = [(row, value) for row, value in ratings if row.id in stored]
-        if not rated:
-            return
-        values = {row.id or 0: value for row, value in rated}
-        index = self.cache.peek(key)
-        if index is not None:
-            with index.lock:
-                index.set_importance(values.keys(), [float(v) for v in values.values()])
-        for row, value in rated:
-            row.importance, row.importance_source = value, "model"
-        self.events.updated([row for row, _ in rated])
+    async def run_rating(self, job: Job) -> None:
+        """The `memory.rate` job handler (see memory/jobs.py)."""
+        await self.rating.run(job)
 
     def delete(self, world_id: str, agent_id: str, memory_id: int) -> None:
         """Delete one memory. Raises NotFound when the agent has no such memory in this world."""
-        if stream.remove(self.engine, world_id, agent_id, [memory_id]) == 0:
-            raise NotFound(f"agent {agent_id!r} has no memory {memory_id}", details={"memory_id": memory_id})
         key = (world_id, agent_id)
+        if self.repo.remove(key, [memory_id]) == 0:
+            raise NotFound(f"agent {agent_id!r} has no memory {memory_id}", details={"memory_id": memory_id})
         index = self.cache.peek(key)
         if index is not None:
             with index.lock:
@@ -241,16 +201,15 @@ class MemoryService:
 
     def invalidate_world(self, world_id: str) -> None:
         """Forget cached matrices and reflection bookkeeping of a world whose rows were replaced (import)."""
-        for key in [key for key in list(self.cache._indexes) if key[0] == world_id]:
-            self.cache.drop(key)
-        for key in [key for key in list(self.reflections.failed_at) if key[0] == world_id]:
-            self.reflections.failed_at.pop(key, None)
+        self.cache.drop_world(world_id)
+        self.reflector.forget_world(world_id)
 
     def delete_agent(self, world_id: str, agent_id: str) -> int:
         """Drop all of an agent's memories and its cached matrix. Returns how many memories went."""
-        self.cache.drop((world_id, agent_id))
-        person.forget_agent(self.engine, world_id, agent_id)
-        return stream.remove(self.engine, world_id, agent_id)
+        key = (world_id, agent_id)
+        self.cache.drop(key)
+        self.people.forget_agent(key)
+        return self.repo.remove(key)
 
     # --- reading ---
     def recent(
@@ -263,21 +222,20 @@ class MemoryService:
         min_importance: int | None = None,
     ) -> list[Memory]:
         """The newest memories (game time), newest first."""
-        rows, _ = stream.page(
-            self.engine, world_id, agent_id, types=types, min_importance=min_importance, limit=limit
-        )
-        return rows
+        key = (world_id, agent_id)
+        return self.repo.page(key, types=types, min_importance=min_importance, limit=limit)[0]
 
     def page(
         self, world_id: str, agent_id: str, *, types: list[str] | None, q: str | None, limit: int, offset: int
     ) -> tuple[list[Memory], int]:
-        return stream.page(self.engine, world_id, agent_id, types=types, q=q, limit=limit, offset=offset)
+        return self.repo.page((world_id, agent_id), types=types, q=q, limit=limit, offset=offset)
 
     async def retrieve(
         self,
         world_id: str,
         agent_id: str,
         query: str,
+        search: Search | None = None,
         *,
         k: int | None = None,
         weights: dict[str, float | None] | None = None,
@@ -289,74 +247,55 @@ class MemoryService:
     ) -> list[ScoredMemory]:
         """The k best memories for `query` by the weighted score; the retrieved ones count as accessed now.
 
-        `day`/`time_of_day` give the game time of the query (default: the agent's latest memory time).
-        `weights` may name recency, importance and relevance; missing ones come from settings.
+        The options come in `search`, or else one by one: `day`/`time_of_day` give the game time of the query
+        (default: the agent's latest memory time); `weights` may name recency, importance and relevance
+        (missing ones come from settings).
         """
-        return await self.retrieve_as(
-            world_id, agent_id, query, Search(k, weights, day, time_of_day, types, decay, relevance)
-        )
-
-    async def retrieve_as(
-        self, world_id: str, agent_id: str, query: str, search: Search
-    ) -> list[ScoredMemory]:
-        """`retrieve` with its options in one `Search`."""
-        ranked, _ = await self._search((world_id, agent_id), query, search, texts=False)
-        ids = [r[0] for r in ranked]
-        rows = await asyncio.to_thread(stream.by_ids, self.engine, world_id, agent_id, ids, embedding=False)
-        return [
-            ScoredMemory(rows[memory_id], score, rec, imp, rel)
-            for memory_id, score, rec, imp, rel in ranked
-            if memory_id in rows
-        ]
+        search = search or Search(k, weights, day, time_of_day, types, decay, relevance)
+        key = (world_id, agent_id)
+        return await self.retriever.rows(key, await self.retriever.rank(key, query, search))
 
     async def recall(
         self, world_id: str, agent_id: str, query: str, search: Search | None = None
     ) -> list[Recalled]:
         """The ids and texts of what `retrieve` finds, best first, taken from the index: no row is fetched (a
         turn's prompt needs only the text). The retrieved memories count as accessed now, as with `retrieve`."""
-        ranked, texts = await self._search((world_id, agent_id), query, search or Search(), texts=True)
-        return [Recalled(int(row[0]), text) for row, text in zip(ranked, texts, strict=True)]
+        hits = await self.retriever.rank((world_id, agent_id), query, search or Search())
+        return [hit.recalled for hit in hits]
 
-    async def _search(
-        self, key: Key, query: str, search: Search, *, texts: bool
-    ) -> tuple[list[tuple[int, float, float, float, float]], list[str]]:
-        """Rank the agent's index for `query`, mark the chosen rows accessed (index and database) unless
-        `search.touch` is False, and with `texts` read their texts from the index: one worker-thread hop."""
-        index = await self.cache.get(key)
-        mode = search.relevance or self.settings.relevance
-        query_vector = await self._query_vector(query) if mode != "keyword" else None
-        if query_vector is None and mode != "keyword":
-            mode = "keyword"  # the embedder failed: keyword overlap still works
-        query_tokens = token_set(query) if mode != "embedding" else set()
-        weights = ranking.weights_from(self.settings, search.weights)
+    async def retrieve_for_turn(self, world_id: str, agent_id: str, ask: TurnAsk) -> list[ScoredMemory]:
+        """Retrieval shaped by what the partner's last line asks for (past / recent / knowledge), no model
+        call; see triggers.py for what each kind does."""
+        key = (world_id, agent_id)
+        return await self.retriever.rows(key, await self.retriever.for_turn(key, ask))
 
-        def rank() -> tuple[list[tuple[int, float, float, float, float]], list[str]]:
-            with index.lock:  # re-entrant: `rank` takes it too; the texts are read under the same hold
-                ranked, touched, now = ranking.rank(
-                    index,
-                    mode,
-                    query_vector,
-                    query_tokens,
-                    search.k or self.settings.retrieval_k,
-                    weights,
-                    search.decay or self.settings.retrieval_decay,
-                    (search.day, search.time_of_day),
-                    search.types,
-                    touch=search.touch,
-                    before_id=search.before_id,
-                )
-                found = ranking.contents(index, ranked) if texts else []
-            stream.touch(self.engine, key[0], key[1], touched, now)
-            return ranked, found
+    async def recall_for_turn(self, world_id: str, agent_id: str, ask: TurnAsk) -> list[Recalled]:
+        """`retrieve_for_turn` as the memories' ids and texts, read from the index (no row fetch): a turn's
+        prompt."""
+        return [hit.recalled for hit in await self.retriever.for_turn((world_id, agent_id), ask)]
 
-        return await asyncio.to_thread(rank)
+    async def latest(
+        self,
+        world_id: str,
+        agent_id: str,
+        *,
+        k: int,
+        day: int | None,
+        time_of_day: float | None,
+        touch: bool = True,
+    ) -> list[ScoredMemory]:
+        """The k latest observations up to the game time, oldest first (see `Retriever.latest`)."""
+        return await self.retriever.latest(
+            (world_id, agent_id), k=k, day=day, time_of_day=time_of_day, touch=touch
+        )
 
-    async def _query_vector(self, query: str) -> np.ndarray | None:
-        try:
-            return (await self.embedder.embed([query]))[0]
-        except LLMError as exc:
-            log.warning("query embedding failed, using keyword relevance: %s", exc)
-            return None
+    async def recall_ids(self, world_id: str, agent_id: str, ids: Sequence[int]) -> list[Recalled]:
+        """The memories of `ids` that still exist, in the order given, their texts read from the index."""
+        return await self.retriever.recall_ids((world_id, agent_id), ids)
+
+    def watermark(self) -> int:
+        """One past the newest memory id: `Search(before_id=...)` then finds only what was remembered by now."""
+        return self.repo.next_id()
 
     # --- reflections ---
     async def reflect_on_conversation(
@@ -376,8 +315,7 @@ class MemoryService:
 
         Returns None when the model fails (the failure is traced); never raises LLMError.
         """
-        return await reflection.conversation(
-            self,
+        return await self.reflector.conversation(
             (world_id, agent_id),
             session_id=session_id,
             partner_name=partner_name,
@@ -392,40 +330,15 @@ class MemoryService:
         self, world_id: str, agent_id: str, *, day: int, time_of_day: float, auto: bool = False
     ) -> list[Memory]:
         """Run the threshold reflection if the importance since the last one has reached the threshold."""
-        return await reflection.maybe_reflect(self, (world_id, agent_id), day, time_of_day, auto=auto)
+        return await self.reflector.maybe_reflect((world_id, agent_id), day, time_of_day, auto=auto)
 
     async def reflect_now(
         self, world_id: str, agent_id: str, *, day: int | None = None, time_of_day: float | None = None
     ) -> list[Memory]:
         """Run the threshold reflection now, whatever the sum (POST /reflect). Returns the new insights."""
-        return await reflection.threshold_reflection(self, (world_id, agent_id), day, time_of_day)
+        return await self.reflector.reflect_now((world_id, agent_id), day, time_of_day)
 
-    # --- conversation turns (see triggers.py and person.py) ---
-    async def retrieve_for_turn(self, world_id: str, agent_id: str, ask: TurnAsk) -> list[ScoredMemory]:
-        """Retrieval shaped by what the partner's last line asks for (past / recent / knowledge), no model call.
-        See `triggers.retrieve_for_turn` for what each kind does."""
-        return await triggers.retrieve_for_turn(self, world_id, agent_id, ask)
-
-    async def recall_ids(self, world_id: str, agent_id: str, ids: Sequence[int]) -> list[Recalled]:
-        """The memories of `ids` that still exist, in the order given, their texts read from the index."""
-        index = await self.cache.get((world_id, agent_id))
-
-        def read() -> list[Recalled]:
-            with index.lock:
-                positions = index.positions(ids)
-                texts = {int(index.ids[pos]): index.contents[int(pos)] for pos in positions}
-            return [Recalled(memory_id, texts[memory_id]) for memory_id in ids if memory_id in texts]
-
-        return await asyncio.to_thread(read)
-
-    def watermark(self) -> int:
-        """One past the newest memory id: `Search(before_id=...)` then finds only what was remembered by now."""
-        return stream.next_id(self.engine)
-
-    async def recall_for_turn(self, world_id: str, agent_id: str, ask: TurnAsk) -> list[Recalled]:
-        """`retrieve_for_turn` as the memories' ids and texts, read from the index (no row fetch): a turn's prompt."""
-        return await triggers.recall_for_turn(self, world_id, agent_id, ask)
-
+    # --- person memory (see person.py) ---
     async def update_person_memory(
         self,
         world_id: str,
@@ -455,8 +368,8 @@ class MemoryService:
         )
 
     def person_context(
-        self, world_id: str, agent_id: str, other_id: str, *, session: Session | None = None
+        self, world_id: str, agent_id: str, other_id: str, *, session: Transaction | None = None
     ) -> str | None:
         """A short text on what the agent knows of `other_id` for the next turn's prompt, or None.
         `session`: read in the caller's session (a turn reads everything it needs in one)."""
-        return person.context(self.engine, world_id, agent_id, other_id, session=session)
+        return self.people.context((world_id, agent_id), other_id, session=session)

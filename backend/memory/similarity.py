@@ -74,6 +74,12 @@ def quantise(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, f
     return codes.astype(np.int8), scale, errors, float(np.sqrt(largest)) * (1.0 + 1e-6)
 
 
+def norm_bound(vectors: np.ndarray) -> float:
+    """An upper bound on every row's ||x|| (0 for none), computed as `quantise` bounds it."""
+    exact = np.asarray(vectors, dtype=np.float64)
+    return float(np.sqrt(_squares(exact).max(initial=0.0))) * (1.0 + 1e-6)
+
+
 def _squares(rows: np.ndarray) -> np.ndarray:
     return np.einsum("ij,ij->i", rows, rows)
 

@@ -1,4 +1,5 @@
-"""Memory triggers: how a turn retrieves, chosen from the partner's last line without a model call.
+"""Memory triggers: how a turn retrieves, chosen from the partner's last line without a model call
+(`Retriever.for_turn` runs the retrieval each kind asks for).
 
 The regular expressions live in `triggers.json` (Japanese and English, three kinds):
 
@@ -19,28 +20,14 @@ about the past or the day is about the agent's own memories more than about know
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import re
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
-from functools import partial
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TypeVar, cast
+from typing import Literal, cast
 
-import numpy as np
-
-from backend.gametime import game_minutes
-from backend.memory import stream
-from backend.memory.models import Memory, Recalled, ScoredMemory, Search
-from backend.memory.retrieval import minmax, recency_normalised
 from backend.text import normalise
-
-if TYPE_CHECKING:
-    from backend.memory.service import MemoryService
-
-T = TypeVar("T")
 
 Kind = Literal["past", "recent", "knowledge"]
 KINDS: tuple[Kind, ...] = ("past", "recent", "knowledge")
@@ -98,91 +85,3 @@ class TurnAsk:
     time_of_day: float | None = None
     k: int | None = None
     before_id: int | None = None
-
-
-async def retrieve_for_turn(
-    service: MemoryService, world_id: str, agent_id: str, ask: TurnAsk
-) -> list[ScoredMemory]:
-    """Retrieve for a turn as the partner's last line asks (see the module docstring)."""
-    kind, k = classify(ask.partner_line), ask.k or service.settings.retrieval_k
-    if kind == "recent":
-        return await latest(service, world_id, agent_id, k=k, day=ask.day, time_of_day=ask.time_of_day)
-    return await _by_kind(partial(service.retrieve_as, world_id, agent_id), kind, ask, k, service)
-
-
-async def recall_for_turn(
-    service: MemoryService, world_id: str, agent_id: str, ask: TurnAsk
-) -> list[Recalled]:
-    """`retrieve_for_turn`, as the memories' ids and texts only (read from the index, no row fetch): a turn's
-    prompt."""
-    kind, k = classify(ask.partner_line), ask.k or service.settings.retrieval_k
-    if kind == "recent":
-        found = await latest(service, world_id, agent_id, k=k, day=ask.day, time_of_day=ask.time_of_day)
-        recalled = [Recalled(int(scored.memory.id or 0), scored.memory.content) for scored in found]
-        return [item for item in recalled if ask.before_id is None or item.id < ask.before_id]
-    return await _by_kind(partial(service.recall, world_id, agent_id), kind, ask, k, service)
-
-
-async def _by_kind(
-    search: Callable[[str, Search], Awaitable[list[T]]],
-    kind: Kind | None,
-    ask: TurnAsk,
-    k: int,
-    service: MemoryService,
-) -> list[T]:
-    """The index search each kind asks for (`search` is the service's retrieve_as or recall for the agent)."""
-    plain = Search(k, day=ask.day, time_of_day=ask.time_of_day, before_id=ask.before_id)
-    boosted = replace(plain, weights={"relevance": service.settings.weight_relevance * RELEVANCE_BOOST})
-    if kind == "past":
-        return await search(ask.query, replace(boosted, types=["observation", "reflection"]))
-    if kind == "knowledge":
-        found = await search(ask.query, replace(boosted, types=["reflection"]))
-        if len(found) < k:
-            rest = replace(plain, k=k - len(found), types=["observation", "plan"])
-            found += await search(ask.query, rest)
-        return found
-    return await search(ask.query, plain)
-
-
-async def latest(
-    service: MemoryService,
-    world_id: str,
-    agent_id: str,
-    *,
-    k: int,
-    day: int | None,
-    time_of_day: float | None,
-    touch: bool = True,
-) -> list[ScoredMemory]:
-    """The k latest observations (up to the given game time), oldest first, marked accessed (with `touch`).
-
-    Wrapped as ScoredMemory so callers handle every kind alike: `recency` is the normalised recency of each
-    (newest 1.0), `importance` its normalised importance, `relevance` 0, and `score` the recency.
-    """
-    rows = await asyncio.to_thread(_latest_rows, service, world_id, agent_id, k, day, time_of_day)
-    if not rows:
-        return []
-    created = np.array([game_minutes(r.created_day, r.created_time_of_day) for r in rows])
-    now = game_minutes(day, time_of_day or 0.0) if day is not None else float(created.max())
-    recency = recency_normalised(now - created, service.settings.retrieval_decay)
-    importance = minmax(np.array([float(r.importance) for r in rows]))
-    ids = [r.id for r in rows if r.id is not None]
-    if touch:
-        await asyncio.to_thread(stream.touch, service.engine, world_id, agent_id, ids, now)
-        index = service.cache.peek((world_id, agent_id))
-        if index is not None:
-            with index.lock:
-                index.touch(ids, now)
-    return [
-        ScoredMemory(row, float(rec), float(rec), float(imp), 0.0)
-        for row, rec, imp in zip(rows, recency, importance, strict=True)
-    ]
-
-
-def _latest_rows(
-    service: MemoryService, world_id: str, agent_id: str, k: int, day: int | None, time_of_day: float | None
-) -> list[Memory]:
-    # Memories stamped after the query's game time have not happened yet for this turn.
-    until = (day, time_of_day or 0.0) if day is not None else None
-    rows, _ = stream.page(service.engine, world_id, agent_id, types=["observation"], limit=k, until=until)
-    return list(reversed(rows))

@@ -195,7 +195,7 @@ def test_a_retrieval_past_its_share_of_the_deadline_falls_back_without_a_model_c
     with make_client(settings, scripted, interview_deadline_s=0.4) as client:
         add_agents(client, AOI, HIKARI)
         remember(client, "hikari", PARTY_JA)
-        monkeypatch.setattr(client.app.state.memory, "retrieve_as", stuck)  # type: ignore[attr-defined]
+        monkeypatch.setattr(client.app.state.memory, "retrieve", stuck)  # type: ignore[attr-defined]
         reply = ask(client, "hikari", QUESTION)
     # Not "I have not heard of it": an unread mind is a fallback, not an answer.
     assert reply["fallback"] and reply["answer"] == FALLBACK_ANSWERS["ja"] and reply["memories_used"] == []

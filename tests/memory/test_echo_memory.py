@@ -77,7 +77,7 @@ def test_no_memory_prompt_shows_a_template(language: str) -> None:
 def test_an_importance_placeholder_is_re_asked_then_none(client: TestClient, scripted: ScriptedLLM) -> None:
     add_agent(client)
     row = add(client, "カフェでケーキを食べた", importance=5)
-    llm, key = service(client).llm, ("default", "aoi")
+    llm, key = service(client).rater.llm, ("default", "aoi")
     scripted.enqueue({"importance": "<1-10>"}, {"importance": 8}, purpose="importance")
     assert call(client, reflection.rate_importance, llm, key, row, "アオイ", "ja") == 8
     assert "importance" in scripted.calls("importance")[1].messages[-1]["content"]

@@ -151,6 +151,8 @@ def test_the_int8_copy_follows_appends_growth_and_removals() -> None:
         f"{place}で{who}と話した" for place in ("カフェ", "公園", "駅前") for who in ("ヒカリ", "ソラ", "")
     ]
     index = AgentIndex(64, capacity=2)
+    assert not index.int8 and index.codes.size == 0  # no int8 copy until one is asked for
+    index.use_int8()
     rows = []
     for batch in range(4):
         vectors = embedder.embed_sync(texts)
@@ -168,6 +170,7 @@ def test_the_int8_copy_follows_appends_growth_and_removals() -> None:
     assert index.norm_bound >= norms and not index.codes[3].any()  # a row without a vector codes to zeros
     reloaded = AgentIndex(64)
     reloaded.append(rows)
+    reloaded.use_int8()  # made at once from the held rows: the same copy as kept in step with appends
     assert np.array_equal(reloaded.codes[:n], index.codes[:n]) and reloaded.norm_bound == index.norm_bound
     assert index.nbytes() >= index.codes.nbytes + index.vectors.nbytes
 
@@ -255,3 +258,21 @@ def test_rank_with_the_int8_copy_equals_the_reference_formula(seed: int) -> None
                     index, mode, query, tokens, k, weights, 0.99, (1, 200 / 60), types, int8_rows
                 )
                 assert ranked == expected
+
+
+def test_the_int8_copy_is_made_only_for_an_index_that_uses_it() -> None:
+    """Below INT8_ROWS rows (the default caps keep an agent there) no copy is made or held; an index that
+    grows to INT8_ROWS makes it, and a query asking for int8 on a smaller index makes it then."""
+    from backend.memory.index import INT8_ROWS
+
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((INT8_ROWS, 8)).astype(np.float32)
+    rows = [IndexRow(i + 1, 5.0, 0.0, "observation", "x", vectors[i]) for i in range(INT8_ROWS)]
+    small, large = AgentIndex(8), AgentIndex(8)
+    small.append(rows[:100])
+    large.append(rows[: INT8_ROWS - 1])
+    assert not small.int8 and not large.int8 and large.codes.size == 0
+    large.append(rows[INT8_ROWS - 1 :])
+    assert large.int8 and large.codes.shape[0] >= INT8_ROWS and large.code_scales[: large.size].all()
+    small.cosine_start(vectors[0], int8=True)()
+    assert small.int8 and small.code_scales[:100].all()

@@ -8,8 +8,8 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
 from backend.llm.scripted import ScriptedLLM
-from backend.memory import stream
 from backend.memory.models import Memory
+from backend.memory.repo import MemoryRepo
 from tests.conftest import drain
 from tests.conversation.helpers import add_agents, turn
 
@@ -54,8 +54,8 @@ def test_lines_of_a_conversation_that_never_ends_wait_for_the_grace(client: Test
     app: Any = client.app
     lines = _lines(client, "aoi")
     assert [m.importance_source for m in lines] == ["provisional"]
-    assert stream.unrated_lines(app.state.engine, "default", "aoi", 600.0) == []
+    assert MemoryRepo(app.state.engine).unrated_lines(("default", "aoi"), 600.0) == []
     # Past the grace the next rating job of the agent takes them.
-    assert [m.id for m in stream.unrated_lines(app.state.engine, lines[0].world_id, "aoi", -1.0)] == [
+    assert [m.id for m in MemoryRepo(app.state.engine).unrated_lines((lines[0].world_id, "aoi"), -1.0)] == [
         lines[0].id
     ]

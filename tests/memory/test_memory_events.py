@@ -10,12 +10,13 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session
 
+from backend.app import build_memory
 from backend.config import Settings
 from backend.events import Event
 from backend.llm.embedding import LocalEmbedder
 from backend.llm.scripted import ScriptedLLM
 from backend.memory.models import MemoryCreate
-from backend.memory.service import MemoryService
+from backend.memory.repo import MemoryRepo
 from backend.storage.db import create_db_engine, init_db
 from backend.tasks import TaskRunner
 from backend.world.models import Agent
@@ -114,8 +115,7 @@ def test_a_service_without_a_bus_still_works(settings: Settings, scripted: Scrip
     with Session(engine) as session:
         session.add(Agent(world_id="default", id="aoi", name="アオイ"))
         session.commit()
-    memory = MemoryService(engine=engine, embedder=LocalEmbedder(dim=64), llm=scripted, settings=settings,
-                           tasks=TaskRunner())  # fmt: skip
+    memory = build_memory(MemoryRepo(engine), LocalEmbedder(dim=64), scripted, settings, TaskRunner())
 
     async def run() -> int:
         row = await memory.add(

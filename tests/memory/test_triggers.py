@@ -13,7 +13,7 @@ from sqlmodel import Session, select
 from backend.config import Settings
 from backend.llm.scripted import ScriptedLLM
 from backend.memory import triggers
-from backend.memory.models import Memory, Search
+from backend.memory.models import Memory, ScoredMemory, Search
 from backend.text import normalise
 from tests.conftest import make_client
 from tests.memory.agents import add_agent
@@ -148,11 +148,9 @@ def build_town(client: TestClient) -> TestClient:
     return client
 
 
-def turn(client: TestClient, line: str | None, query: str, k: int = 3) -> list[triggers.ScoredMemory]:
+def turn(client: TestClient, line: str | None, query: str, k: int = 3) -> list[ScoredMemory]:
     ask = triggers.TurnAsk(query, partner_line=line, day=3, time_of_day=18.0, k=k)
-    found: list[triggers.ScoredMemory] = call(
-        client, service(client).retrieve_for_turn, "default", "aoi", ask
-    )
+    found: list[ScoredMemory] = call(client, service(client).retrieve_for_turn, "default", "aoi", ask)
     return found
 
 
@@ -191,13 +189,13 @@ def test_knowledge_puts_reflections_first(town: TestClient) -> None:
 def test_no_trigger_is_the_normal_retrieval(town: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
     memory = service(town)
     seen: list[tuple[str, Search]] = []
-    original = memory.retrieve_as
+    original = memory.retriever.rank
 
-    async def spy(world_id: str, agent_id: str, query: str, search: Search) -> object:
+    async def spy(key: tuple[str, str], query: str, search: Search) -> object:
         seen.append((query, search))
-        return await original(world_id, agent_id, query, search)
+        return await original(key, query, search)
 
-    monkeypatch.setattr(memory, "retrieve_as", spy)
+    monkeypatch.setattr(memory.retriever, "rank", spy)
     found = turn(town, "いい天気だね", "ヒカリ カフェ", k=2)
     assert seen == [("ヒカリ カフェ", Search(k=2, day=3, time_of_day=18.0))] and len(found) == 2
     turn(town, None, "ヒカリ カフェ", k=2)

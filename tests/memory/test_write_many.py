@@ -10,7 +10,6 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session, func, select
 
 from backend.jobs.models import Job
-from backend.memory import stream
 from backend.memory.jobs import RATE
 from backend.memory.models import Memory, MemoryCreate, Search
 from tests.memory.agents import add_agent
@@ -60,11 +59,12 @@ def test_a_failed_write_stores_nothing_for_any_agent(
     def failing(session: Any, rows: Any) -> None:  # the second agent's rating job cannot be added
         raise RuntimeError("disk full")
 
-    def insert(engine: Any, groups: Any) -> None:
-        real_insert(engine, [groups[0], (groups[1][0], failing)])
+    def insert(groups: Any) -> None:
+        real_insert([groups[0], (groups[1][0], failing)])
 
-    real_insert = stream.insert
-    monkeypatch.setattr(stream, "insert", insert)
+    repo = service(client).repo
+    real_insert = repo.insert
+    monkeypatch.setattr(repo, "insert", insert)
     with pytest.raises(RuntimeError, match="disk full"):
         both(client, "また明日ね、ケーキありがとう")
     assert (count(client, Memory), count(client, Job)) == before  # neither agent's row, nor any job

@@ -19,6 +19,7 @@ from backend.llm.scripted import ScriptedLLM
 from backend.memory import person
 from backend.memory.models import PersonMemory
 from backend.memory.relationship import relationship_density
+from backend.memory.repo import MemoryRepo
 from backend.storage.db import create_db_engine, init_db
 from backend.transfer import service as transfer
 from backend.transfer.demo import TOWNS_DIR, Town, bundled_names, bundled_town, bundled_world
@@ -115,9 +116,9 @@ def test_machi_world_load_wipes_the_world_and_seeds_the_relationships(
         density = relationship_density(session, "default")
     assert (density.agents, density.pairs) == (25, 100)
     assert density.value == pytest.approx(0.167, abs=0.005)  # the paper's starting density
-    hint = person.context(engine, "default", "makoto", "sachiko")
+    hint = person.context(MemoryRepo(engine).person(("default", "makoto"), "sachiko"))
     assert hint is not None and hint.startswith("幸子について(前からの知り合い)") and "妻" in hint
-    english = person.context(engine, "default", "oliver", "grace")
+    english = person.context(MemoryRepo(engine).person(("default", "oliver"), "grace"))
     assert english is not None and english.startswith("About Grace (known from before)")
     assert main(["world", "load", "demo", "--world", "rehearsal"]) == 0
     with Session(engine) as session:
