@@ -13,7 +13,7 @@ from backend.errors import ConfigError, MissingDependency
 from backend.llm.base import LLM, Embedder
 
 PROVIDERS: dict[str, str] = {
-    "scripted": "backend.llm.scripted.engine:ScriptedLLM",
+    "scripted": "backend.scripted.engine:ScriptedLLM",
     "ollama": "backend.llm.ollama:OllamaLLM",
     "openai": "backend.llm.openai_compat:OpenAILLM",
     "vllm": "backend.llm.openai_compat:VLLMLLM",

@@ -10,9 +10,9 @@ from sqlmodel import Session, delete, select
 
 from backend.emotion.models import EmotionRecord
 from backend.llm.base import json_schema_for
-from backend.llm.scripted import ScriptedLLM
 from backend.memory.afterthought import afterthought_for
 from backend.memory.models import Memory, PersonMemory
+from backend.scripted import ScriptedLLM
 from tests.conftest import drain
 from tests.conversation.helpers import add_agents, rows, turn
 

@@ -12,7 +12,7 @@ from sqlmodel import Session, select
 from backend.conversation.models import Conversation, Turn
 from backend.council.schemas import JudgeReply, judge_reply_for
 from backend.llm.models import LLMCall
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 from tests.council.helpers import add_agents
 
 GOOD = "「いらっしゃい！今日は新しいハーブティーが入ったの。よかったら味見してみて。」とひかりは笑った。"

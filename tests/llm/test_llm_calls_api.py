@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from backend.errors import LLMReplyError
 from backend.llm.base import GenerateOptions
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 
 
 class ProbeRating(BaseModel):

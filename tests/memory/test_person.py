@@ -8,8 +8,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from backend.errors import LLMUnavailable
-from backend.llm.scripted import ScriptedLLM
 from backend.memory.models import PersonMemory
+from backend.scripted import ScriptedLLM
 from tests.memory.agents import add_agent
 from tests.memory.helpers import call, service
 

@@ -84,7 +84,7 @@ def test_memories_ratings_and_a_conversation_on_postgres(pg_url: str, settings: 
 
     from backend.app import create_app
     from backend.jobs.models import Job
-    from backend.llm.scripted import ScriptedLLM
+    from backend.scripted import ScriptedLLM
     from tests.conftest import drain
     from tests.conversation.helpers import add_agents, turn
 

@@ -22,7 +22,7 @@ from backend.gametime import utcnow
 from backend.jobs.models import Job
 from backend.llm.base import GenerateOptions
 from backend.llm.models import LLMCall
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 from backend.storage import retention
 from backend.storage.db import create_db_engine, init_db
 from tests.conftest import drain, make_client
