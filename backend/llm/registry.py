@@ -6,11 +6,10 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy.engine import Engine
-
 from backend.config import Settings
 from backend.errors import ConfigError, MissingDependency
 from backend.llm.base import LLM, Embedder
+from backend.llm.repo import Engine
 
 PROVIDERS: dict[str, str] = {
     "scripted": "backend.scripted.engine:ScriptedLLM",

@@ -183,7 +183,7 @@ async def ask(
     }
     options = GenerateOptions(
         purpose="reflection",
-        stage="afterthought",
+        labels={"stage": "afterthought"},
         world_id=key[0],
         agent_id=key[1],
         session_id=conv.session_id,

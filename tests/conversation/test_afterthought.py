@@ -35,7 +35,7 @@ def _rerun(client: TestClient, agent_id: str, session_id: str = "s-a") -> bool:
 
 
 def _afterthoughts(scripted: ScriptedLLM) -> list[Any]:
-    return [c for c in scripted.calls("reflection") if c.options.stage == "afterthought"]
+    return [c for c in scripted.calls("reflection") if c.options.labels.get("stage") == "afterthought"]
 
 
 def test_the_schema_bounds_the_summary_and_lists_the_wheel() -> None:

@@ -47,7 +47,7 @@ def test_judge_uses_the_criteria_asked_and_is_traced(client: TestClient, scripte
     )
     assert list(response.json()["scores"]) == ["warmth", "brevity"]
     call = scripted.calls("judge")[-1]
-    assert call.options.stage == "judge"
+    assert call.options.labels.get("stage") == "judge"
     prompt = "\n".join(m["content"] for m in call.messages)
     assert GOOD in prompt and "ひかりはカフェの店員" in prompt and "warmth" in prompt
     # The schema asks for exactly one score per criterion asked, each naming one of them.
