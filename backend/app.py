@@ -19,9 +19,11 @@ from backend.emotion.service import EmotionService
 from backend.events import LLM_CALL, EventBus, LLMCallPayload
 from backend.intention.service import IntentionService
 from backend.jobs.handlers import install as install_job_handlers
+from backend.jobs.models import Job
 from backend.jobs.runner import JobRunner
 from backend.llm.base import LLM, Embedder, find_layer
 from backend.llm.health import ModelHealth, find_health, watch
+from backend.llm.models import LLMCall
 from backend.llm.registry import build_embedder, build_provider, check_dependencies, wrap
 from backend.llm.scheduler import find_scheduler
 from backend.memory.service import MemoryService
@@ -160,31 +162,58 @@ async def _running(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
     try:
         yield
     finally:
-        for watcher in watchers:
-            watcher.cancel()
-        await asyncio.gather(*watchers, return_exceptions=True)
-        await app.state.jobs.stop()
-        if (scheduler := find_scheduler(app.state.llm)) is not None:
-            scheduler.shutdown()  # model work is cancelled, not waited for: its jobs run after the restart
-        try:
-            await app.state.tasks.drain(timeout=10)
-        except TimeoutError as exc:  # unfinished jobs stay in the job table and run after the restart
-            log.warning("shutting down with background work left: %s", exc)
-        await app.state.tasks.cancel_all()
-        await app.state.llm.aclose()
-        await app.state.embedder.aclose()
+        await _stop(app, watchers)
         engine.dispose()
+
+
+async def _stop(app: FastAPI, watchers: list[asyncio.Task[None]]) -> None:
+    """Shut down in order: the watchers, the job runner, the model's queue, background work, clients."""
+    for watcher in watchers:
+        watcher.cancel()
+    await asyncio.gather(*watchers, return_exceptions=True)
+    await app.state.jobs.stop()
+    if (scheduler := find_scheduler(app.state.llm)) is not None:
+        scheduler.shutdown()  # model work is cancelled, not waited for: its jobs run after the restart
+    try:
+        await app.state.tasks.drain(timeout=10)
+    except TimeoutError as exc:  # unfinished jobs stay in the job table and run after the restart
+        log.warning("shutting down with background work left: %s", exc)
+    await app.state.tasks.cancel_all()
+    await app.state.llm.aclose()
+    await app.state.embedder.aclose()
 
 
 def _watchers(app: FastAPI, settings: Settings, provider: LLM) -> list[asyncio.Task[None]]:
     """The server's periodic work, cancelled at shutdown: the model's start-up check and a cheap one whenever
     it has been idle (an unreachable model is never fatal), and pruning the trace and finished jobs."""
     state = app.state
-    rules = retention.rules(settings)
+    rules = retention_rules(settings)
     return [
         asyncio.create_task(watch(state.model_health, provider, settings.llm_health_probe_idle_s)),
         asyncio.create_task(
             retention.keep_pruning(state.engine, rules, settings.prune_interval_s, state.tasks)
+        ),
+    ]
+
+
+def retention_rules(settings: Settings) -> list[retention.Rule]:
+    """What the server (and `machi db vacuum`) prunes: the model-call trace and finished jobs, each by age
+    and count (LLM_CALL_RETENTION_*, JOB_RETENTION_*). Storage prunes the tables it is given."""
+    return [
+        retention.Rule(
+            "llm_calls",
+            LLMCall.__table__,  # type: ignore[attr-defined]
+            "created_at",
+            settings.llm_call_retention_days,
+            settings.llm_call_retention_rows,
+        ),
+        retention.Rule(
+            "jobs",
+            Job.__table__,  # type: ignore[attr-defined]
+            "updated_at",  # when it finished
+            settings.job_retention_days,
+            settings.job_retention_rows,
+            only=("status", "done"),
         ),
     ]
 
