@@ -21,9 +21,11 @@ from backend.emotion.service import EmotionService, EmotionSettings
 from backend.events import LLM_CALL, EventBus, LLMCallPayload
 from backend.intention.service import IntentionService, IntentionSettings
 from backend.jobs.handlers import install as install_job_handlers
+from backend.jobs.models import Job
 from backend.jobs.runner import JobRunner
 from backend.llm.base import LLM, Embedder, find_layer
 from backend.llm.health import ModelHealth, find_health, watch
+from backend.llm.models import LLMCall
 from backend.llm.registry import build_embedder, build_provider, check_dependencies, wrap
 from backend.llm.scheduler import find_scheduler
 from backend.memory.afterthought import Afterthoughts
@@ -118,6 +120,38 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
             yield
 
 
+def _build_minds(state: Any, settings: Settings, engine: Any) -> None:
+    """The services above memory: intentions, emotion, the planner and the councils (on `state`)."""
+    state.intentions = IntentionService(
+        engine=engine, llm=state.llm, memory=state.memory, settings=IntentionSettings.of(settings)
+    )
+    state.emotion = EmotionService(
+        engine=engine,
+        llm=state.llm,
+        settings=EmotionSettings.of(settings),
+        tasks=state.tasks,
+        events=state.events,
+    )
+    state.planner = Planner(
+        engine=engine,
+        llm=state.llm,
+        memory=state.memory,
+        tasks=state.tasks,
+        deadline_s=settings.plan_deadline_s,
+        events=state.events,
+        intentions=state.intentions,
+        emotion=state.emotion,
+    )
+    state.councils = Councils(
+        engine=engine,
+        llm=state.llm,
+        tasks=state.tasks,
+        memory=state.memory,
+        events=state.events,
+        emotion=state.emotion,
+    )
+
+
 @asynccontextmanager
 async def _running(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
     engine = create_db_engine(settings.database_url)
@@ -139,34 +173,7 @@ async def _running(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
         MemoryRepo(engine), app.state.embedder, app.state.llm, settings, app.state.tasks,
         events=app.state.events, jobs=app.state.jobs, agents=app.state.agents,
     )  # fmt: skip
-    app.state.intentions = IntentionService(
-        engine=engine, llm=app.state.llm, memory=app.state.memory, settings=IntentionSettings.of(settings)
-    )
-    app.state.emotion = EmotionService(
-        engine=engine,
-        llm=app.state.llm,
-        settings=EmotionSettings.of(settings),
-        tasks=app.state.tasks,
-        events=app.state.events,
-    )
-    app.state.planner = Planner(
-        engine=engine,
-        llm=app.state.llm,
-        memory=app.state.memory,
-        tasks=app.state.tasks,
-        deadline_s=settings.plan_deadline_s,
-        events=app.state.events,
-        intentions=app.state.intentions,
-        emotion=app.state.emotion,
-    )
-    app.state.councils = Councils(
-        engine=engine,
-        llm=app.state.llm,
-        tasks=app.state.tasks,
-        memory=app.state.memory,
-        events=app.state.events,
-        emotion=app.state.emotion,
-    )
+    _build_minds(app.state, settings, engine)
     app.state.model_health = find_health(app.state.llm) or ModelHealth(settings.llm_health_window_s)
     for path in STARTUP_STEPS:
         module_name, _, attr = path.partition(":")
@@ -178,31 +185,58 @@ async def _running(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
     try:
         yield
     finally:
-        for watcher in watchers:
-            watcher.cancel()
-        await asyncio.gather(*watchers, return_exceptions=True)
-        await app.state.jobs.stop()
-        if (scheduler := find_scheduler(app.state.llm)) is not None:
-            scheduler.shutdown()  # model work is cancelled, not waited for: its jobs run after the restart
-        try:
-            await app.state.tasks.drain(timeout=10)
-        except TimeoutError as exc:  # unfinished jobs stay in the job table and run after the restart
-            log.warning("shutting down with background work left: %s", exc)
-        await app.state.tasks.cancel_all()
-        await app.state.llm.aclose()
-        await app.state.embedder.aclose()
+        await _stop(app, watchers)
         engine.dispose()
+
+
+async def _stop(app: FastAPI, watchers: list[asyncio.Task[None]]) -> None:
+    """Shut down in order: the watchers, the job runner, the model's queue, background work, clients."""
+    for watcher in watchers:
+        watcher.cancel()
+    await asyncio.gather(*watchers, return_exceptions=True)
+    await app.state.jobs.stop()
+    if (scheduler := find_scheduler(app.state.llm)) is not None:
+        scheduler.shutdown()  # model work is cancelled, not waited for: its jobs run after the restart
+    try:
+        await app.state.tasks.drain(timeout=10)
+    except TimeoutError as exc:  # unfinished jobs stay in the job table and run after the restart
+        log.warning("shutting down with background work left: %s", exc)
+    await app.state.tasks.cancel_all()
+    await app.state.llm.aclose()
+    await app.state.embedder.aclose()
 
 
 def _watchers(app: FastAPI, settings: Settings, provider: LLM) -> list[asyncio.Task[None]]:
     """The server's periodic work, cancelled at shutdown: the model's start-up check and a cheap one whenever
     it has been idle (an unreachable model is never fatal), and pruning the trace and finished jobs."""
     state = app.state
-    rules = retention.rules(settings)
+    rules = retention_rules(settings)
     return [
         asyncio.create_task(watch(state.model_health, provider, settings.llm_health_probe_idle_s)),
         asyncio.create_task(
             retention.keep_pruning(state.engine, rules, settings.prune_interval_s, state.tasks)
+        ),
+    ]
+
+
+def retention_rules(settings: Settings) -> list[retention.Rule]:
+    """What the server (and `machi db vacuum`) prunes: the model-call trace and finished jobs, each by age
+    and count (LLM_CALL_RETENTION_*, JOB_RETENTION_*). Storage prunes the tables it is given."""
+    return [
+        retention.Rule(
+            "llm_calls",
+            LLMCall.__table__,  # type: ignore[attr-defined]
+            "created_at",
+            settings.llm_call_retention_days,
+            settings.llm_call_retention_rows,
+        ),
+        retention.Rule(
+            "jobs",
+            Job.__table__,  # type: ignore[attr-defined]
+            "updated_at",  # when it finished
+            settings.job_retention_days,
+            settings.job_retention_rows,
+            only=("status", "done"),
         ),
     ]
 

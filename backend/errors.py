@@ -101,3 +101,9 @@ class LLMReplyError(LLMError):
 
 class MissingDependency(ConfigError):
     code = "missing_dependency"
+
+
+def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
+    """The JSON body of every error answer, an HTTP 4xx/5xx or a stream's `error` event (api/errors.py,
+    security/, conversation/stream.py build theirs with this)."""
+    return {"error": {"code": code, "message": message, "details": details}}

@@ -22,6 +22,8 @@ from backend.errors import InvalidInput
 ID_PATTERN = r"^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"
 #: The rule in words, for error messages and documentation.
 ID_RULE = "letters A-Z a-z, digits 0-9, '_', '-' and '.' (not only dots)"
+#: The world a request names when it names none (one server, one town, as a single Unity game runs it).
+DEFAULT_WORLD = "default"
 MAX_ID_CHARS = 64
 MAX_SESSION_ID_CHARS = 128
 _ID = re.compile(ID_PATTERN)

@@ -6,7 +6,7 @@ import asyncio
 
 from fastapi.testclient import TestClient
 
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 
 
 class GatedLLM(ScriptedLLM):

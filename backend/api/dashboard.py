@@ -15,8 +15,6 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
-from sqlalchemy import func
-from sqlmodel import Session, select
 from starlette.routing import Match
 from starlette.types import Scope
 
@@ -30,6 +28,7 @@ from backend.planning.service import plan_public, stored_plan
 from backend.security.keys import VIEWER, KeyRing, request_role
 from backend.world import repo as world_repo
 from backend.world.models import DEFAULT_WORLD, Agent, PointOfInterest
+from backend.world.repo import world_census
 
 WEBUI_DIR = Path(__file__).resolve().parents[2] / "webui"
 
@@ -169,15 +168,6 @@ def _problem(request: Request, status: int, title: str, message: str) -> HTMLRes
 WorldQuery = Query(None, max_length=64, description="the world to show (default `default`)")
 
 
-def world_census(session: Session) -> dict[str, dict[str, int]]:
-    """Every world that has agents or points of interest: name -> {"agents": n, "pois": n}."""
-    census: dict[str, dict[str, int]] = {}
-    for table, key in ((Agent, "agents"), (PointOfInterest, "pois")):
-        for world_id, count in session.exec(select(table.world_id, func.count()).group_by(table.world_id)):
-            census.setdefault(world_id, {"agents": 0, "pois": 0})[key] = count
-    return dict(sorted(census.items()))
-
-
 @router.get("/", response_class=HTMLResponse)
 def town_page(request: Request, session: SessionDep, world: str | None = WorldQuery) -> HTMLResponse:
     """The town: map, live conversation feed, model status.
@@ -219,7 +209,7 @@ def agent_page(
     return _page(request, "agent.html", world, agent=agent, home=home, boot=boot, mind=mind)
 
 
-def _mind(session: Session, world_id: str, agent: Agent, day: int) -> dict[str, Any]:
+def _mind(session: SessionDep, world_id: str, agent: Agent, day: int) -> dict[str, Any]:
     """The agent's intentions (said from the shown day) and who it told what, who told it what."""
     rows = intention_repo.told_rows(session, world_id, agent.id)
     names = world_repo.names(

@@ -14,7 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from backend.errors import MachiError
+from backend.errors import MachiError, error_body
 
 log = logging.getLogger(__name__)
 
@@ -29,10 +29,6 @@ HTTP_CODES = {
     429: "too_many_requests",
     503: "service_unavailable",
 }
-
-
-def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message, "details": details}}
 
 
 def _field_name(loc: tuple[Any, ...] | list[Any]) -> str:

@@ -2,17 +2,70 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, Request
-from sqlalchemy import text
+from pydantic import BaseModel, Field
 
 from backend import PROTOCOL_VERSION, __version__
 from backend.jobs import store as job_store
 from backend.llm.scheduler import find_scheduler
-from backend.protocol.wire import HealthPublic
+from backend.storage.db import reachable
 
 router = APIRouter(tags=["health"])
+
+
+class LLMHealthPublic(BaseModel):
+    """`/health`'s `llm_health`: how the model's real calls went lately, and the last idle probe."""
+
+    checked_by: str | None = Field(
+        None, description="call | probe: what `llm_reachable` comes from (the latest of the two); null before"
+    )
+    last_success_at: datetime | None = Field(None, description="When a call last got an answer.")
+    last_failure_at: datetime | None = Field(
+        None, description="When a call last got none (unreachable, timed out)."
+    )
+    last_error: str | None = Field(None, description="What the last failed call or probe said.")
+    window_s: float = Field(description="LLM_HEALTH_WINDOW_S: the seconds the recent_* figures cover.")
+    recent_calls: int = Field(description="Call attempts that finished within the window.")
+    recent_failures: int = Field(description="Of those, the ones that got no answer.")
+    recent_failure_share: float | None = Field(
+        None, description="recent_failures / recent_calls; null without calls in the window."
+    )
+    last_probe_at: datetime | None = Field(
+        None, description="When the provider's cheap check last ran (start-up, then when idle)."
+    )
+    last_probe_ok: bool | None = None
+
+
+class HealthPublic(BaseModel):
+    """`GET /health`: always public; the first call a client makes (it learns the protocol version here)."""
+
+    status: str = Field(description="ok | degraded")
+    version: str
+    protocol_version: int = Field(description="The X-Machi-Protocol major this server speaks.")
+    llm_provider: str
+    llm_model: str
+    llm_models: dict[str, str] = Field(description="The model per role (dialogue, plan, ...).")
+    llm_reachable: bool | None = Field(
+        description="Whether the model answers: the latest real call's outcome or idle probe's, whichever is "
+        "newer (a reply that failed its schema still counts as an answer); null before either."
+    )
+    llm_detail: Any = Field(None, description="The provider's check line, or why the model is not answering.")
+    llm_health: LLMHealthPublic | None = None
+    embedding_provider: str
+    embedding_model: str
+    database: str
+    database_ok: bool
+    background_tasks: int
+    llm_queue: dict[str, Any] | None = Field(
+        None,
+        description="The model call queue: slots, in flight, depth and waits per priority, fallback turns.",
+    )
+    jobs: dict[str, int] | None = Field(
+        None, description="Background jobs by status (pending, running, failed...)."
+    )
 
 
 @router.get("/health", response_model=HealthPublic)
@@ -21,12 +74,7 @@ def health(request: Request) -> dict[str, Any]:
     instead of failing when it is down; reads only what is already known, never waiting on the model."""
     state = request.app.state
     settings = state.settings
-    try:
-        with state.engine.connect() as conn:
-            conn.execute(text("SELECT 1"))
-        database_ok = True
-    except Exception:  # noqa: BLE001 - reported, not raised
-        database_ok = False
+    database_ok = reachable(state.engine)
     return {
         "status": "ok" if database_ok else "degraded",
         "version": __version__,

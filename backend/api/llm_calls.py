@@ -7,15 +7,12 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
 from pydantic import BaseModel
-from sqlalchemy import func
-from sqlalchemy import select as sa_select  # more columns than sqlmodel's select is typed for
-from sqlmodel import col, select
 
 from backend.api.deps import MAX_OFFSET, MAX_ROW_ID, SessionDep, WorldDep
-from backend.conversation.models import Turn
+from backend.conversation.store import fallback_counts
 from backend.errors import NotFound
 from backend.gametime import utcnow
-from backend.llm.models import LLMCall
+from backend.llm import repo
 from backend.llm.scheduler import find_scheduler
 from backend.llm.trace import INVALID_PREFIX
 
@@ -69,18 +66,8 @@ def list_calls(
     limit: int = Query(50, ge=1, le=500),
     offset: int = Query(0, ge=0, le=MAX_OFFSET),
 ) -> LLMCallList:
-    query = select(LLMCall).where(LLMCall.world_id == world)
-    for column, value in (
-        (LLMCall.agent_id, agent_id),
-        (LLMCall.purpose, purpose),
-        (LLMCall.session_id, session_id),
-        (LLMCall.council_id, council_id),
-    ):
-        if value is not None:
-            query = query.where(column == value)
-    if errors_only:
-        query = query.where(LLMCall.ok == False)  # noqa: E712 - SQL expression
-    rows = session.exec(query.order_by(col(LLMCall.id).desc()).offset(offset).limit(limit)).all()
+    filters = {"agent_id": agent_id, "purpose": purpose, "session_id": session_id, "council_id": council_id}
+    rows = repo.calls(session, world, filters, errors_only=errors_only, limit=limit, offset=offset)
     return LLMCallList(calls=[LLMCallPublic.model_validate(r, from_attributes=True) for r in rows])
 
 
@@ -117,32 +104,13 @@ def call_stats(
 ) -> LLMStats:
     """Queue depth and waits per priority, fallbacks, and per-purpose counts, errors and latency."""
     since = utcnow() - timedelta(seconds=window_s)
-    rows = session.execute(
-        sa_select(
-            col(LLMCall.purpose),
-            col(LLMCall.ok),
-            col(LLMCall.latency_ms),
-            col(LLMCall.repaired),
-            col(LLMCall.error),
-            col(LLMCall.prompt_tokens),
-            col(LLMCall.prompt_tokens_counted),
-            col(LLMCall.completion_tokens),
-        )
-        .where(col(LLMCall.world_id) == world, col(LLMCall.created_at) >= since)
-        .order_by(col(LLMCall.id).desc())
-        .limit(STATS_ROWS)
-    ).all()
+    rows = repo.stats_rows(session, world, since, STATS_ROWS)
     by_purpose: dict[str, list[tuple[bool, float, bool, bool, int, int]]] = {}
     for purpose, ok, latency, repaired, error, prompt, counted, completion in rows:
         invalid = bool(error) and str(error).startswith(INVALID_PREFIX)
         tokens = (int(prompt or counted or 0), int(completion or 0))
         by_purpose.setdefault(purpose, []).append((ok, latency, bool(repaired), invalid, *tokens))
-    turns = session.exec(
-        select(col(Turn.fallback), func.count())
-        .where(Turn.world_id == world, col(Turn.created_at) >= since)
-        .group_by(col(Turn.fallback))
-    ).all()
-    counted = {bool(fallback): int(n) for fallback, n in turns}
+    counted = fallback_counts(session, world, since)
     scheduler = find_scheduler(request.app.state.llm)
     return LLMStats(
         window_s=window_s,
@@ -177,9 +145,8 @@ def _purpose_stats(purpose: str, calls: list[tuple[bool, float, bool, bool, int,
 def get_call(
     call_id: Annotated[int, Path(ge=1, le=MAX_ROW_ID)], session: SessionDep, world: WorldDep
 ) -> LLMCallDetail:
-    row = session.get(LLMCall, call_id)
+    row, oldest = repo.call_or_oldest(session, call_id)
     if row is None or row.world_id != world:
-        oldest = session.exec(select(func.min(LLMCall.id))).one()
         if row is None and oldest is not None and call_id < oldest:  # ids only grow: it was there once
             raise NotFound(
                 f"LLM call {call_id} is no longer kept: older calls are pruned (the trace keeps those "

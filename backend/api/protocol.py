@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from backend import PROTOCOL_VERSION
-from backend.api.errors import error_body
+from backend.errors import error_body
 
 HEADER = "X-Machi-Protocol"
 _HEADER_KEY = HEADER.lower().encode("latin-1")

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, insert, update
+from sqlalchemy import Connection, bindparam, func, insert, update
 from sqlalchemy import select as core_select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, or_, select
@@ -458,3 +458,13 @@ def observation_ids(engine: Any, world_id: str, agent_id: str, session_id: str) 
         for row in found
         if row[0] is not None and (row[1], row[2], row[3]) == (world_id, agent_id, "observation")
     ]
+
+
+def fallback_counts(session: Session, world_id: str, since: datetime) -> dict[bool, int]:
+    """A world's turns since `since`, counted by whether they got a fallback line (for the LLM stats)."""
+    rows = session.exec(
+        select(col(Turn.fallback), func.count())
+        .where(Turn.world_id == world_id, col(Turn.created_at) >= since)
+        .group_by(col(Turn.fallback))
+    ).all()
+    return {bool(fallback): int(n) for fallback, n in rows}

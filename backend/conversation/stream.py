@@ -17,11 +17,10 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from backend.api.errors import error_body
 from backend.conversation.extract import FieldExtractor
 from backend.conversation.schemas import TurnReply
 from backend.conversation.service import ConversationService, PreparedTurn
-from backend.errors import LLMError, LLMReplyError, MachiError
+from backend.errors import LLMError, LLMReplyError, MachiError, error_body
 from backend.llm.base import Completion, json_schema_for
 from backend.llm.retry import checked_reply, reask
 from backend.llm.trace import mark_invalid_reply

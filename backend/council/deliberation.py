@@ -274,10 +274,8 @@ class CouncilRun:
     ) -> GenerateOptions:
         return GenerateOptions(
             purpose=stage,
-            stage=stage,
-            round=round_no,
+            labels={"stage": stage, "round": round_no, "council_id": self.row.id},
             agent_id=agent_id,
-            council_id=self.row.id,
             world_id=self.row.world_id,
             language=self.language,
             priority=PRIORITY_COUNCIL,

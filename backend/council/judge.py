@@ -87,7 +87,7 @@ async def judge_content(
     messages = prompts.judge_messages(content, wanted, context, language, labels=labels)
     options = GenerateOptions(
         purpose="judge",
-        stage="judge",
+        labels={"stage": "judge"},
         world_id=world_id,
         session_id=session_id,
         language=language,

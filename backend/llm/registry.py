@@ -6,14 +6,13 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy.engine import Engine
-
 from backend.config import Settings
 from backend.errors import ConfigError, MissingDependency
 from backend.llm.base import LLM, Embedder
+from backend.llm.repo import Engine
 
 PROVIDERS: dict[str, str] = {
-    "scripted": "backend.llm.scripted.engine:ScriptedLLM",
+    "scripted": "backend.scripted.engine:ScriptedLLM",
     "ollama": "backend.llm.ollama:OllamaLLM",
     "openai": "backend.llm.openai_compat:OpenAILLM",
     "vllm": "backend.llm.openai_compat:VLLMLLM",

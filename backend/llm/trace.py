@@ -8,13 +8,11 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Protocol
 
-from sqlalchemy import insert
-from sqlalchemy.engine import Engine
-from sqlmodel import Session
-
 from backend.errors import LLMError
+from backend.llm import repo
 from backend.llm.base import LLM, Completion, GenerateOptions, LLMWrapper, Message, find_layer
-from backend.llm.models import LLMCall
+from backend.llm.models import LABEL_COLUMNS, LLMCall
+from backend.llm.repo import Engine
 from backend.storage.rows import build
 
 log = logging.getLogger(__name__)
@@ -46,9 +44,6 @@ class MemoryTraceSink:
         call.ok, call.error = False, error
 
 
-_INSERT = insert(LLMCall)
-
-
 class DatabaseTraceSink:
     """Writes traces to the `llmcall` table off the event loop. A failed write is logged, never raised."""
 
@@ -59,7 +54,7 @@ class DatabaseTraceSink:
 
     async def record(self, call: LLMCall) -> int | None:
         try:
-            call_id = await asyncio.to_thread(self._insert, call)
+            call_id = await asyncio.to_thread(repo.insert_call, self.engine, call)
         except Exception:  # noqa: BLE001 - tracing must never break a call
             log.exception("could not store an LLM trace")
             return None
@@ -70,26 +65,11 @@ class DatabaseTraceSink:
                 log.exception("trace listener failed")
         return call_id
 
-    def _insert(self, call: LLMCall) -> int | None:
-        # A Core insert: several per turn, and the ORM's unit of work costs more than the row itself.
-        values = call.model_dump(exclude={"id"})
-        with self.engine.begin() as conn:
-            result = conn.execute(_INSERT, values)  # one statement object: compiled once, cached
-            key = result.inserted_primary_key
-            call.id = int(key[0]) if key is not None else None
-        return call.id
-
     async def mark_invalid(self, call_id: int, error: str) -> None:
-        def update() -> None:
-            with Session(self.engine) as session:
-                row = session.get(LLMCall, call_id)
-                if row is not None:
-                    row.ok, row.error = False, f"{INVALID_PREFIX}{error}"[:2000]
-                    session.add(row)
-                    session.commit()
-
         try:
-            await asyncio.to_thread(update)
+            await asyncio.to_thread(
+                repo.mark_invalid, self.engine, call_id, f"{INVALID_PREFIX}{error}"[:2000]
+            )
         except Exception:  # noqa: BLE001
             log.exception("could not update an LLM trace")
 
@@ -170,11 +150,9 @@ class TracingLLM(LLMWrapper):
             {
                 "world_id": options.world_id,
                 "purpose": options.purpose[:32],
-                "stage": options.stage,
-                "round": options.round,
+                **{name: options.labels.get(name) for name in LABEL_COLUMNS},
                 "agent_id": options.agent_id,
                 "session_id": options.session_id,
-                "council_id": options.council_id,
                 "provider": self.inner.name,
                 "model": model[:200],
                 "messages": [

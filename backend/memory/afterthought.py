@@ -253,7 +253,7 @@ def _facts(
 def _options(key: Key, conv: Conversation, facts: dict[str, Any]) -> GenerateOptions:
     return GenerateOptions(
         purpose="reflection",
-        stage="afterthought",
+        labels={"stage": "afterthought"},
         world_id=key[0],
         agent_id=key[1],
         session_id=conv.session_id,

@@ -230,7 +230,7 @@ def _options(
 ) -> GenerateOptions:
     return GenerateOptions(
         purpose="person",
-        stage=stage,
+        labels={"stage": stage},
         world_id=key[0],
         agent_id=key[1],
         session_id=session_id,

@@ -4,7 +4,7 @@ Purposes: `importance` (rate one memory 1-10, or several in one call), `reflecti
 conversation), `questions` (the 3 most salient questions about recent memories) and `insight` (up to 5
 insights citing memory ids).
 Each prompt is built from a `facts` dict that is also passed to the model call, so the scripted engine
-(backend/llm/scripted/writers/memory.py) answers from the same facts a real model reads in the prompt.
+(backend/scripted/writers/memory.py) answers from the same facts a real model reads in the prompt.
 Prompts name and describe the reply's fields in words, never as a JSON example with placeholder values
 (a small model copies them); the provider enforces the shape.
 """

@@ -5,6 +5,9 @@ failed authentications per address, body limits and deadlines, slow and idle con
 role a request holds; `throttle.py` answers an address past its failed authentications; `connection.py`
 gives uvicorn its connection limits (`machi serve`). Keeping this out of the routers means a new route is
 covered without opting in.
+
+Owns: no tables; the key ring (admin and viewer keys) and the in-memory failed-authentication throttle.
+Imports: config and errors (its answers use the same envelope as the API's, `errors.error_body`). Never api.
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ from typing import Any
 from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
-from backend.api.errors import error_body
 from backend.config import Settings
+from backend.errors import error_body
 from backend.security.middleware import send_error
 
 log = logging.getLogger(__name__)

@@ -13,9 +13,8 @@ from urllib.parse import quote
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from backend.api.errors import error_body
 from backend.config import Settings
-from backend.errors import PayloadTooLarge, RequestTimeout
+from backend.errors import PayloadTooLarge, RequestTimeout, error_body
 from backend.security.keys import ROLE_STATE_KEY, VIEWER, KeyRing
 from backend.security.throttle import FailureThrottle, client_address
 

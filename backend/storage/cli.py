@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy.engine import make_url
 
+from backend.app import retention_rules
 from backend.config import Settings
 from backend.storage import retention
 from backend.storage.db import create_db_engine, init_db
@@ -35,7 +36,7 @@ def _vacuum(args: argparse.Namespace, settings: Settings) -> int:
         try:
             init_db(engine)
             before = _size(settings.database_url)
-            gone = retention.prune_now(engine, retention.rules(settings))
+            gone = retention.prune_now(engine, retention_rules(settings))
             retention.vacuum(engine)
             after = _size(settings.database_url)
         finally:

@@ -1,8 +1,8 @@
 """Retention: the rows that only pile up (the model-call trace, finished jobs) are pruned by age and count.
 
 Each `Rule` keeps a table's rows younger than `keep_days` and its newest `keep_rows` (0: no limit of that
-kind); older rows go in batches of PRUNE_BATCH, each its own short transaction, so SQLite's one write lock
-is never held for long and the server's other writers get it between batches. The newest row of a table is
+kind); the caller gives the rules (`app.retention_rules`: storage knows no concept's tables). Older rows go
+in batches of PRUNE_BATCH, each its own short transaction, so SQLite's one write lock is never held for long and the server's other writers get it between batches. The newest row of a table is
 always kept: SQLite gives a new row the largest id plus one, so emptying a table would hand out the ids of
 pruned rows again (and a dashboard link to an old call would show a new one).
 
@@ -22,10 +22,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import ColumnElement, Table, and_, delete, func, or_, select, text
 from sqlalchemy.engine import Engine
 
-from backend.config import Settings
 from backend.gametime import utcnow
-from backend.jobs.models import Job
-from backend.llm.models import LLMCall
 from backend.tasks import TaskRunner
 
 log = logging.getLogger(__name__)
@@ -51,27 +48,6 @@ class Rule:
     @property
     def enabled(self) -> bool:
         return self.keep_days > 0 or self.keep_rows > 0
-
-
-def rules(settings: Settings) -> list[Rule]:
-    """The retention rules the settings give (LLM_CALL_RETENTION_*, JOB_RETENTION_*)."""
-    return [
-        Rule(
-            "llm_calls",
-            LLMCall.__table__,  # type: ignore[attr-defined]
-            "created_at",
-            settings.llm_call_retention_days,
-            settings.llm_call_retention_rows,
-        ),
-        Rule(
-            "jobs",
-            Job.__table__,  # type: ignore[attr-defined]
-            "updated_at",  # when it finished
-            settings.job_retention_days,
-            settings.job_retention_rows,
-            only=("status", "done"),
-        ),
-    ]
 
 
 def condition(engine: Engine, rule: Rule, now: datetime) -> ColumnElement[bool] | None:

@@ -9,8 +9,7 @@ from sqlalchemy import JSON
 from sqlmodel import Field, SQLModel
 
 from backend.gametime import utcnow
-
-DEFAULT_WORLD = "default"
+from backend.ids import DEFAULT_WORLD as DEFAULT_WORLD  # one constant, kept in the basics (llm/ reads it)
 
 
 class Agent(SQLModel, table=True):

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, delete
+from sqlalchemy import bindparam, delete, func
 from sqlalchemy import select as core_select
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
@@ -135,3 +135,12 @@ def forget_state_events(session: Session, world_id: str, agent_id: str) -> int:
         col(AgentStateEvent.world_id) == world_id, col(AgentStateEvent.agent_id) == agent_id
     )
     return int(session.execute(query).rowcount)  # type: ignore[attr-defined]
+
+
+def world_census(session: Session) -> dict[str, dict[str, int]]:
+    """Every world that has agents or points of interest: name -> {"agents": n, "pois": n}."""
+    census: dict[str, dict[str, int]] = {}
+    for table, key in ((Agent, "agents"), (PointOfInterest, "pois")):
+        for world_id, count in session.exec(select(table.world_id, func.count()).group_by(table.world_id)):
+            census.setdefault(world_id, {"agents": 0, "pois": 0})[key] = count
+    return dict(sorted(census.items()))

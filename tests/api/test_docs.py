@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
 from backend.config import Settings
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 from tests.conftest import make_client
 
 ASSET = re.compile(r"""(?:src|href)\s*=\s*["']([^"']+)["']""")

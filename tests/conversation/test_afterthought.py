@@ -10,9 +10,9 @@ from sqlmodel import Session, delete, select
 
 from backend.emotion.models import EmotionRecord
 from backend.llm.base import json_schema_for
-from backend.llm.scripted import ScriptedLLM
 from backend.memory.afterthought import afterthought_for
 from backend.memory.models import Memory, PersonMemory
+from backend.scripted import ScriptedLLM
 from tests.conftest import drain
 from tests.conversation.helpers import add_agents, rows, turn
 
@@ -35,7 +35,7 @@ def _rerun(client: TestClient, agent_id: str, session_id: str = "s-a") -> bool:
 
 
 def _afterthoughts(scripted: ScriptedLLM) -> list[Any]:
-    return [c for c in scripted.calls("reflection") if c.options.stage == "afterthought"]
+    return [c for c in scripted.calls("reflection") if c.options.labels.get("stage") == "afterthought"]
 
 
 def test_the_schema_bounds_the_summary_and_lists_the_wheel() -> None:

@@ -12,8 +12,8 @@ from backend.config import Settings
 from backend.llm.base import find_layer
 from backend.llm.budget import PromptBudgetLLM, count_messages, estimate_tokens
 from backend.llm.models import LLMCall
-from backend.llm.scripted import ScriptedLLM
 from backend.memory.models import MemoryCreate
+from backend.scripted import ScriptedLLM
 from tests.conftest import make_client
 from tests.conversation.helpers import add_agents, turn
 from tests.memory.helpers import call, service

@@ -11,7 +11,7 @@ from sqlmodel import Session, select
 from backend.conversation.models import Conversation
 from backend.conversation.rules import FALLBACK_LINES
 from backend.llm.models import LLMCall
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 from tests.conversation.helpers import EMMA, LIAM, add_agents, turn
 from tests.conversation.test_stream import _after_last_reset, events
 from tests.llm.test_echo import assert_no_template

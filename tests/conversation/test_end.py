@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 
 from backend.conversation.models import Conversation
-from backend.llm.scripted import ScriptedLLM
 from backend.memory.models import Memory
+from backend.scripted import ScriptedLLM
 from tests.conftest import drain
 from tests.conversation.helpers import add_agents, rows, snapshot, turn
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from backend.config import Settings
 from backend.conversation.schemas import turn_reply_for
 from backend.llm.base import json_schema_for
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 from tests.conftest import drain, make_client
 from tests.conversation.helpers import add_agents, turn
 

@@ -8,7 +8,7 @@ from fastapi.testclient import TestClient
 
 from backend.config import Settings
 from backend.events import Event
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 from tests.conftest import drain, make_client
 from tests.conversation.helpers import add_agents, turn
 from tests.gated import GatedLLM

@@ -11,8 +11,8 @@ from backend.config import Settings
 from backend.conversation.jobs import OBSERVE, merge_lines, observe_prefix
 from backend.jobs import store as job_store
 from backend.jobs.models import Job, new_job
-from backend.llm.scripted import ScriptedLLM
 from backend.memory.models import Memory
+from backend.scripted import ScriptedLLM
 from tests.conftest import drain, make_client
 from tests.conversation.helpers import add_agents
 from tests.reliability.helpers import jobs

@@ -18,7 +18,7 @@ from backend.conversation import store
 from backend.conversation.models import Conversation, Turn
 from backend.conversation.schemas import TurnRequest
 from backend.errors import Conflict
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 from tests.conftest import drain, make_client
 from tests.conversation.helpers import EMMA, LIAM, add_agents, rows, turn
 

@@ -15,8 +15,8 @@ from backend.config import Settings
 from backend.conversation.models import Conversation
 from backend.conversation.prompts import HISTORY_CLOSE
 from backend.llm.base import GenerateOptions, Message
-from backend.llm.scripted import ScriptedLLM
 from backend.memory.models import Memory
+from backend.scripted import ScriptedLLM
 from tests.conftest import drain, make_client
 from tests.conversation.helpers import add_agents, turn
 

@@ -10,7 +10,7 @@ from sqlmodel import Session, select
 
 from backend.conversation.models import Conversation
 from backend.conversation.prompts import HISTORY_CLOSE
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 from tests.conftest import drain
 from tests.conversation.helpers import add_agents, turn
 

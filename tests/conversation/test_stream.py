@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from backend.conversation.models import Turn
 from backend.errors import LLMUnavailable
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 from tests.conversation.helpers import EMMA, LIAM, add_agents, rows, turn
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from backend.llm.scripted import ScriptedLLM
 from backend.memory.models import Memory
+from backend.scripted import ScriptedLLM
 from tests.conftest import drain
 from tests.conversation.helpers import add_agents, rows, turn
 from tests.conversation.test_stream import events

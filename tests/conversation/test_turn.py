@@ -15,9 +15,9 @@ from backend.conversation.schemas import EMOTIONS, TurnRequest
 from backend.emotion.plutchik import vrm_preset
 from backend.errors import LLMUnavailable
 from backend.llm.models import LLMCall
-from backend.llm.scripted import ScriptedLLM
 from backend.memory.models import Memory
 from backend.planning.models import Plan
+from backend.scripted import ScriptedLLM
 from tests.conftest import drain, make_client
 from tests.conversation.helpers import EMMA, LIAM, add_agents, rows, talk, turn
 

@@ -8,7 +8,7 @@ from fastapi.testclient import TestClient
 
 from backend.council.outcome import OUTCOMES, decide_outcome, supporting_conditions, tally
 from backend.errors import LLMReplyError
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 from tests.conftest import drain
 from tests.council.helpers import SISTERS, opinion, prompt_text, traced
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 from sqlmodel import Session
 
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 from backend.world.models import Agent
 from tests.conftest import drain
 

@@ -15,7 +15,7 @@ from backend.config import Settings
 from backend.council.models import CouncilRecord
 from backend.council.schemas import CouncilCreate
 from backend.council.service import INTERRUPTED, create_council, run_council
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 from backend.storage.db import create_db_engine, init_db
 from tests.conftest import drain, make_client
 from tests.council.helpers import add_agents

@@ -8,7 +8,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from backend.council import prompts
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 from tests.council.helpers import SISTERS, opinion, traced
 from tests.council.test_council_api import hold
 from tests.llm.test_echo import assert_no_template

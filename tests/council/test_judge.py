@@ -12,7 +12,7 @@ from sqlmodel import Session, select
 from backend.conversation.models import Conversation, Turn
 from backend.council.schemas import JudgeReply, judge_reply_for
 from backend.llm.models import LLMCall
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 from tests.council.helpers import add_agents
 
 GOOD = "「いらっしゃい！今日は新しいハーブティーが入ったの。よかったら味見してみて。」とひかりは笑った。"
@@ -47,7 +47,7 @@ def test_judge_uses_the_criteria_asked_and_is_traced(client: TestClient, scripte
     )
     assert list(response.json()["scores"]) == ["warmth", "brevity"]
     call = scripted.calls("judge")[-1]
-    assert call.options.stage == "judge"
+    assert call.options.labels.get("stage") == "judge"
     prompt = "\n".join(m["content"] for m in call.messages)
     assert GOOD in prompt and "ひかりはカフェの店員" in prompt and "warmth" in prompt
     # The schema asks for exactly one score per criterion asked, each naming one of them.

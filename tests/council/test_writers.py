@@ -10,8 +10,8 @@ import pytest
 
 from backend.council.schemas import Aggregation, Consensus, MemberOpinion, judge_reply_for
 from backend.llm.base import GenerateOptions
-from backend.llm.scripted import WriterContext
-from backend.llm.scripted.writers import council as writers
+from backend.scripted import WriterContext
+from backend.scripted.writers import council as writers
 from tests.council.helpers import SISTERS
 
 BY_ID = {s["id"]: s for s in SISTERS}

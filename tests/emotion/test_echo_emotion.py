@@ -11,7 +11,7 @@ from sqlmodel import Session
 
 from backend.emotion.prompts import evaluation_messages
 from backend.emotion.service import EmotionService
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 from backend.world.models import Agent
 from tests.llm.test_echo import assert_no_template
 

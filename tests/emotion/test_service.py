@@ -13,7 +13,7 @@ from backend.emotion.schemas import EmotionEvaluation, EmotionState, label_vocab
 from backend.emotion.service import PRUNE_EVERY, EmotionService, label_fits, settle
 from backend.errors import LLMUnavailable
 from backend.events import Event
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 from backend.world.models import Agent
 from tests.conftest import drain, make_client
 

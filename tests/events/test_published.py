@@ -7,7 +7,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from backend.events import Event
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 from tests.conftest import drain
 
 

@@ -8,8 +8,8 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from backend.errors import LLMUnavailable
-from backend.llm.scripted import ScriptedLLM
-from backend.llm.scripted.news import likes
+from backend.scripted import ScriptedLLM
+from backend.scripted.news import likes
 from tests.conftest import drain
 from tests.intention.helpers import PARTY, talk, town, whisper
 

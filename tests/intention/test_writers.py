@@ -6,10 +6,10 @@ import random
 from typing import Any
 
 from backend.llm.base import GenerateOptions
-from backend.llm.scripted.engine import WriterContext
-from backend.llm.scripted.news import likes
-from backend.llm.scripted.writers.dialogue import write_turn
-from backend.llm.scripted.writers.plan import write_plan
+from backend.scripted.engine import WriterContext
+from backend.scripted.news import likes
+from backend.scripted.writers.dialogue import write_turn
+from backend.scripted.writers.plan import write_plan
 
 POIS = [{"id": "park", "name": "Park", "kind": "park"}, {"id": "cafe", "name": "Café", "kind": "cafe"},
         {"id": "home_ren", "name": "Ren's place", "kind": "home"}]  # fmt: skip

@@ -9,7 +9,7 @@ from sqlmodel import Session, select
 
 from backend.interview.prompts import FALLBACK_ANSWERS, QUESTION_CLOSE
 from backend.llm.models import LLMCall
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 from tests.interview.helpers import AOI, EMMA, HIKARI, PARTY_JA, add_agents, ask, remember
 from tests.llm.test_echo import assert_no_template
 

@@ -15,7 +15,7 @@ from backend.errors import LLMUnavailable
 from backend.interview.prompts import FALLBACK_ANSWERS
 from backend.interview.schemas import MAX_QUESTION_CHARS
 from backend.llm.base import Completion, GenerateOptions, Message
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 from tests.conftest import drain, make_client
 from tests.conversation.helpers import talk
 from tests.interview.helpers import (

@@ -11,9 +11,9 @@ from backend.interview.prompts import InterviewContext, Known, Remembered, build
 from backend.interview.schemas import InterviewReply
 from backend.llm.base import GenerateOptions, json_schema_for, parse_reply
 from backend.llm.echo import echo_problem
-from backend.llm.scripted import ScriptedLLM
-from backend.llm.scripted.engine import WriterContext
-from backend.llm.scripted.writers.interview import cues_of, holds, write_interview
+from backend.scripted import ScriptedLLM
+from backend.scripted.engine import WriterContext
+from backend.scripted.writers.interview import cues_of, holds, write_interview
 from backend.world.models import Agent
 
 HIKARI = Agent(id="hikari", name="ひかり", language="ja", speaking_style="元気でくだけた話し方。")

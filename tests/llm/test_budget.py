@@ -6,7 +6,7 @@ import pytest
 
 from backend.llm.base import GenerateOptions
 from backend.llm.budget import CUT_MARK, PromptBudgetLLM, count_messages, estimate_tokens, fit_messages
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 
 
 def test_the_estimate_is_generous_for_japanese_and_english() -> None:

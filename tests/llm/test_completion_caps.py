@@ -33,11 +33,11 @@ from backend.llm.budget import PromptBudgetLLM
 from backend.llm.llamacpp import LlamaCppLLM
 from backend.llm.ollama import OllamaLLM
 from backend.llm.openai_compat import VLLMLLM, OpenAILLM
-from backend.llm.scripted.engine import ScriptedLLM
 from backend.memory import prompts as memory
 from backend.memory.afterthought import afterthought_for
 from backend.memory.reflection import ratings_for
 from backend.planning.schemas import PlanReply, plan_reply_for
+from backend.scripted.engine import ScriptedLLM
 from tests.llm.conftest import settings_for
 
 #: (purpose, the reply schema of its calls): every reply schema the server sends, per-call ones included.

@@ -16,9 +16,9 @@ from backend.errors import LLMReplyError
 from backend.llm.base import GenerateOptions, Message
 from backend.llm.echo import echo_problem, fact_names, normalise, prompt_lines
 from backend.llm.retry import REASK_HEAT, RepairingLLM, checked_reply
-from backend.llm.scripted import ScriptedLLM
 from backend.memory.prompts import PersonUpdate
 from backend.planning.schemas import PlanReply
+from backend.scripted import ScriptedLLM
 
 #: What a prompt must never show: a JSON example whose values a small model would copy.
 TEMPLATE = re.compile(r'"\.\.\."|<your|<1-10>|<true|":\s*"|":\s*\[|\{\s*"|\[\s*"|\.\.\.\s*\]|\|reject')

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from backend.errors import LLMReplyError
 from backend.llm.base import GenerateOptions
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 
 
 class ProbeRating(BaseModel):
@@ -40,7 +40,7 @@ def listed(client: TestClient, **params: Any) -> list[dict[str, Any]]:
 def test_calls_are_listed_newest_first_and_filtered(client: TestClient) -> None:
     ask(client, purpose="importance", agent_id="aoi", session_id="s-1")
     ask(client, purpose="importance", agent_id="hikari", session_id="s-1")
-    ask(client, purpose="council", agent_id="aoi", council_id="c-1")
+    ask(client, purpose="council", agent_id="aoi", labels={"council_id": "c-1"})
     ask(client, purpose="plan", agent_id="mei")
     everything = listed(client)
     assert [c["purpose"] for c in everything] == ["plan", "council", "importance", "importance"]

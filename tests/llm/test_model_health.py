@@ -14,7 +14,7 @@ from backend.config import Settings
 from backend.errors import LLMTimeout, LLMUnavailable
 from backend.llm.base import GenerateOptions
 from backend.llm.health import HealthLLM, ModelHealth, watch
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 from tests.conftest import drain
 from tests.conversation.helpers import add_agents, turn
 from tests.reliability.faulty import FaultyLLM

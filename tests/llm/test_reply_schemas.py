@@ -21,7 +21,6 @@ from backend.interview.schemas import InterviewReply
 from backend.llm.base import GenerateOptions, json_schema_for
 from backend.llm.grammar import json_schema_to_gbnf
 from backend.llm.openai_compat import strict_schema
-from backend.llm.scripted import ScriptedLLM
 from backend.memory.prompts import (
     ConversationReflection,
     ImportanceRating,
@@ -32,6 +31,7 @@ from backend.memory.prompts import (
 )
 from backend.memory.reflection import ratings_for
 from backend.planning.schemas import PlanReply, plan_reply_for
+from backend.scripted import ScriptedLLM
 from tests.llm.gbnf_matcher import accepts
 
 POIS = ("cafe", "home", "library", "park")

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from backend.errors import LLMTimeout
 from backend.llm.base import Completion, GenerateOptions, json_schema_for
-from backend.llm.scripted import ScriptedLLM, WriterContext, fill_schema
+from backend.scripted import ScriptedLLM, WriterContext, fill_schema
 
 
 class ProbeStep(BaseModel):

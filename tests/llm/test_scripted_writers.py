@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 import backend
 from backend.llm.base import GenerateOptions, json_schema_for, parse_reply
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 
 WRITERS = sorted(k for k in ScriptedLLM().writers if not k.startswith("text"))
 

@@ -54,7 +54,10 @@ def chat_bodies(fake: FakeModelServer) -> list[dict]:  # type: ignore[type-arg]
 
 
 OPTIONS = GenerateOptions(
-    purpose="emotion", agent_id="aoi", session_id="s-1", council_id="c-9", stage="opinion", round=2
+    purpose="emotion",
+    agent_id="aoi",
+    session_id="s-1",
+    labels={"council_id": "c-9", "stage": "opinion", "round": 2},
 )
 
 

@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from backend.config import Settings
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 from backend.text import token_set
 from tests.conftest import drain, make_client
 from tests.memory.agents import add_agent, post_memory

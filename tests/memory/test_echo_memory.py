@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from backend.llm.scripted import ScriptedLLM
 from backend.memory import prompts, reflection
 from backend.memory.models import PersonMemory
+from backend.scripted import ScriptedLLM
 from tests.conftest import drain
 from tests.llm.test_echo import assert_no_template
 from tests.memory.agents import add_agent, post_memory

@@ -8,9 +8,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from backend.config import Settings
-from backend.llm.scripted import ScriptedLLM
 from backend.memory import hygiene
 from backend.memory.tags import memory_tags
+from backend.scripted import ScriptedLLM
 from backend.text import jaccard
 from tests.conftest import drain, make_client
 from tests.memory.agents import add_agent

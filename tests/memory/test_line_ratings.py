@@ -7,9 +7,9 @@ from typing import Any
 from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
-from backend.llm.scripted import ScriptedLLM
 from backend.memory.models import Memory
 from backend.memory.repo import MemoryRepo
+from backend.scripted import ScriptedLLM
 from tests.conftest import drain
 from tests.conversation.helpers import add_agents, turn
 

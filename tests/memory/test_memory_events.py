@@ -14,9 +14,9 @@ from backend.app import build_memory
 from backend.config import Settings
 from backend.events import Event
 from backend.llm.embedding import LocalEmbedder
-from backend.llm.scripted import ScriptedLLM
 from backend.memory.models import MemoryCreate
 from backend.memory.repo import MemoryRepo
+from backend.scripted import ScriptedLLM
 from backend.storage.db import create_db_engine, init_db
 from backend.tasks import TaskRunner
 from backend.world.models import Agent

@@ -8,8 +8,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from backend.errors import LLMUnavailable
-from backend.llm.scripted import ScriptedLLM
 from backend.memory.models import PersonMemory
+from backend.scripted import ScriptedLLM
 from tests.memory.agents import add_agent
 from tests.memory.helpers import call, service
 
@@ -63,7 +63,7 @@ def test_two_conversations_build_the_record(pair: TestClient, scripted: Scripted
     assert (second.first_met_day, second.first_met_time_of_day) == (1, 10.0)
     assert (second.last_met_day, second.last_met_time_of_day) == (2, 15.5)
     calls = scripted.calls("person")
-    assert len(calls) == 2 and all(c.options.stage == "update" for c in calls)
+    assert len(calls) == 2 and all(c.options.labels.get("stage") == "update" for c in calls)
     # The second prompt was built from what the first conversation left.
     assert calls[1].options.facts["summary"] == first.summary
     assert calls[1].options.facts["transcript"] == SECOND
@@ -105,7 +105,10 @@ def test_summary_is_recompressed_past_20_exchanges(pair: TestClient, scripted: S
     row = update(pair, lines[:9], session="s2", day=2)  # 21 > 20: recompressed
     assert row.summary == "話好きな友人。" and row.exchanges_since_compress == 0 and row.compressions == 1
     compress = scripted.calls("person")[-1]
-    assert compress.options.stage == "compress" and compress.options.facts["summary"] == long_summary
+    assert (
+        compress.options.labels.get("stage") == "compress"
+        and compress.options.facts["summary"] == long_summary
+    )
     assert compress.options.facts["max_chars"] == 400
     # Exactly 20 since the last compression is not past 20.
     row = update(pair, lines[:20], session="s3", day=3)

@@ -11,9 +11,9 @@ from sqlmodel import Session, col, select
 from backend.config import Settings
 from backend.jobs import store as job_store
 from backend.jobs.models import Job, new_job
-from backend.llm.scripted import ScriptedLLM
 from backend.memory.jobs import RATE, merge_ratings
 from backend.memory.reflection import RATE_BATCH
+from backend.scripted import ScriptedLLM
 from backend.storage.db import create_db_engine, init_db
 from tests.conftest import drain, make_client
 from tests.gated import GatedLLM

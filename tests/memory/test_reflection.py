@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from backend.config import Settings
 from backend.errors import LLMUnavailable
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 from tests.conftest import drain, make_client
 from tests.memory.agents import add_agent, post_memory
 

@@ -11,9 +11,9 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
 from backend.config import Settings
-from backend.llm.scripted import ScriptedLLM
 from backend.memory import triggers
 from backend.memory.models import Memory, ScoredMemory, Search
+from backend.scripted import ScriptedLLM
 from backend.text import normalise
 from tests.conftest import make_client
 from tests.memory.agents import add_agent

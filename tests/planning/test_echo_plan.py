@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 from tests.llm.test_echo import assert_no_template
 from tests.planning.test_plan_api import assert_sound, build_world, it
 

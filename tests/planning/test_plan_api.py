@@ -13,9 +13,9 @@ from fastapi.testclient import TestClient
 from backend.config import Settings
 from backend.errors import LLMUnavailable
 from backend.llm.base import PRIORITY_PLAN
-from backend.llm.scripted import ScriptedLLM
 from backend.memory.service import MemoryCreate
 from backend.planning.service import plan_item_text
+from backend.scripted import ScriptedLLM
 from tests.conftest import drain, make_client
 
 POIS = {

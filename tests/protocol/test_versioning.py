@@ -59,5 +59,5 @@ def test_health_reply_is_exactly_the_exported_health_schema(client: TestClient) 
     from backend.protocol.wire import HealthPublic
 
     body = client.get("/health").json()
-    assert set(body) == set(HealthPublic.model_fields), "update backend/protocol/wire.py HealthPublic"
+    assert set(body) == set(HealthPublic.model_fields), "update HealthPublic in backend/api/health.py"
     HealthPublic.model_validate(body)

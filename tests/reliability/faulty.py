@@ -8,7 +8,7 @@ from typing import Any
 
 from backend.errors import LLMUnavailable
 from backend.llm.base import Completion, GenerateOptions, Message
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 
 BACKGROUND_PURPOSES = {"importance", "reflection", "questions", "insight", "person", "emotion"}
 

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
 from backend.llm.models import LLMCall
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 from backend.world.models import Agent
 from tests.conftest import drain
 from tests.conversation.helpers import add_agents, turn

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from backend.app import create_app
 from backend.config import Settings
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 from tests.security.world import Seeded, seed_world
 
 ADMIN_KEY = "admin-key-0123456789abcdef"

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from backend.config import Settings
 from backend.errors import RequestTimeout
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 from backend.security.middleware import BodyLimitMiddleware
 from tests.conftest import drain, make_client
 

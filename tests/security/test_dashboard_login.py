@@ -13,7 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from backend.app import create_app
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 from backend.security.keys import COOKIE_NAME
 from tests.conftest import make_client
 from tests.security.conftest import ADMIN, ADMIN_KEY, VIEWER_KEY, secured_settings

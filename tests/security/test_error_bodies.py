@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from backend.app import create_app
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 from tests.security.conftest import ADMIN, secured_settings
 from tests.security.routes import RouteCase, route_cases
 from tests.security.world import Seeded

@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 
 from backend.cli import main
 from backend.ids import ID_PATTERN, MAX_ID_CHARS, MAX_SESSION_ID_CHARS
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 from tests.conftest import make_client
 from tests.conversation.helpers import add_agents, snapshot, turn
 from tests.security.test_input_bounds import _operations, _resolve

@@ -19,7 +19,7 @@ from hypothesis.errors import Unsatisfiable
 
 from backend.app import create_app
 from backend.config import Settings
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 
 schemathesis = pytest.importorskip("schemathesis", reason="schemathesis is in the dev extra")
 from schemathesis.checks import not_a_server_error  # noqa: E402

@@ -10,8 +10,8 @@ from fastapi.testclient import TestClient
 from backend.conversation.prompts import HISTORY_CLOSE, HISTORY_OPEN
 from backend.conversation.service import MAX_DIALOGUE_CHARS
 from backend.council.schemas import Consensus, MemberOpinion
-from backend.llm.scripted import ScriptedLLM
 from backend.memory.prompts import Insight
+from backend.scripted import ScriptedLLM
 from backend.text import StreamCleaner, clean_text, one_line
 from tests.conversation.helpers import add_agents, turn
 from tests.conversation.test_stream import events

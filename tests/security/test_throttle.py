@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from starlette.testclient import WebSocketDenialResponse
 
 from backend.app import create_app
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 from backend.security.throttle import FailureThrottle
 from tests.security.conftest import ADMIN, ADMIN_KEY, VIEWER, secured_settings
 

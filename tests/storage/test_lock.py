@@ -19,7 +19,7 @@ from sqlmodel import create_engine
 
 from backend.app import create_app
 from backend.config import Settings
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 from backend.storage.lock import DatabaseInUse, hold_database
 from bench.serverproc import ROOT, ServerProcess
 

@@ -84,7 +84,7 @@ def test_memories_ratings_and_a_conversation_on_postgres(pg_url: str, settings: 
 
     from backend.app import create_app
     from backend.jobs.models import Job
-    from backend.llm.scripted import ScriptedLLM
+    from backend.scripted import ScriptedLLM
     from tests.conftest import drain
     from tests.conversation.helpers import add_agents, turn
 
@@ -123,6 +123,7 @@ def test_retention_prunes_in_batches_and_vacuums_on_postgres(pg_url: str, settin
     """The batched DELETE ... WHERE id IN (SELECT ... LIMIT n) and VACUUM (ANALYZE), outside a transaction."""
     from datetime import timedelta
 
+    from backend.app import retention_rules
     from backend.gametime import utcnow
     from backend.jobs.models import Job
     from backend.llm.models import LLMCall
@@ -137,7 +138,7 @@ def test_retention_prunes_in_batches_and_vacuums_on_postgres(pg_url: str, settin
         for status in ("done", "done", "failed", "pending"):
             session.add(Job(kind="memory.rate", status=status, updated_at=old))
         session.commit()
-    gone = retention.prune_now(engine, retention.rules(settings), batch=10)
+    gone = retention.prune_now(engine, retention_rules(settings), batch=10)
     retention.vacuum(engine)
     with Session(engine) as session:
         calls = list(session.exec(select(LLMCall.id)))

@@ -17,12 +17,13 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
+from backend.app import retention_rules
 from backend.config import Settings
 from backend.gametime import utcnow
 from backend.jobs.models import Job
 from backend.llm.base import GenerateOptions
 from backend.llm.models import LLMCall
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 from backend.storage import retention
 from backend.storage.db import create_db_engine, init_db
 from tests.conftest import drain, make_client
@@ -39,7 +40,7 @@ def engine(tmp_path: Path) -> Iterator[Engine]:
 
 
 def _rules(settings: Settings, **limits: Any) -> list[retention.Rule]:
-    return retention.rules(settings.model_copy(update=limits))
+    return retention_rules(settings.model_copy(update=limits))
 
 
 def _calls(engine: Engine, ages: list[timedelta]) -> None:

@@ -8,11 +8,11 @@ import pytest
 
 from backend.config import Settings
 from backend.llm.base import GenerateOptions
-from backend.llm.scripted import ScriptedLLM
-from backend.llm.scripted.engine import WriterContext
-from backend.llm.scripted.writers.plan import write_plan
 from backend.planning.schemas import PlanReply
 from backend.planning.validation import repair_plan
+from backend.scripted import ScriptedLLM
+from backend.scripted.engine import WriterContext
+from backend.scripted.writers.plan import write_plan
 from backend.transfer.demo import bundled_town, demo_world
 from tests.conftest import make_client
 

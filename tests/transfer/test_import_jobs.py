@@ -14,9 +14,9 @@ from sqlmodel import Session
 from backend.config import Settings
 from backend.conversation.jobs import OBSERVE
 from backend.jobs.models import LIVE
-from backend.llm.scripted import ScriptedLLM
 from backend.memory.jobs import RATE
 from backend.memory.models import Memory
+from backend.scripted import ScriptedLLM
 from tests.conftest import drain, make_client
 from tests.conversation.helpers import turn
 from tests.gated import GatedLLM

@@ -17,7 +17,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from backend.config import Settings
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 from backend.transfer import demo
 from tests.conftest import make_client
 from tests.transfer.test_transfer import exported, populate

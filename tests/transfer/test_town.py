@@ -15,11 +15,11 @@ from sqlmodel import Session, select
 from backend.cli import main
 from backend.config import Settings
 from backend.errors import NotFound
-from backend.llm.scripted import ScriptedLLM
 from backend.memory import person
 from backend.memory.models import PersonMemory
 from backend.memory.relationship import relationship_density
 from backend.memory.repo import MemoryRepo
+from backend.scripted import ScriptedLLM
 from backend.storage.db import create_db_engine, init_db
 from backend.transfer import service as transfer
 from backend.transfer.demo import TOWNS_DIR, Town, bundled_names, bundled_town, bundled_world

@@ -16,9 +16,9 @@ from backend.config import Settings
 from backend.conversation.models import Conversation, Turn
 from backend.council.models import CouncilRecord
 from backend.emotion.models import EmotionRecord
-from backend.llm.scripted import ScriptedLLM
 from backend.memory.models import PersonMemory
 from backend.memory.service import MemoryCreate
+from backend.scripted import ScriptedLLM
 from backend.transfer import repo as transfer_repo
 from backend.transfer import service as transfer
 from tests.conftest import drain, make_client

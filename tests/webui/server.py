@@ -17,7 +17,7 @@ import uvicorn
 
 from backend.app import create_app
 from backend.config import Settings
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 
 ENV_PREFIXES = ("MACHI_", "LLM_", "OLLAMA_", "OPENAI_", "VLLM_", "EMBEDDING_", "DATABASE_")
 SESSION_ID = "webui-cafe-1"

@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from backend.api.dashboard import CAPABILITY_PROBES
 from backend.config import Settings
-from backend.llm.scripted import ScriptedLLM
+from backend.scripted import ScriptedLLM
 from tests.conftest import make_client
 
 PAGES = [

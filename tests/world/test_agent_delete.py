@@ -15,9 +15,9 @@ from fastapi.testclient import TestClient
 
 from backend.conversation.jobs import OBSERVE, REFLECT
 from backend.jobs.models import LIVE
-from backend.llm.scripted import ScriptedLLM
 from backend.memory.jobs import RATE
 from backend.memory.models import Memory
+from backend.scripted import ScriptedLLM
 from tests.conversation.helpers import AOI, add_agents, rows, turn
 from tests.reliability.helpers import jobs, wait_until
 

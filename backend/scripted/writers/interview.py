@@ -23,8 +23,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from backend.llm.scripted.engine import WriterContext
 from backend.memory.topics import topics
+from backend.scripted.engine import WriterContext
 from backend.text import STOP_WORDS, char_ngrams, latin_words, normalise, tokens
 
 #: Words of a question that ask rather than name what is asked about.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from backend.emotion.plutchik import PLUTCHIK, clamp_values, label
-from backend.llm.scripted.engine import WriterContext
+from backend.scripted.engine import WriterContext
 
 #: Words that move an emotion, Japanese and English (the scripted engine's whole "understanding").
 CUES: dict[str, tuple[str, ...]] = {

@@ -69,7 +69,7 @@ class _Queued:
 
 def _discover_writers() -> dict[str, Writer]:
     """Every module in `writers/` contributes a WRITERS dict: schema title (or 'text:<purpose>') -> writer."""
-    from backend.llm.scripted import writers as package
+    import backend.scripted.writers as package  # lazily: the writers import this module
 
     found: dict[str, Writer] = {}
     for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):

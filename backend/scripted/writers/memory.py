@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from backend.llm.scripted import news
-from backend.llm.scripted.engine import WriterContext
 from backend.memory.topics import topics
+from backend.scripted import news
+from backend.scripted.engine import WriterContext
 from backend.text import normalise
 
 #: Words that make a memory poignant or mundane (substring match on normalised text).

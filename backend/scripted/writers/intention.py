@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from backend.intention.appointment import find_hour, rebase
-from backend.llm.scripted import news
-from backend.llm.scripted.engine import WriterContext
+from backend.scripted import news
+from backend.scripted.engine import WriterContext
 
 
 def _still_ahead(text: str, today: int) -> bool:

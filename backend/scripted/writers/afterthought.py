@@ -9,9 +9,9 @@ from dataclasses import replace
 from typing import Any
 
 from backend.emotion.plutchik import CALM_LABEL, INTENSITY_LABELS
-from backend.llm.scripted.engine import WriterContext
-from backend.llm.scripted.writers.memory import conversation_reflection
-from backend.llm.scripted.writers.person import person_summary, person_update
+from backend.scripted.engine import WriterContext
+from backend.scripted.writers.memory import conversation_reflection
+from backend.scripted.writers.person import person_summary, person_update
 
 #: The wheel's (emotion, band 0 mild / 1 basic) a finished conversation may leave; None is calm.
 _AFTER = (("joy", 0), ("joy", 1), ("trust", 0), ("anticipation", 0), None)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from backend.llm.scripted.engine import WriterContext
 from backend.memory.topics import topics as find_topics
+from backend.scripted.engine import WriterContext
 
 #: (cue in the person's lines, trait in Japanese, trait in English)
 _TRAIT_CUES = (

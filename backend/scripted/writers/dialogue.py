@@ -15,8 +15,8 @@ from typing import Any
 from backend.emotion.plutchik import CALM_LABEL, INTENSITY_LABELS
 from backend.intention.appointment import find_hour
 from backend.llm.echo import prompt_lines
-from backend.llm.scripted import news
-from backend.llm.scripted.engine import WriterContext
+from backend.scripted import news
+from backend.scripted.engine import WriterContext
 from backend.text import keywords, normalise
 
 #: From this turn on the speaker may decide to leave; the chance per turn.

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from backend.intention.appointment import Place, find_appointment
-from backend.llm.scripted import news
-from backend.llm.scripted.engine import WriterContext
 from backend.planning.schemas import MAX_ITEM_HOURS, PlanItem
 from backend.planning.validation import keep_appointments
+from backend.scripted import news
+from backend.scripted.engine import WriterContext
 
 #: Activities by kind of place, Japanese and English; `{name}` is the place's name.
 ACTIVITIES: dict[str, tuple[list[str], list[str]]] = {

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from backend.llm.scripted.engine import WriterContext
+from backend.scripted.engine import WriterContext
 
 TEMPERAMENT_WORDS = {
     "analytical": (
