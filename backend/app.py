@@ -15,17 +15,23 @@ from backend import __version__
 from backend.api.errors import install_error_handlers
 from backend.api.protocol import ProtocolVersionMiddleware
 from backend.config import Settings, load_settings
+from backend.conversation import jobs as conversation_jobs
+from backend.conversation.aftermath import Aftermath
+from backend.conversation.service import ConversationService
 from backend.emotion.service import EmotionService
 from backend.events import LLM_CALL, EventBus, LLMCallPayload
 from backend.intention.service import IntentionService
-from backend.jobs.handlers import install as install_job_handlers
+from backend.interview.service import InterviewService
+from backend.jobs.models import Job
 from backend.jobs.runner import JobRunner
 from backend.llm.base import LLM, Embedder, find_layer
 from backend.llm.health import ModelHealth, find_health, watch
 from backend.llm.registry import build_embedder, build_provider, check_dependencies, wrap
 from backend.llm.scheduler import find_scheduler
+from backend.memory import jobs as memory_jobs
 from backend.memory.service import MemoryService
 from backend.planning.planner import Planner
+from backend.planning.service import current_item_of_stored_plan
 from backend.security import install as install_security
 from backend.storage import retention
 from backend.storage.db import check_driver, create_db_engine, init_db
@@ -149,12 +155,16 @@ async def _running(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
         intentions=app.state.intentions,
         emotion=app.state.emotion,
     )
+    app.state.conversation = _conversation(app.state, settings)
+    app.state.interview = InterviewService(
+        engine=engine, llm=app.state.llm, memory=app.state.memory, settings=settings
+    )
     app.state.model_health = find_health(app.state.llm) or ModelHealth(settings.llm_health_window_s)
     for path in STARTUP_STEPS:
         module_name, _, attr = path.partition(":")
         step: Callable[[FastAPI], Awaitable[Any]] = getattr(importlib.import_module(module_name), attr)
         await step(app)
-    install_job_handlers(app.state)
+    _register_job_handlers(app.state)
     await app.state.jobs.start()  # jobs a crash left pending run again now
     watchers = _watchers(app, settings, provider)
     try:
@@ -174,6 +184,40 @@ async def _running(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
         await app.state.llm.aclose()
         await app.state.embedder.aclose()
         engine.dispose()
+
+
+def _conversation(state: Any, settings: Settings) -> ConversationService:
+    """The one ConversationService, with the one Aftermath whose handlers the job runner also runs."""
+    after = Aftermath(
+        engine=state.engine,
+        memory=state.memory,
+        tasks=state.tasks,
+        emotion=state.emotion,
+        events=state.events,
+    )
+    return ConversationService(
+        engine=state.engine,
+        llm=state.llm,
+        memory=state.memory,
+        tasks=state.tasks,
+        settings=settings,
+        after=after,
+        jobs=state.jobs,
+        plan_item=current_item_of_stored_plan,
+        emotion=state.emotion,
+    )
+
+
+def _register_job_handlers(state: Any) -> None:
+    """Each concept's job kinds get their handler on the one runner (the jobs layer knows none of them)."""
+    runner, memory, after = state.jobs, state.memory, state.conversation.after
+
+    async def rate(job: Job) -> None:
+        await memory_jobs.run_rating(memory, job)
+
+    runner.register(memory_jobs.RATE, rate, merging=True)
+    runner.register(conversation_jobs.OBSERVE, after.observe_job, merging=True)
+    runner.register(conversation_jobs.REFLECT, after.reflect_job)
 
 
 def _watchers(app: FastAPI, settings: Settings, provider: LLM) -> list[asyncio.Task[None]]:

@@ -17,8 +17,6 @@ import unicodedata
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from sqlmodel import Session
-
 from backend.config import Settings
 from backend.conversation.rules import lang_key
 from backend.errors import LLMError
@@ -103,11 +101,10 @@ class InterviewService:
             if any(key and _folded(key) in asked for key in (row.other_name, row.other_id))
         ][:MAX_PEOPLE]
         known = []
-        with Session(self.engine) as session:
-            for row in named:
-                text = person.context(self.engine, world_id, agent.id, row.other_id, session=session)
-                if text:
-                    known.append(Known(row.other_id, row.other_name, text))
+        for row in named:  # at most MAX_PEOPLE reads
+            text = person.context(self.engine, world_id, agent.id, row.other_id)
+            if text:
+                known.append(Known(row.other_id, row.other_name, text))
         return agent, known
 
     async def _memories(self, world_id: str, ctx: InterviewContext) -> list[Remembered] | None:

@@ -11,7 +11,10 @@ from sqlmodel import Field, SQLModel
 
 from backend.gametime import utcnow
 from backend.storage.rows import build
-from backend.world.models import DEFAULT_WORLD
+
+#: The world a job row names when none is given: world's `DEFAULT_WORLD`, spelled out because jobs sit
+#: below world in the layers (a job names its world by id only).
+DEFAULT_WORLD = "default"
 
 JobStatus = Literal["pending", "running", "done", "failed"]
 #: Jobs still to run; a new job with the dedupe key of one of these is not added again.

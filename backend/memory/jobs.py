@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlmodel import Session
 
-from backend.jobs import store as job_store
+from backend.jobs import repo as job_store
 from backend.jobs.models import Job, new_job
 from backend.memory import stream
 from backend.memory.cache import Key

@@ -283,3 +283,46 @@ def save_embeddings(engine: Engine, vectors: dict[int, bytes]) -> None:
         for memory_id, blob in vectors.items():
             session.exec(update(Memory).where(col(Memory.id) == memory_id).values(embedding=blob))
         session.commit()
+
+
+# A conversation's memories (conversation/aftermath.py reads them: a job run again after a crash, and the
+# evidence of its reflection).
+def has_observation(engine: Engine, world_id: str, agent_id: str, session_id: str, content: str) -> bool:
+    """Whether this line is already in the agent's memories (a job run again after a crash)."""
+    query = select(Memory.id).where(
+        Memory.session_id == session_id,
+        Memory.world_id == world_id,
+        Memory.agent_id == agent_id,
+        Memory.type == "observation",
+        Memory.content == content,
+    )
+    with Session(engine) as session:
+        return session.exec(query).first() is not None
+
+
+def conversation_reflection(engine: Engine, world_id: str, agent_id: str, session_id: str) -> Memory | None:
+    """The agent's stored reflection on this conversation, if any (a job run again after a crash)."""
+    query = select(Memory).where(
+        Memory.session_id == session_id,
+        Memory.world_id == world_id,
+        Memory.agent_id == agent_id,
+        col(Memory.origin) == "conversation",
+    )
+    with Session(engine, expire_on_commit=False) as session:
+        return session.exec(query).first()
+
+
+def observation_ids(engine: Engine, world_id: str, agent_id: str, session_id: str) -> list[int]:
+    """The agent's observation memories from this conversation (the reflection's evidence)."""
+    # Filter on session_id alone in SQL: with world_id/agent_id in the WHERE too, SQLite (no ANALYZE stats)
+    # picks the low-selectivity world_id index and scans every memory of the world.
+    query = select(Memory.id, Memory.world_id, Memory.agent_id, Memory.type).where(
+        Memory.session_id == session_id
+    )
+    with Session(engine) as session:
+        found = session.exec(query.order_by(col(Memory.id))).all()
+    return [
+        row[0]
+        for row in found
+        if row[0] is not None and (row[1], row[2], row[3]) == (world_id, agent_id, "observation")
+    ]

@@ -20,7 +20,7 @@ from sqlmodel import Session, SQLModel, col, select
 from backend.council.models import CouncilRecord
 from backend.errors import InvalidInput
 from backend.gametime import utcnow
-from backend.jobs import store as job_store
+from backend.jobs import repo as job_store
 from backend.memory.models import Memory
 from backend.world import document
 from backend.world.check import Checked, check_document

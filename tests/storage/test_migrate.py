@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import event, inspect
 from sqlmodel import Session, select
 
-from backend.conversation.jobs import has_observation
+from backend.memory.stream import has_observation
 from backend.storage.db import create_db_engine, init_db
 from backend.world.models import Agent
 
