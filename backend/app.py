@@ -170,20 +170,25 @@ async def _running(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
     try:
         yield
     finally:
-        for watcher in watchers:
-            watcher.cancel()
-        await asyncio.gather(*watchers, return_exceptions=True)
-        await app.state.jobs.stop()
-        if (scheduler := find_scheduler(app.state.llm)) is not None:
-            scheduler.shutdown()  # model work is cancelled, not waited for: its jobs run after the restart
-        try:
-            await app.state.tasks.drain(timeout=10)
-        except TimeoutError as exc:  # unfinished jobs stay in the job table and run after the restart
-            log.warning("shutting down with background work left: %s", exc)
-        await app.state.tasks.cancel_all()
-        await app.state.llm.aclose()
-        await app.state.embedder.aclose()
+        await _stop(app, watchers)
         engine.dispose()
+
+
+async def _stop(app: FastAPI, watchers: list[asyncio.Task[None]]) -> None:
+    """Shutdown: the watchers and the job runner stop, background work gets a while to finish, models close."""
+    for watcher in watchers:
+        watcher.cancel()
+    await asyncio.gather(*watchers, return_exceptions=True)
+    await app.state.jobs.stop()
+    if (scheduler := find_scheduler(app.state.llm)) is not None:
+        scheduler.shutdown()  # model work is cancelled, not waited for: its jobs run after the restart
+    try:
+        await app.state.tasks.drain(timeout=10)
+    except TimeoutError as exc:  # unfinished jobs stay in the job table and run after the restart
+        log.warning("shutting down with background work left: %s", exc)
+    await app.state.tasks.cancel_all()
+    await app.state.llm.aclose()
+    await app.state.embedder.aclose()
 
 
 def _conversation(state: Any, settings: Settings) -> ConversationService:

@@ -35,7 +35,7 @@ ENTRY = 0
 
 #: Concepts whose structure work (issue 22) has not landed yet; emptied concept by concept.
 PENDING: set[str] = {
-    "api", "app", "config", "conversation", "council", "emotion", "events", "intention", "interview", "jobs",
+    "api", "app", "config", "conversation", "council", "emotion", "events", "intention", "jobs",
     "llm", "memory", "planning", "protocol", "security", "simulate", "storage", "world",
 }  # fmt: skip
 
