@@ -9,8 +9,9 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import bindparam
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from backend.errors import LLMError, LLMReplyError, NotFound
 from backend.events import PLAN_UPDATED, EventBus, PlanPayload
@@ -352,9 +353,20 @@ def item_at(items: list[dict[str, Any]], time_of_day: float) -> tuple[int | None
     return None, None
 
 
+#: The stored plan's items alone (every conversation turn reads the speaker's): built once.
+_PLAN_ITEMS = select(col(Plan.items)).where(
+    col(Plan.world_id) == bindparam("world_id"),
+    col(Plan.agent_id) == bindparam("agent_id"),
+    col(Plan.day) == bindparam("day"),
+)
+
+
 def current_item_of_stored_plan(
     session: Session, world_id: str, agent_id: str, day: int, time_of_day: float
 ) -> dict[str, Any] | None:
-    """The stored plan's item at that time, without generating anything (None when there is none)."""
-    plan = stored_plan(session, world_id, agent_id, day)
-    return item_at(plan.items, time_of_day)[1] if plan else None
+    """The stored plan's item at that time, without generating anything (None when there is none).
+
+    A Core read of the items on the session's connection: a conversation turn asks for every line."""
+    params = {"world_id": world_id, "agent_id": agent_id, "day": day}
+    items = session.connection().execute(_PLAN_ITEMS, params).scalar()
+    return item_at(items, time_of_day)[1] if items else None
