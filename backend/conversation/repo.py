@@ -29,7 +29,6 @@ from backend.intention import repo as intention_repo
 from backend.intention.models import Told
 from backend.jobs import repo as job_repo
 from backend.jobs.models import Job
-from backend.storage.rows import build, values_of
 
 _TURNS = Turn.__table__  # type: ignore[attr-defined]
 _CONVERSATIONS = Conversation.__table__  # type: ignore[attr-defined]
@@ -45,7 +44,22 @@ _CONVERSATION_KEY = (
     _CONVERSATIONS.c.world_id == bindparam("w"),
     _CONVERSATIONS.c.session_id == bindparam("s"),
 )
-_CONVERSATION = core_select(_CONVERSATIONS).where(*_CONVERSATION_KEY)
+# What a turn reads of its conversation, before asking the model and in its commit (not the whole row: the
+# dates and the judge's verdict are not needed, and parsing them costs every turn).
+_CONVERSATION = core_select(
+    *(
+        _CONVERSATIONS.c[name]
+        for name in (
+            "agent_a",
+            "agent_b",
+            "ended",
+            "end_reason",
+            "transcript",
+            "memory_watermark",
+            "standing",
+        )
+    )
+).where(*_CONVERSATION_KEY)
 _UPDATE_CONVERSATION = update(_CONVERSATIONS).where(*_CONVERSATION_KEY)
 _CLAIM_REFLECTION = (
     update(_CONVERSATIONS)
@@ -232,7 +246,7 @@ def _store_turn(
 
 
 def _turn_values(world_id: str, req: TurnRequest, reply: dict[str, Any], now: datetime) -> dict[str, Any]:
-    values = {
+    return {
         "world_id": world_id,
         "session_id": req.session_id,
         "turn_index": reply["turn_index"],
@@ -248,7 +262,6 @@ def _turn_values(world_id: str, req: TurnRequest, reply: dict[str, Any], now: da
         "time_of_day": req.time_of_day,
         "created_at": now,
     }
-    return values_of(build(Turn, values))
 
 
 def _upsert_conversation(
@@ -296,7 +309,7 @@ def _first_turn_values(
 ) -> dict[str, Any]:
     lines = [*req.history, said.line]
     ends = bool(reply["is_conversation_end"])
-    values = {
+    return {  # the other columns take their table defaults (not reflected, no judge's verdict)
         "world_id": world_id,
         "session_id": req.session_id,
         "agent_a": req.agent_id,
@@ -316,7 +329,6 @@ def _first_turn_values(
         "created_at": now,
         "updated_at": now,
     }
-    return values_of(build(Conversation, values))
 
 
 def end_conversation(
