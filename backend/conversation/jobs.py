@@ -67,7 +67,10 @@ def lines_of(payload: dict[str, Any]) -> list[dict[str, Any]]:
 def forget_agent(session: Any, world_id: str, agent_id: str) -> int:
     """A deleted agent's pending conversation jobs, in the caller's transaction: its reflections are dropped;
     the lines it spoke or heard stay in their observation jobs for the partner, marked `forgotten` for it, so
-    neither it nor an agent re-created under its id remembers them. Returns how many jobs were dropped."""
+    neither it nor an agent re-created under its id remembers them. Returns how many jobs were dropped.
+
+    `session`: the caller's database session (jobs/repo.py reads and rewrites the job rows in it).
+    """
     pending = job_store.pending_of(session, world_id, [OBSERVE, REFLECT])
     reflections = [
         i for i, kind, payload in pending if kind == REFLECT and payload.get("agent_id") == agent_id

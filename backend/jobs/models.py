@@ -33,7 +33,7 @@ class Job(SQLModel, table=True):
     attempts: int = 0
     run_after: datetime = Field(default_factory=utcnow)
     last_error: str | None = Field(default=None, max_length=1000)
-    #: At most one live (pending/running) job per key; finished ones give their key up (see store.add).
+    #: At most one live (pending/running) job per key; finished ones give their key up (see repo.add).
     dedupe_key: str | None = Field(default=None, unique=True, max_length=400)
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
