@@ -98,18 +98,31 @@ def streamed_turn(url: str, body: dict[str, Any]) -> tuple[float, float, dict[st
     raise RuntimeError("the stream ended without a reply event")
 
 
+def meet(url: str, meeting: float, partner: bool) -> None:
+    """Both report `talking` (naming each other when `partner`), then Unity takes `meeting` seconds to turn
+    them to face each other before it asks for the first line."""
+    for agent, other in (("mia", "leo"), ("leo", "mia")):
+        body = {"state": "talking", "location_name": "the cafe", "day": 1, "time_of_day": 10.0}
+        httpx.post(f"{url}/v1/agents/{agent}/state", json=body | ({"partner_id": other} if partner else {}),
+                   timeout=30).raise_for_status()  # fmt: skip
+    time.sleep(meeting)
+
+
 def streamed_conversations(
-    url: str, app: Any, loop: Any, turns: int, shown: float
-) -> list[tuple[float, float, bool]]:
+    url: str, app: Any, loop: Any, turns: int, shown: float, meeting: float, partner: bool
+) -> list[tuple[float, float, bool, bool]]:
     """`turns` streamed lines of Mia and Leo taking turns, as Unity streams a conversation, with a short
     background call between two lines (what runs between them in a town: the context is replaced). A
-    conversation that ends is followed by a new one. `shown`: seconds a line is shown before the next turn. Returns (first delta, whole line, fallback) per line."""
+    conversation that ends is followed by a new one, the two meeting again first (`meet`). `shown`: seconds a
+    line is shown before the next turn. Returns (first delta, whole line, fallback, opening line) per line."""
     results, history, session = [], [], 0
     names = {"mia": "Mia", "leo": "Leo"}
     for _ in range(turns):
+        if not history:
+            meet(url, meeting, partner)
         speaker = "mia" if len(history) % 2 == 0 else "leo"
         first, whole, reply = streamed_turn(url, turn_body(f"stream-{session}", speaker, history))
-        results.append((first, whole, bool(reply["fallback"])))
+        results.append((first, whole, bool(reply["fallback"]), not history))
         history.append(f"{names[speaker]}: {reply['dialogue']}")
         if reply["is_conversation_end"]:
             history, session = [], session + 1
@@ -171,6 +184,21 @@ def turn_waits(app: Any) -> list[float]:
     return list(find_scheduler(app.state.llm).stats[PRIORITY_TURN].recent)  # type: ignore[union-attr]
 
 
+def report_streamed(streamed: list[tuple[float, float, bool, bool]]) -> None:
+    line("time to first delta", [s[0] for s in streamed])
+    line("time to the reply event (whole line)", [s[1] for s in streamed], sum(s[2] for s in streamed))
+    for label, lines in [
+        ("first delta / whole line, lines from the model", [s for s in streamed if not s[2]]),
+        ("  of them opening lines", [s for s in streamed if not s[2] and s[3]]),
+        (
+            "  of them later lines (read ahead after the partner's)",
+            [s for s in streamed if not s[2] and not s[3]],
+        ),
+    ]:
+        if lines:  # a fallback line's deltas are not the model's
+            line(label, [s[0] / s[1] for s in lines], unit="x")
+
+
 def line(label: str, values: list[float], fallbacks: int | None = None, unit: str = "s") -> None:
     figures = " ".join(f"{v:6.2f}" for v in values)
     extra = "" if fallbacks is None else f"  fallbacks {fallbacks}/{len(values)}"
@@ -196,6 +224,12 @@ def main() -> None:
         type=int,
         default=None,
         help="LLAMACPP_PREFIX_CACHE_MB (0: off; default: the setting's)",
+    )
+    parser.add_argument(
+        "--meeting",
+        type=float,
+        default=1.0,
+        help="seconds from the `talking` reports to a conversation's first turn",
     )
     parser.add_argument("--streamed-only", action="store_true", help="only the streamed turns")
     args = parser.parse_args()
@@ -230,19 +264,20 @@ def main() -> None:
         f"model {args.model}, {args.threads} thread(s) ({args.batch_threads or args.threads} reading prompts), n_ctx 2048, LLM_SEED 7, TURN_DEADLINE_S 120, "
         f"{args.turns} turns a phase, prefix cache {cache} MB"
     )
+    print(
+        f"streamed turns (/v1/conversation/turn/stream), each line shown {args.shown} s, then a background call; "
+        f"before a conversation both report `talking`, its first turn {args.meeting} s later:"
+    )
+    for partner in (False, True):
+        with serve(settings(f"opening-{partner}"), preemptible=True) as (url, app, loop):
+            streamed = streamed_conversations(
+                url, app, loop, args.streamed, args.shown, args.meeting, partner
+            )
+        print(f" the `talking` reports {'name' if partner else 'do not name'} the partner (partner_id):")
+        report_streamed(streamed)
+    if args.streamed_only:
+        return
     with serve(settings("preemptive"), preemptible=True) as (url, app, loop):
-        streamed = streamed_conversations(url, app, loop, args.streamed, args.shown)
-        print(
-            f"streamed turns (/v1/conversation/turn/stream) of a conversation, each line shown {args.shown} s, "
-            "then a background call:"
-        )
-        line("time to first delta", [s[0] for s in streamed])
-        line("time to the reply event (whole line)", [s[1] for s in streamed], sum(s[2] for s in streamed))
-        answered = [s for s in streamed if not s[2]]  # a fallback line's deltas are not the model's
-        if answered:
-            line("first delta / whole line, lines from the model", [s[0] / s[1] for s in answered], unit="x")
-        if args.streamed_only:
-            return
         seen = len(turn_waits(app))
         idle = [plain_turn(url, f"idle-{i}") for i in range(args.turns)]
         idle_waits, seen = turn_waits(app)[seen:], len(turn_waits(app))

@@ -6,7 +6,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Response
 
-from backend.api.deps import EventsDep, MemoryDep, SessionDep, WorldDep
+from backend.api.deps import ConversationDep, EventsDep, MemoryDep, SessionDep, WorldDep
+from backend.errors import InvalidInput
 from backend.ids import ID_RULE, Id
 from backend.intention import repo as intention_repo
 from backend.intention import service as intention
@@ -71,9 +72,21 @@ async def post_state(
     world: WorldDep,
     memory: MemoryDep,
     events: EventsDep,
+    conversation: ConversationDep,
 ) -> StateAccepted:
-    """Unity reports what the agent is doing; arriving somewhere new becomes an observation memory."""
-    return await service.report_state(session, memory, world, agent_id, body, events=events)
+    """Unity reports what the agent is doing; arriving somewhere new becomes an observation memory. With
+    `talking` and a `partner_id`, a model that reads prompts ahead starts on this agent's opening line."""
+    if body.partner_id == agent_id:
+        raise InvalidInput(
+            "partner_id names the reporting agent itself: send the agent it has just met",
+            details={"field": "partner_id", "value": agent_id},
+        )
+    if body.partner_id is not None:  # an unknown partner is a 404 before anything is stored
+        service.get_agent(session, world, body.partner_id)
+    accepted = await service.report_state(session, memory, world, agent_id, body, events=events)
+    if body.partner_id is not None:
+        conversation.read_ahead_opening(world, agent_id, body)
+    return accepted
 
 
 @router.get("/agents/{agent_id}/states")

@@ -21,6 +21,8 @@ from backend.world.models import Agent
 
 HISTORY_OPEN = "<<<TRANSCRIPT"
 HISTORY_CLOSE = "TRANSCRIPT>>>"
+#: Starts the line of a turn prompt from which everything changes turn by turn (time, place, plan, the ask).
+NOW = "Now: "
 LANGUAGE_NAMES = {"ja": "Japanese (日本語)", "en": "English"}
 
 SYSTEM_TEMPLATE = """You are {name}, a character living in a small town. Stay in character at all times.
@@ -126,7 +128,7 @@ def moment_message(ctx: TurnContext) -> str:
         lines.append(f"What {ctx.partner.name}'s last words bring to mind:")
         lines.extend(f"- {memory}" for memory in ctx.brought_up)
     lines.append(
-        f"Now: day {ctx.day}, {format_clock(ctx.time_of_day)}, at {ctx.location_name or 'somewhere in town'}."
+        f"{NOW}day {ctx.day}, {format_clock(ctx.time_of_day)}, at {ctx.location_name or 'somewhere in town'}."
     )
     if ctx.plan_activity:
         lines.append(f"What you planned to be doing now: {ctx.plan_activity}")
@@ -142,6 +144,17 @@ def moment_message(ctx: TurnContext) -> str:
         lines.append("This is the last line of the conversation: wrap it up and say goodbye.")
     lines.append(f"Now reply with the JSON object for {ctx.speaker.name}'s next line.")
     return "\n".join(lines)
+
+
+def read_ahead_part(content: str) -> str | None:
+    """The part of a turn's moment message that a prompt cache can read before the turn is asked: up to the
+    end of the quoted history, or, for an opening line (no history yet), up to the line that starts `NOW`.
+    None when neither is there."""
+    end = content.rfind(HISTORY_CLOSE)
+    if end >= 0:
+        return content[: end + len(HISTORY_CLOSE)]
+    now = content.rfind(f"\n{NOW}")
+    return content[:now] if now > 0 else None
 
 
 def chronological(ctx: TurnContext) -> list[str]:

@@ -20,7 +20,7 @@ from backend.config import Settings
 from backend.conversation import jobs as turn_jobs
 from backend.conversation import repo, rules
 from backend.conversation.aftermath import Aftermath
-from backend.conversation.prompts import HISTORY_CLOSE, TurnContext, build_facts, build_messages
+from backend.conversation.prompts import TurnContext, build_facts, build_messages, read_ahead_part
 from backend.conversation.schemas import (
     MAX_REPLY_CHARS,
     EndRequest,
@@ -43,6 +43,7 @@ from backend.memory.models import Recalled, Search
 from backend.memory.triggers import TurnAsk
 from backend.tasks import TaskRunner
 from backend.world.models import Agent
+from backend.world.schemas import StateReport
 
 if TYPE_CHECKING:
     from backend.emotion.schemas import EmotionState
@@ -129,6 +130,8 @@ class ConversationService:
         self.emotion = emotion
         self.after = after
         self.plan_item = plan_item
+        # (world, agent, partner) opening read-aheads running
+        self._opening: set[tuple[str, str, str]] = set()
 
     # --- the turn ---
     async def take_turn(self, world_id: str, req: TurnRequest) -> dict[str, Any]:
@@ -465,6 +468,33 @@ class ConversationService:
         )
         self.tasks.spawn(self._prefill(prepared.world_id, ahead), name=f"prefill:{req.session_id}")
 
+    def read_ahead_opening(self, world_id: str, agent_id: str, report: StateReport) -> bool:
+        """Unity reported `talking` with a partner: on a model that can read a prompt ahead, read this agent's
+        opening line's prompt (up to the part that changes turn by turn) while Unity turns the two to face
+        each other. Whichever of the two speaks first, its turn then reads only its tail; the other's
+        read-ahead is the start of its reply's prompt. Returns whether a read-ahead was started."""
+        key = (world_id, agent_id, report.partner_id or "")
+        if not self.llm.can_prefill or report.partner_id is None or key in self._opening:
+            return False
+        self._opening.add(key)
+        opening = TurnRequest(
+            agent_id=agent_id,
+            target_id=report.partner_id,
+            session_id=f"opening-{agent_id}-{report.partner_id}"[:120],
+            location_name=report.location_name,
+            day=report.day,
+            time_of_day=report.time_of_day,
+        )
+
+        async def run() -> None:
+            try:
+                await self._prefill(world_id, opening)
+            finally:
+                self._opening.discard(key)
+
+        self.tasks.spawn(run(), name=f"prefill:opening:{agent_id}")
+        return True
+
     async def _prefill(self, world_id: str, req: TurnRequest) -> None:
         try:
             ahead = await self.prepare(world_id, req, dry=True)
@@ -474,10 +504,8 @@ class ConversationService:
         if ahead.ctx is None:
             return
         messages = self.messages(ahead)
-        content = messages[-1]["content"]
-        end = content.rfind(HISTORY_CLOSE)
-        if end >= 0:
-            upto = content[: end + len(HISTORY_CLOSE)]
+        upto = read_ahead_part(messages[-1]["content"])
+        if upto is not None:
             await self.llm.prefill(messages, options=self.options(ahead), upto=upto)
 
     def _told(self, prepared: PreparedTurn, result: dict[str, Any]) -> intentions.Told | None:

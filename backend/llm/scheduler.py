@@ -19,6 +19,13 @@ priority: the call is cancelled (the provider stops at the next token), its slot
 call is queued again, first of its priority, to run from the start; its caller only waits longer. Each
 waiting turn stops at most one call. Streams (streamed turns) are never preempted.
 
+Reading ahead (`SchedulingLLM.prefill`, llama.cpp in process): the prompt of a turn that is about to come
+(the partner's next line, an opening line once Unity reports two agents `talking`) is read into the model's
+prompt cache at plan priority, holding a slot like a call. A waiting live turn stops it like any call below
+it (what it read stays in the context). It stops a running background generation on its first run only:
+the turn it prepares would stop that call moments later anyway, and a call that was already stopped once is
+left to finish, so background work is delayed by reading ahead, never starved by it.
+
 Shutdown (`Scheduler.shutdown`, from the app's lifespan): every task waiting for or holding a slot is
 cancelled, and so is any that asks for one later. Model work is not waited for: a job it interrupts stays in
 the job table and runs after the restart, and the drain that follows only waits for the rest.
@@ -32,9 +39,9 @@ import heapq
 import itertools
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from backend.llm.base import (
     LLM,
@@ -63,6 +70,8 @@ RECORDS = 256
 PREEMPTING_PRIORITY = PRIORITY_TURN
 #: The cancel message of a preempted call (the trace records it).
 PREEMPTED = "preempted by a live turn; run again"
+
+R = TypeVar("R")
 
 
 def priority_name(priority: int) -> str:
@@ -117,6 +126,7 @@ class Running:
     priority: int
     stop: Callable[[], bool]
     preempted: bool = False
+    again: bool = False  # a call run again after it was preempted: a read-ahead does not stop it twice
 
 
 class Scheduler:
@@ -133,6 +143,7 @@ class Scheduler:
         self.in_flight = 0
         self.granted = 0
         self.fallbacks = 0  # turns answered with a fallback line (the conversation service counts them)
+        self.read_ahead = self.read_ahead_stopped = 0  # prefills run, and those a waiting turn stopped
         self._heap: list[tuple[int, int, asyncio.Future[None]]] = []
         self._order = itertools.count()
         self.stats: dict[int, PriorityStats] = {p: PriorityStats() for p in PRIORITY_NAMES}
@@ -141,9 +152,12 @@ class Scheduler:
     def _stats(self, priority: int) -> PriorityStats:
         return self.stats.setdefault(priority, PriorityStats())
 
-    async def acquire(self, priority: int, purpose: str = "generic", *, again: bool = False) -> None:
+    async def acquire(
+        self, priority: int, purpose: str = "generic", *, again: bool = False, read_ahead: bool = False
+    ) -> None:
         """Wait for a slot. Cancelling the waiter leaves the queue cleanly (a granted slot is handed on).
-        `again`: a preempted call, queued before the others of its priority."""
+        `again`: a preempted call, queued before the others of its priority. `read_ahead`: a prefill, which
+        may stop a background generation on its first run (module docstring)."""
         arrived, start = self.granted, time.perf_counter()
         stats = self._stats(priority)
         if self.in_flight >= self.concurrency or self._heap:
@@ -151,7 +165,7 @@ class Scheduler:
             entry = (priority, -next(self._order) if again else next(self._order), future)
             heapq.heappush(self._heap, entry)
             stats.waiting += 1
-            self._preempt_for(priority)
+            self._preempt_for(priority, read_ahead=read_ahead)
             try:
                 await future
             except BaseException:
@@ -193,20 +207,25 @@ class Scheduler:
         for task in list(self._callers):
             task.cancel("the server is shutting down")
 
-    def running(self, priority: int, stop: Callable[[], bool]) -> Running:
+    def running(self, priority: int, stop: Callable[[], bool], *, again: bool = False) -> Running:
         """Register a preemptible call that now holds a slot (`stop` cancels it)."""
-        call = Running(priority, stop)
+        call = Running(priority, stop, again=again)
         self._running.append(call)
         return call
 
     def done(self, call: Running) -> None:
         self._running.remove(call)
 
-    def _preempt_for(self, priority: int) -> None:
-        """Stop the least urgent, latest preemptible call below `priority`, if a waiter this urgent may."""
-        if priority > PREEMPTING_PRIORITY:
+    def _preempt_for(self, priority: int, *, read_ahead: bool = False) -> None:
+        """Stop the least urgent, latest preemptible call below `priority`, if a waiter this urgent may; a
+        read-ahead stops only a background call on its first run."""
+        if read_ahead:
+            victims = [c for c in self._running if not c.preempted and not c.again and c.priority > priority]
+            victims = [c for c in victims if c.priority >= PRIORITY_BACKGROUND]
+        elif priority <= PREEMPTING_PRIORITY:
+            victims = [c for c in self._running if not c.preempted and c.priority > priority]
+        else:
             return
-        victims = [c for c in self._running if not c.preempted and c.priority > priority]
         if victims:
             victim = max(reversed(victims), key=lambda c: c.priority)
             victim.preempted = victim.stop()
@@ -234,6 +253,7 @@ class Scheduler:
             "queued": len(self._heap),
             "granted": self.granted,
             "fallbacks": self.fallbacks,
+            "read_ahead": {"run": self.read_ahead, "stopped": self.read_ahead_stopped},
             "priorities": {priority_name(p): s.snapshot() for p, s in sorted(self.stats.items())},
         }
 
@@ -256,9 +276,9 @@ class SchedulingLLM(LLMWrapper):
             again = False
             while True:
                 await self.scheduler.acquire(options.priority, options.purpose, again=again)
-                ok = again = False
+                rerun, ok, again = again, False, False
                 try:
-                    completion = await self._attempt(messages, options, schema)
+                    completion = await self._attempt(messages, options, schema, again=rerun)
                     if completion is None:  # preempted: queue again, run from the start
                         again = True
                         continue
@@ -271,14 +291,24 @@ class SchedulingLLM(LLMWrapper):
         raise AssertionError("unreachable")
 
     async def _attempt(
-        self, messages: Sequence[Message], options: GenerateOptions, schema: dict[str, Any] | None
+        self,
+        messages: Sequence[Message],
+        options: GenerateOptions,
+        schema: dict[str, Any] | None,
+        *,
+        again: bool = False,
     ) -> Completion | None:
         """The provider call, as a task a more urgent waiter may cancel (when the provider is preemptible).
         Returns None when it was preempted."""
         if not self.inner.preemptible:
             return await self.inner.complete(messages, options=options, schema=schema)
-        call = asyncio.ensure_future(self.inner.complete(messages, options=options, schema=schema))
-        running = self.scheduler.running(options.priority, lambda: call.cancel(PREEMPTED))
+        work = self.inner.complete(messages, options=options, schema=schema)
+        return await self._preemptible(work, options.priority, again=again)
+
+    async def _preemptible(self, work: Awaitable[R], priority: int, *, again: bool = False) -> R | None:
+        """Run `work` as a task a more urgent waiter may cancel; None when it was preempted."""
+        call = asyncio.ensure_future(work)
+        running = self.scheduler.running(priority, lambda: call.cancel(PREEMPTED), again=again)
         try:
             return await call
         except asyncio.CancelledError:
@@ -288,6 +318,22 @@ class SchedulingLLM(LLMWrapper):
             raise
         finally:
             self.scheduler.done(running)
+
+    async def prefill(self, messages: Sequence[Message], *, options: GenerateOptions, upto: str) -> bool:
+        """Read a prompt ahead at plan priority, holding a slot (module docstring: a waiting turn stops it,
+        it may stop a background generation on its first run). Returns whether the state was kept."""
+        if not self.inner.can_prefill:
+            return False
+        with self.scheduler.caller():
+            await self.scheduler.acquire(PRIORITY_PLAN, "prefill", read_ahead=True)
+            try:
+                work = self.inner.prefill(messages, options=options, upto=upto)
+                kept = await self._preemptible(work, PRIORITY_PLAN)
+                self.scheduler.read_ahead += 1
+                self.scheduler.read_ahead_stopped += kept is None
+                return bool(kept)
+            finally:
+                self.scheduler.release()
 
     async def stream(
         self,

@@ -222,9 +222,12 @@ STEPS: list[dict[str, Any]] = [
     },
     {
         "title": "Meet someone: start talking",
-        "why": "The ConversationTrigger saw Hikari (distance, view angle, line of sight): both report `talking`.",
+        "why": "The ConversationTrigger saw Hikari (distance, view angle, line of sight): both report `talking`, "
+        "each naming the other as `partner_id` (optional: a server on a model that reads prompts ahead then "
+        "prepares both opening lines while the two turn to face each other).",
         "method": "POST", "path": "/v1/agents/aoi/state", "schema": "StateAccepted",
-        "body": {"state": "talking", "location_name": "中央カフェ", "day": 1, "time_of_day": 9.3},
+        "body": {"state": "talking", "partner_id": "hikari", "location_name": "中央カフェ", "day": 1,
+                 "time_of_day": 9.3},
     },
     {
         "title": "Take a turn",

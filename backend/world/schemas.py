@@ -138,6 +138,19 @@ class StateReport(BaseModel):
     position: Position | None = None
     day: int = Field(ge=1, le=1_000_000)
     time_of_day: float = Field(ge=0, lt=24)
+    partner_id: Id | None = Field(
+        default=None,
+        description="With state `talking`: the agent this one has just met. Optional; on a model that reads "
+        "prompts ahead (llama.cpp in process) the server then prepares this agent's opening line while "
+        "Unity turns the two to face each other, so the first turn answers sooner.",
+    )
+
+    @field_validator("partner_id")
+    @classmethod
+    def _partner_only_when_talking(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and info.data.get("state") != "talking":
+            raise ValueError("partner_id goes with state `talking` only (the agent this one has just met)")
+        return value
 
 
 class StateAccepted(BaseModel):

@@ -205,3 +205,80 @@ async def test_the_trace_says_the_call_was_preempted(settings: Settings) -> None
     assert (rows[0].purpose, rows[0].ok) == ("reflection", False)
     assert PREEMPTED in (rows[0].error or "")
     assert [(c.purpose, c.ok) for c in rows[1:]] == [("dialogue", True), ("reflection", True)]
+
+
+class ReadingEngine(OneSlotEngine):
+    """A one-slot engine that can read a prompt ahead: `prefill` runs until `gate("prefill")` is set."""
+
+    can_prefill = True
+
+    async def prefill(self, messages: Sequence[Message], *, options: GenerateOptions, upto: str) -> bool:
+        self.log.append("start prefill")
+        try:
+            await self.gate("prefill").wait()
+        except asyncio.CancelledError:
+            self.log.append("stopped prefill")
+            raise
+        self.log.append("end prefill")
+        return True
+
+
+async def test_a_read_ahead_stops_a_background_call_on_its_first_run_only() -> None:
+    engine = ReadingEngine()
+    scheduler = Scheduler(1)
+    llm = SchedulingLLM(engine, scheduler)
+    background = asyncio.create_task(
+        llm.generate(MESSAGES, options=_options("reflection", PRIORITY_BACKGROUND))
+    )
+    await _settle()
+    first = asyncio.create_task(llm.prefill(MESSAGES, options=_options("dialogue", PRIORITY_TURN), upto="x"))
+    await _settle()
+    assert engine.log == ["start reflection", "stopped reflection", "start prefill"]
+    engine.gate("prefill").set()
+    assert await first is True
+    await _settle()
+    assert engine.log[-1] == "start reflection"  # run again from the start
+    # Run again, the reflection is not stopped by a second read-ahead: that one waits for it.
+    engine.gate("prefill").clear()
+    second = asyncio.create_task(llm.prefill(MESSAGES, options=_options("dialogue", PRIORITY_TURN), upto="x"))
+    await _settle()
+    assert engine.log.count("stopped reflection") == 1 and engine.log[-1] == "start reflection"
+    engine.gate("reflection").set()
+    assert await background == "reply to reflection"
+    engine.gate("prefill").set()
+    assert await second is True
+    assert engine.log[-2:] == ["start prefill", "end prefill"]
+    assert scheduler.snapshot()["read_ahead"] == {"run": 2, "stopped": 0}
+
+
+async def test_a_waiting_turn_stops_a_read_ahead_and_a_read_ahead_leaves_plans_alone() -> None:
+    engine = ReadingEngine()
+    scheduler = Scheduler(1)
+    llm = SchedulingLLM(engine, scheduler)
+    plan = asyncio.create_task(llm.generate(MESSAGES, options=_options("plan", PRIORITY_PLAN)))
+    await _settle()
+    reading = asyncio.create_task(
+        llm.prefill(MESSAGES, options=_options("dialogue", PRIORITY_TURN), upto="x")
+    )
+    await _settle()
+    assert engine.log == ["start plan"]  # a plan is not background work: the read-ahead queues behind it
+    engine.gate("plan").set()
+    await plan
+    await _settle()
+    assert engine.log[-1] == "start prefill"
+    turn = asyncio.create_task(llm.generate(MESSAGES, options=_options("dialogue", PRIORITY_TURN)))
+    await _settle()
+    assert engine.log[-2:] == ["stopped prefill", "start dialogue"]
+    assert await reading is False  # stopped: what it read stays with the model; it is not run again
+    engine.gate("dialogue").set()
+    assert await turn == "reply to dialogue"
+    assert engine.log.count("start prefill") == 1
+    assert scheduler.snapshot()["read_ahead"] == {"run": 1, "stopped": 1}
+
+
+async def test_a_provider_that_cannot_read_ahead_takes_no_slot() -> None:
+    engine = OneSlotEngine()
+    scheduler = Scheduler(1)
+    llm = SchedulingLLM(engine, scheduler)
+    assert await llm.prefill(MESSAGES, options=_options("dialogue", PRIORITY_TURN), upto="x") is False
+    assert scheduler.granted == 0 and engine.log == []

@@ -82,9 +82,9 @@ def _settings(tmp: Path, model: str, served: str | None = None) -> Settings:
     return settings
 
 
-#: The town takes a quarter of an hour on 2 busy cores (small models write to every field's limit), so it
-#: runs when asked: MACHI_REAL_TOWN=1 for SmolLM2's, =served for SmolLM2's through llama-server, =all for
-#: those and Gemma 3 270M's (twice the cost per token).
+#: The town takes about 8 minutes on 2 cores with SmolLM2 (small models write to every field's limit), so a
+#: plain `make test` runs it when asked: MACHI_REAL_TOWN=1 for SmolLM2's (CI sets it: .ci/run), =served for
+#: SmolLM2's through llama-server, =all for those and Gemma 3 270M's (twice the cost per token).
 #: tests/real_engine's other tests run both models on shorter work in every run.
 WANTED = os.environ.get("MACHI_REAL_TOWN", "")
 RUN = [m for m in MODELS if WANTED == "all" or (WANTED == "1" and m == "smollm2")]

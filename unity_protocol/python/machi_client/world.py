@@ -204,10 +204,12 @@ class HeadlessWorld:
         plan_day = (w.plan or {}).get("day", self.day)
         return plan_day != self.day or self.time_of_day >= float(current.get("end", 0))
 
-    def _enter(self, w: Walker, state: str) -> None:
+    def _enter(self, w: Walker, state: str, partner: str | None = None) -> None:
         w.state = state
         body = {"state": state, "location_name": w.location, "day": self.day, "time_of_day": self.time_of_day,
                 "position": {"x": round(w.pos[0], 3), "y": 0.0, "z": round(w.pos[1], 3)}}  # fmt: skip
+        if partner is not None:
+            body["partner_id"] = partner  # lets a model that reads prompts ahead prepare the opening line
         self.client.report_state(w.id, body)
         self.report.state_reports += 1
 
@@ -248,7 +250,7 @@ class HeadlessWorld:
         for w, other in ((first, second), (second, first)):
             w.talk, w.leaving = talk, False
             w.heading = heading_to(w.pos, other.pos, w.heading)
-            self._enter(w, "talking")
+            self._enter(w, "talking", other.id)
 
     def _converse(self, talk: Talk) -> None:
         for w in talk.walkers:

@@ -1002,6 +1002,15 @@ namespace Machi.Protocol
         [JsonConverter(typeof(CunningMinMaxLengthCheckConverter))]
         public string LocationName { get; set; }
 
+        /// <summary>
+        /// With state `talking`: the agent this one has just met. Optional; on a model that reads
+        /// prompts ahead (llama.cpp in process) the server then prepares this agent's opening line
+        /// while Unity turns the two to face each other, so the first turn answers sooner.
+        /// </summary>
+        [JsonProperty("partner_id")]
+        [JsonConverter(typeof(FluffyMinMaxLengthCheckConverter))]
+        public string PartnerId { get; set; }
+
         [JsonProperty("position")]
         public Position Position { get; set; }
 

@@ -166,11 +166,11 @@ namespace Machi.Samples
             }
         }
 
-        /// <summary>Called by ConversationTrigger when a conversation starts.</summary>
-        public void BeginTalking(CancellationToken ct)
+        /// <summary>Called by ConversationTrigger when a conversation starts with <paramref name="partnerId"/>.</summary>
+        public void BeginTalking(string partnerId, CancellationToken ct)
         {
             _nav.isStopped = true;
-            EnterAsync(BrainState.Talking, ct).Forget();
+            EnterAsync(BrainState.Talking, ct, partnerId).Forget();
         }
 
         /// <summary>Called by ConversationTrigger when the conversation ended (by the server or by distance).</summary>
@@ -181,12 +181,13 @@ namespace Machi.Samples
             EnterAsync(BrainState.Cooldown, ct).Forget();
         }
 
-        private async UniTask EnterAsync(BrainState next, CancellationToken ct)
+        private async UniTask EnterAsync(BrainState next, CancellationToken ct, string partnerId = null)
         {
             State = next;
             var report = new StateReport
             {
                 State = ToWire(next),
+                PartnerId = partnerId,
                 LocationName = LocationName,
                 Position = new Position { X = transform.position.x, Y = transform.position.y, Z = transform.position.z },
                 Day = world.day,

@@ -90,8 +90,9 @@ namespace Machi.Samples
         {
             MachiWorld world = _brain.world;
             string session = _brain.agentId + "-" + partner._brain.agentId + "-" + world.day + "-" + Guid.NewGuid().ToString("N").Substring(0, 8);
-            _brain.BeginTalking(ct);
-            partner._brain.BeginTalking(ct);
+            // Each brain names the other: a server on a model that reads prompts ahead starts on both opening lines.
+            _brain.BeginTalking(partner._brain.agentId, ct);
+            partner._brain.BeginTalking(_brain.agentId, ct);
             var history = new List<string>();
             ConversationTrigger speaker = this, listener = partner;
             try
