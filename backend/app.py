@@ -16,11 +16,14 @@ from backend import __version__
 from backend.api.errors import install_error_handlers
 from backend.api.protocol import ProtocolVersionMiddleware
 from backend.config import Settings, load_settings
+from backend.conversation import jobs as conversation_jobs
+from backend.conversation.aftermath import Aftermath
+from backend.conversation.service import ConversationService
 from backend.council.service import Councils
 from backend.emotion.service import EmotionService, EmotionSettings
 from backend.events import LLM_CALL, EventBus, LLMCallPayload
 from backend.intention.service import IntentionService, IntentionSettings
-from backend.jobs.handlers import install as install_job_handlers
+from backend.interview.service import InterviewService
 from backend.jobs.models import Job
 from backend.jobs.runner import JobRunner
 from backend.llm.base import LLM, Embedder, find_layer
@@ -28,6 +31,7 @@ from backend.llm.health import ModelHealth, find_health, watch
 from backend.llm.models import LLMCall
 from backend.llm.registry import build_embedder, build_provider, check_dependencies, wrap
 from backend.llm.scheduler import find_scheduler
+from backend.memory import jobs as memory_jobs
 from backend.memory.afterthought import Afterthoughts
 from backend.memory.cache import IndexCache
 from backend.memory.jobs import RatingJob
@@ -40,6 +44,7 @@ from backend.memory.service import MemoryParts, MemoryService
 from backend.memory.settings import MemorySettings
 from backend.memory.writer import MemoryWriter
 from backend.planning.planner import Planner
+from backend.planning.service import current_item_of_stored_plan
 from backend.security import install as install_security
 from backend.storage import retention
 from backend.storage.db import check_driver, create_db_engine, init_db
@@ -121,7 +126,8 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
 
 
 def _build_minds(state: Any, settings: Settings, engine: Any) -> None:
-    """The services above memory: intentions, emotion, the planner and the councils (on `state`)."""
+    """The services above memory (on `state`): intentions, emotion, the planner, the councils, conversations
+    and interviews."""
     state.intentions = IntentionService(
         engine=engine, llm=state.llm, memory=state.memory, settings=IntentionSettings.of(settings)
     )
@@ -150,6 +156,8 @@ def _build_minds(state: Any, settings: Settings, engine: Any) -> None:
         events=state.events,
         emotion=state.emotion,
     )
+    state.conversation = _conversation(state, settings)
+    state.interview = InterviewService(engine=engine, llm=state.llm, memory=state.memory, settings=settings)
 
 
 @asynccontextmanager
@@ -179,7 +187,7 @@ async def _running(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
         module_name, _, attr = path.partition(":")
         step: Callable[[FastAPI], Awaitable[Any]] = getattr(importlib.import_module(module_name), attr)
         await step(app)
-    install_job_handlers(app.state)
+    _register_job_handlers(app.state)
     await app.state.jobs.start()  # jobs a crash left pending run again now
     watchers = _watchers(app, settings, provider)
     try:
@@ -204,6 +212,36 @@ async def _stop(app: FastAPI, watchers: list[asyncio.Task[None]]) -> None:
     await app.state.tasks.cancel_all()
     await app.state.llm.aclose()
     await app.state.embedder.aclose()
+
+
+def _conversation(state: Any, settings: Settings) -> ConversationService:
+    """The one ConversationService, with the one Aftermath whose handlers the job runner also runs."""
+    after = Aftermath(
+        engine=state.engine,
+        memory=state.memory,
+        tasks=state.tasks,
+        emotion=state.emotion,
+        events=state.events,
+    )
+    return ConversationService(
+        engine=state.engine,
+        llm=state.llm,
+        memory=state.memory,
+        tasks=state.tasks,
+        settings=settings,
+        after=after,
+        jobs=state.jobs,
+        plan_item=current_item_of_stored_plan,
+        emotion=state.emotion,
+    )
+
+
+def _register_job_handlers(state: Any) -> None:
+    """Each concept's job kinds get their handler on the one runner (the jobs layer knows none of them)."""
+    runner, memory, after = state.jobs, state.memory, state.conversation.after
+    runner.register(memory_jobs.RATE, memory.run_rating, merging=True)
+    runner.register(conversation_jobs.OBSERVE, after.observe_job, merging=True)
+    runner.register(conversation_jobs.REFLECT, after.reflect_job)
 
 
 def _watchers(app: FastAPI, settings: Settings, provider: LLM) -> list[asyncio.Task[None]]:

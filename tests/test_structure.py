@@ -33,12 +33,6 @@ LAYERS: list[set[str]] = [
 LAYER = {concept: depth for depth, concepts in enumerate(LAYERS) for concept in concepts}
 ENTRY = 0
 
-#: Concepts whose structure work (issue 22) has not landed yet; emptied concept by concept.
-PENDING: set[str] = {
-    "api", "conversation", "council", "emotion", "intention", "interview", "jobs", "memory", "planning",
-    "transfer", "world",
-}  # fmt: skip
-
 MAX_FUNCTION_LINES = 60
 SQL_PACKAGES = ("sqlmodel", "sqlalchemy")
 
@@ -147,11 +141,6 @@ def _owned_by(target: str) -> str:
     return concept(target)
 
 
-def _xfail_pending(name: str) -> None:
-    if name in PENDING:
-        pytest.xfail(f"issue 22: the {name} concept is still being restructured")
-
-
 CONCEPTS = sorted({concept(m) for m in MODULES})
 
 
@@ -161,14 +150,12 @@ def test_every_concept_has_a_layer() -> None:
 
 @pytest.mark.parametrize("name", CONCEPTS)
 def test_no_module_import_cycle(name: str) -> None:
-    _xfail_pending(name)
     cycles = [c for c in _cycles(GRAPH) if any(concept(m) == name for m in c)]
     assert not cycles, f"import cycles through {name}: {cycles}"
 
 
 @pytest.mark.parametrize("name", CONCEPTS)
 def test_no_concept_cycle(name: str) -> None:
-    _xfail_pending(name)
     cycles = [c for c in _cycles(_concept_graph()) if name in c]
     witnesses = [
         f"{s} -> {t}"
@@ -182,7 +169,6 @@ def test_no_concept_cycle(name: str) -> None:
 
 @pytest.mark.parametrize("name", CONCEPTS)
 def test_imports_run_down_the_layers(name: str) -> None:
-    _xfail_pending(name)
     upward = [
         f"{source} -> {target}"
         for source, targets in GRAPH.items()
@@ -209,7 +195,6 @@ def _may_use_sql(module: str) -> bool:
 
 @pytest.mark.parametrize("name", CONCEPTS)
 def test_sql_only_in_repositories_models_and_storage(name: str) -> None:
-    _xfail_pending(name)
     offenders = sorted(
         module
         for module in MODULES
@@ -224,7 +209,6 @@ def test_sql_only_in_repositories_models_and_storage(name: str) -> None:
 
 @pytest.mark.parametrize("name", CONCEPTS)
 def test_no_function_over_60_lines(name: str) -> None:
-    _xfail_pending(name)
     long = []
     for module, path in MODULES.items():
         if concept(module) != name:
@@ -239,7 +223,6 @@ def test_no_function_over_60_lines(name: str) -> None:
 
 @pytest.mark.parametrize("name", [c for c in CONCEPTS if (BACKEND / c).is_dir()])
 def test_each_concept_says_what_it_owns_and_may_import(name: str) -> None:
-    _xfail_pending(name)
     folder = BACKEND / name
     readme = folder / "README.md"
     text = readme.read_text(encoding="utf-8") if readme.is_file() else ""

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi import APIRouter, Path, Query, Response
 
-from backend.api.conversation import get_service as conversation_service
-from backend.api.deps import EventsDep, MemoryDep, SessionDep, WorldDep
+from backend.api.deps import ConversationDep, EventsDep, MemoryDep, SessionDep, WorldDep
 from backend.conversation import jobs as conversation_jobs
 from backend.emotion import repo as emotion_repo
 from backend.errors import InvalidInput
@@ -91,7 +90,7 @@ async def post_state(
     world: WorldDep,
     memory: MemoryDep,
     events: EventsDep,
-    request: Request,
+    conversation: ConversationDep,
 ) -> StateAccepted:
     """Unity reports what the agent is doing; arriving somewhere new becomes an observation memory. With
     `talking` and a `partner_id`, a model that reads prompts ahead starts on this agent's opening line."""
@@ -106,7 +105,7 @@ async def post_state(
     if accepted.arrived and body.location_name:
         accepted.observation_id = (await memory.add(world, agent_id, _arrival(agent, body))).id
     if body.partner_id is not None:
-        conversation_service(request).read_ahead_opening(world, agent_id, body)
+        conversation.read_ahead_opening(world, agent_id, body)
     return accepted
 
 

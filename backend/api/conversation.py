@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import logging
+from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Path, Query
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from backend.api.deps import SessionDep, WorldDep
-from backend.conversation import store
+from backend.api.deps import AgentsDep, ConversationDep, SessionDep, WorldDep
+from backend.api.errors import error_body
+from backend.conversation import repo
 from backend.conversation.models import Conversation
 from backend.conversation.schemas import (
     ConversationDetail,
@@ -21,9 +25,12 @@ from backend.conversation.schemas import (
     TurnRequest,
     TurnResult,
 )
-from backend.conversation.service import ConversationService
-from backend.conversation.stream import turn_events
+from backend.conversation.stream import Event, turn_events
+from backend.errors import MachiError
 from backend.ids import StoredSessionId
+from backend.world.cache import AgentCache
+
+log = logging.getLogger(__name__)
 
 router = APIRouter(tags=["conversation"])
 
@@ -31,50 +38,52 @@ router = APIRouter(tags=["conversation"])
 SessionPath = Annotated[StoredSessionId, Path(description="the conversation's session_id")]
 
 
-def get_service(request: Request) -> ConversationService:
-    """The app's one ConversationService (it tracks background work per session), made on first use."""
-    state = request.app.state
-    service: ConversationService | None = getattr(state, "conversation", None)
-    if service is None:
-        service = ConversationService(
-            engine=state.engine,
-            llm=state.llm,
-            memory=state.memory,
-            tasks=state.tasks,
-            settings=state.settings,
-            emotion=getattr(state, "emotion", None),
-            events=getattr(state, "events", None),
-            jobs=getattr(state, "jobs", None),
-        )
-        state.conversation = service
-    return service
-
-
 @router.post("/v1/conversation/turn", response_model=TurnResult)
-async def take_turn(body: TurnRequest, request: Request, world: WorldDep) -> JSONResponse:
+async def take_turn(body: TurnRequest, service: ConversationDep, world: WorldDep) -> JSONResponse:
     """One line from `agent_id` to `target_id`. A retry (same session_id and history length) gets the
     stored reply, byte for byte. 404 unknown agent/target, 409 ended conversation, 422 bad fields."""
-    reply = await get_service(request).take_turn(world, body)
+    reply = await service.take_turn(world, body)
     return JSONResponse(reply)
 
 
 @router.post("/v1/conversation/turn/stream")
-async def stream_turn(body: TurnRequest, request: Request, world: WorldDep) -> StreamingResponse:
+async def stream_turn(body: TurnRequest, service: ConversationDep, world: WorldDep) -> StreamingResponse:
     """The same turn as server-sent events: `delta` {text} while the model writes, then `reply` (the
     full reply) or `error`. Bad input is refused with the plain turn's status codes before streaming."""
-    service = get_service(request)
     prepared = await service.prepare(world, body)
     return StreamingResponse(
-        turn_events(service, prepared),
+        _sse(turn_events(service, prepared), body.session_id),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
 
 
 @router.post("/v1/conversation/end", response_model=EndResult)
-async def end_conversation(body: EndRequest, request: Request, world: WorldDep) -> EndResult:
+async def end_conversation(body: EndRequest, service: ConversationDep, world: WorldDep) -> EndResult:
     """Unity ended the conversation (distance, interrupted...). Idempotent; reflections happen once."""
-    return await get_service(request).end(world, body)
+    return await service.end(world, body)
+
+
+def sse(event: str, data: dict[str, Any]) -> str:
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+async def _sse(events: AsyncIterator[Event], session_id: str) -> AsyncIterator[str]:
+    """The streamed turn's events as server-sent events; an error once the stream has begun is an `error`
+    event in the error envelope (a status code can no longer be sent)."""
+    try:
+        async for event, data in events:
+            yield sse(event, data)
+    except MachiError as exc:
+        yield sse("error", error_body(exc.code, exc.message, exc.details))
+    except Exception:  # noqa: BLE001 - the stream has begun; an error event is all Unity can still get
+        log.exception("streamed turn %s failed", session_id)
+        yield sse("error", error_body("internal_error", "the turn could not be stored; retry it"))
+
+
+def _names(session: Any, agents: AgentCache, world: str, ids: set[str]) -> dict[str, str]:
+    """The participants' display names (world's agent rows; a deleted agent has none)."""
+    return {agent_id: agent.name for agent_id, agent in agents.get_many(session, world, sorted(ids)).items()}
 
 
 def _summary(conv: Conversation, names: dict[str, str]) -> dict[str, Any]:
@@ -97,24 +106,27 @@ def _summary(conv: Conversation, names: dict[str, str]) -> dict[str, Any]:
 @router.get("/v1/conversations", response_model=ConversationList)
 def list_conversations(
     session: SessionDep,
+    agents: AgentsDep,
     world: WorldDep,
     agent_id: str | None = Query(None, max_length=64),
     limit: int = Query(50, ge=1, le=500),
 ) -> ConversationList:
     """Conversations, most recently active first; with `agent_id`, only those it took part in."""
-    rows = store.list_conversations(session, world, agent_id, limit)
-    names = store.names(session, world, {a for c in rows for a in (c.agent_a, c.agent_b)})
+    rows = repo.list_conversations(session, world, agent_id, limit)
+    names = _names(session, agents, world, {a for c in rows for a in (c.agent_a, c.agent_b)})
     return ConversationList(conversations=[ConversationSummary(**_summary(c, names)) for c in rows])
 
 
 @router.get("/v1/conversations/{session_id}", response_model=ConversationDetail)
-def get_conversation(session_id: SessionPath, session: SessionDep, world: WorldDep) -> ConversationDetail:
+def get_conversation(
+    session_id: SessionPath, session: SessionDep, agents: AgentsDep, world: WorldDep
+) -> ConversationDetail:
     """One conversation with every turn (emotion and fallback flag included). 404 if unknown."""
-    conv = store.get_conversation_row(session, world, session_id)
-    names = store.names(session, world, {conv.agent_a, conv.agent_b})
+    conv = repo.get_conversation(session, world, session_id)
+    names = _names(session, agents, world, {conv.agent_a, conv.agent_b})
     turns = [
         TurnPublic.model_validate(t, from_attributes=True)
-        for t in store.conversation_turns(session, world, session_id)
+        for t in repo.conversation_turns(session, world, session_id)
     ]
     return ConversationDetail(
         **_summary(conv, names), turns=turns, transcript=list(conv.transcript or []), reflected=conv.reflected

@@ -17,12 +17,16 @@ from backend.tasks import TaskRunner
 from backend.world.models import DEFAULT_WORLD
 
 if TYPE_CHECKING:
+    from backend.conversation.service import ConversationService
     from backend.council.service import Councils
     from backend.emotion.service import EmotionService
     from backend.events import EventBus
     from backend.intention.service import IntentionService
+    from backend.interview.service import InterviewService
+    from backend.jobs.runner import JobRunner
     from backend.memory.service import MemoryService
     from backend.planning.planner import Planner
+    from backend.world.cache import AgentCache
 
 #: Databases keep integers in 64 bits: a larger id or offset must be a 404/422, not an overflow (500).
 MAX_ROW_ID = 2**63 - 1
@@ -124,3 +128,31 @@ def get_councils(request: Request) -> Councils:
 
 
 CouncilsDep = Annotated["Councils", Depends(get_councils)]
+
+
+def get_conversation(request: Request) -> ConversationService:
+    return request.app.state.conversation
+
+
+ConversationDep = Annotated["ConversationService", Depends(get_conversation)]
+
+
+def get_interview(request: Request) -> InterviewService:
+    return request.app.state.interview
+
+
+InterviewDep = Annotated["InterviewService", Depends(get_interview)]
+
+
+def get_jobs(request: Request) -> JobRunner:
+    return request.app.state.jobs
+
+
+JobsDep = Annotated["JobRunner", Depends(get_jobs)]
+
+
+def get_agents(request: Request) -> AgentCache:
+    return request.app.state.agents
+
+
+AgentsDep = Annotated["AgentCache", Depends(get_agents)]

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
 from backend import PROTOCOL_VERSION, __version__
-from backend.jobs import store as job_store
+from backend.jobs import repo as job_store
 from backend.llm.scheduler import find_scheduler
 from backend.storage.db import reachable
 

@@ -8,7 +8,7 @@ from typing import Literal
 from fastapi import APIRouter, Query
 
 from backend.api.deps import EngineDep, WorldDep
-from backend.jobs import store
+from backend.jobs import repo
 from backend.jobs.models import JobList, JobPublic
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
@@ -23,6 +23,6 @@ async def list_jobs(
     limit: int = Query(50, ge=1, le=500),
 ) -> JobList:
     """Newest first, with the world's counts per status."""
-    rows = await asyncio.to_thread(store.listing, engine, world, status, kind, limit)
-    counts = await asyncio.to_thread(store.counts, engine, world)
+    rows = await asyncio.to_thread(repo.listing, engine, world, status, kind, limit)
+    counts = await asyncio.to_thread(repo.counts, engine, world)
     return JobList(jobs=[JobPublic.model_validate(r, from_attributes=True) for r in rows], counts=counts)

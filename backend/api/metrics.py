@@ -14,7 +14,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, SummaryMetricFamily
 from prometheus_client.registry import Collector
 
-from backend.jobs import store as job_store
+from backend.jobs import repo as job_store
 from backend.llm.scheduler import find_scheduler
 
 router = APIRouter(tags=["health"])

@@ -1,7 +1,8 @@
 """What happens after a turn's reply is sent: memories, emotion, events, reflections, person memory.
 
-Nothing here is on the request path. Observations are tracked per session so that the end-of-conversation
-reflection waits for every line to be stored.
+Nothing here is on the request path. The turn's observations and the conversation's reflections are
+persisted jobs (conversation/jobs.py) committed with the turn; `observe_job` and `reflect_job` are their
+handlers, registered on the app's job runner in backend/app.py. Emotion and events stay in memory.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from backend.conversation import jobs as turn_jobs
-from backend.conversation import store
+from backend.conversation import repo
 from backend.conversation.prompts import TurnContext, observation_texts
 from backend.errors import LLMError
 from backend.events import (
@@ -21,6 +22,9 @@ from backend.events import (
     EventBus,
     TurnPayload,
 )
+from backend.jobs import repo as job_repo
+from backend.jobs.models import Job
+from backend.jobs.runner import NotReady
 from backend.memory import afterthought
 from backend.tasks import TaskRunner
 from backend.world.models import Agent
@@ -51,8 +55,6 @@ class Aftermath:
         self.tasks = tasks
         self.emotion = emotion
         self.events = events
-        # Observation tasks per (world, session): a reflection waits for them so it sees every line.
-        self._pending: dict[tuple[str, str], set[asyncio.Task[Any]]] = {}
 
     def after_turn(
         self,
@@ -61,10 +63,9 @@ class Aftermath:
         result: dict[str, Any],
         location: str | None,
         *,
-        observe: bool = True,
         feeling: str | None = None,
     ) -> None:
-        """Publish the turn, store both observations (unless a persisted job does), update emotion.
+        """Publish the turn and update emotion (its observations are the turn's persisted job).
 
         With EMOTION_FROM_TURN the speaker's `feeling` (its reply's wheel word) is applied without a model call
         and the listener waits for its own reply (or the end of the conversation); a reply without a usable
@@ -89,10 +90,6 @@ class Aftermath:
                     end_reason=result["end_reason"],
                     location_name=location,
                 ),
-            )
-        if observe:
-            self._track(
-                world_id, session_id, self._observe(world_id, ctx, result["dialogue"], location, session_id)
             )
         if self.emotion is not None:
             self._turn_emotion(ctx, result["dialogue"], feeling)
@@ -125,30 +122,28 @@ class Aftermath:
             return f"talking with {other.name}" + (f" at {place}" if place else "")
         return f"{place}で{other.name}と話している" if place else f"{other.name}と話している"
 
-    def _track(self, world_id: str, session_id: str, coro: Any) -> None:
-        key = (world_id, session_id)
-        task = self.tasks.spawn(coro, name=f"observe:{session_id}")
-        pending = self._pending.setdefault(key, set())
-        pending.add(task)
+    async def observe_job(self, job: Job) -> None:
+        """The `conversation.observe` handler (`attempts` counts this run: 1 means no earlier run can have
+        stored anything)."""
+        await self.observe(job.world_id, job.payload, rerun=job.attempts > 1)
 
-        def _forget(done: asyncio.Task[Any]) -> None:
-            pending.discard(done)
-            if not pending:
-                self._pending.pop(key, None)
+    async def reflect_job(self, job: Job) -> None:
+        """The `conversation.reflect` handler.
 
-        task.add_done_callback(_forget)
+        Raises:
+            NotReady: an observation of the conversation is still pending or running (the reflection reads
+                every line's: deferred without holding a job slot).
+            RuntimeError: the model failed to reflect (the runner retries the job).
+        """
+        session_id = str(job.payload["session_id"])
+        prefix = turn_jobs.observe_prefix(job.world_id, session_id)
+        if await asyncio.to_thread(job_repo.live_with_prefix, self.engine, prefix):
+            raise NotReady("observations of the conversation are still pending", delay_s=0.2)
+        made = await self.reflect_participant(job.world_id, session_id, str(job.payload["agent_id"]))
+        if not made:
+            raise RuntimeError(f"the conversation reflection for {job.payload['agent_id']} failed")
 
-    async def _observe(
-        self, world_id: str, ctx: TurnContext, dialogue: str, location: str | None, session_id: str
-    ) -> None:
-        """One observation memory for each participant (importance is rated in the background)."""
-        items = {
-            agent.id: [_observation(content, location, ctx.day, ctx.time_of_day)]
-            for agent, content in observation_texts(ctx.speaker, ctx.partner, dialogue)
-        }
-        await self.memory.add_for(world_id, items, session_id=session_id, rated_later=True)
-
-    async def observe_job(self, world_id: str, payload: dict[str, Any], *, rerun: bool = True) -> None:
+    async def observe(self, world_id: str, payload: dict[str, Any], *, rerun: bool = True) -> None:
         """The `conversation.observe` job: both observations of each of its lines, each stored once, with one
         memory write per participant for all the lines.
 
@@ -169,7 +164,7 @@ class Aftermath:
                 if agent.id in line.get("forgotten", ()):
                     continue  # deleted since the line was said (conversation/jobs.py forget_agent)
                 if rerun and await asyncio.to_thread(
-                    turn_jobs.has_observation, self.engine, world_id, agent.id, session_id, content
+                    self.memory.repo.has_observation, (world_id, agent.id), session_id, content
                 ):
                     continue
                 heard_news = bool(line.get("news")) and agent is partner
@@ -193,23 +188,6 @@ class Aftermath:
                 ),
             )
 
-    def reflect(self, world_id: str, session_id: str) -> None:
-        waiting = set(self._pending.get((world_id, session_id), set()))
-        self.tasks.spawn(self._reflect(world_id, session_id, waiting), name=f"reflect:{session_id}")
-
-    async def _reflect(self, world_id: str, session_id: str, waiting: set[asyncio.Task[Any]]) -> None:
-        """Per participant: a conversation reflection, person memory, emotion, then a threshold check."""
-        if waiting:
-            await asyncio.gather(*waiting, return_exceptions=True)
-        conv, _ = await asyncio.to_thread(
-            store.load_participants, self.engine, world_id, session_id, self.memory.agents
-        )
-        for agent_id in (conv.agent_a, conv.agent_b):
-            try:
-                await self.reflect_participant(world_id, session_id, agent_id)
-            except Exception:  # noqa: BLE001 - one participant's failure must not cost the other its reflection
-                log.exception("conversation reflection for %s in %s failed", agent_id, session_id)
-
     async def reflect_participant(self, world_id: str, session_id: str, agent_id: str) -> bool:
         """One participant's end-of-conversation call (reflection, person memory, feeling) and threshold check.
 
@@ -218,9 +196,9 @@ class Aftermath:
         written (backend/memory/afterthought.py).
         Returns False when the model failed to reflect (the caller may retry), True otherwise.
         """
-        conv, agents = await asyncio.to_thread(
-            store.load_participants, self.engine, world_id, session_id, self.memory.agents
-        )
+        conv = await asyncio.to_thread(repo.read_conversation, self.engine, world_id, session_id)
+        ids = [conv.agent_a, conv.agent_b]
+        agents = await asyncio.to_thread(self.memory.agents.read, self.engine, world_id, ids)
         me = agents.get(agent_id)
         partner = agents.get(conv.agent_b if agent_id == conv.agent_a else conv.agent_a)
         if me is None or partner is None:
@@ -228,8 +206,10 @@ class Aftermath:
         day = conv.end_day or conv.start_day
         time_of_day = conv.end_time_of_day if conv.end_time_of_day is not None else conv.start_time_of_day
         transcript = list(conv.transcript or [])
-        made = await asyncio.to_thread(turn_jobs.reflection_of, self.engine, world_id, me.id, session_id)
-        evidence = await asyncio.to_thread(store.observation_ids, self.engine, world_id, me.id, session_id)
+        made = await asyncio.to_thread(
+            self.memory.repo.conversation_reflection, (world_id, me.id), session_id
+        )
+        evidence = await asyncio.to_thread(self.memory.repo.observation_ids, (world_id, me.id), session_id)
         about = afterthought.Conversation(
             session_id, partner.id, partner.name, transcript, evidence, day, time_of_day, me.language
         )

@@ -3,7 +3,8 @@
 A turn is: validate and load (agents, stored reply for a retry, plan item) -> retrieve memories -> one model
 call within the turn deadline (fallback line on any failure) -> end rules -> commit the turn -> reply.
 Observation memories and end-of-conversation reflections run afterwards as persisted jobs, committed in the
-turn's own transaction (conversation/jobs.py), so a reply Unity got is never lost from memory by a crash.
+turn's own transaction (conversation/jobs.py, conversation/repo.py), so a reply Unity got is never lost
+from memory by a crash.
 """
 
 from __future__ import annotations
@@ -11,14 +12,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from sqlmodel import Session
-
 from backend.config import Settings
 from backend.conversation import jobs as turn_jobs
-from backend.conversation import rules, store
+from backend.conversation import repo, rules
 from backend.conversation.aftermath import Aftermath
 from backend.conversation.prompts import TurnContext, build_facts, build_messages, read_ahead_part
 from backend.conversation.schemas import (
@@ -31,11 +31,9 @@ from backend.conversation.schemas import (
     turn_reply_for,
 )
 from backend.conversation.transcript import check_history
-from backend.errors import LLMError, MachiError
-from backend.events import EventBus
+from backend.errors import LLMError, MachiError, NotFound
 from backend.intention import service as intentions
 from backend.intention.telling import told_in
-from backend.jobs.models import Job
 from backend.jobs.runner import JobRunner
 from backend.llm.base import LLM, PRIORITY_TURN, GenerateOptions, find_layer
 from backend.llm.budget import PromptBudgetLLM, count_messages
@@ -66,6 +64,20 @@ KEPT_LINES = 2
 QUERY_LINES = 3
 #: How many memories the last lines may bring up besides the conversation's standing ones (RETRIEVAL_K).
 LINE_MEMORIES = 3
+
+#: The speaker's stored plan item at a time, read in the turn's session (planning's, passed in by the app):
+#: (session, world_id, agent_id, day, time_of_day) -> the item, or None.
+PlanItemAt = Callable[[Any, str, str, int, float], "dict[str, Any] | None"]
+
+
+@dataclass
+class TurnState:
+    """What storage knows about a requested turn before the model is asked."""
+
+    speaker: Agent
+    partner: Agent
+    stored: repo.StoredTurn
+    plan_activity: str | None = None
 
 
 @dataclass
@@ -103,23 +115,23 @@ class ConversationService:
         memory: MemoryService,
         tasks: TaskRunner,
         settings: Settings,
+        after: Aftermath,
+        jobs: JobRunner,
+        plan_item: PlanItemAt,
         emotion: EmotionService | None = None,
-        events: EventBus | None = None,
-        jobs: JobRunner | None = None,
     ) -> None:
         self.engine = engine
-        # With a job runner, observations and reflections are persisted jobs committed with the turn (see
-        # conversation/jobs.py); without one they run as in-memory background tasks.
+        # Observations and reflections are persisted jobs committed with the turn (conversation/jobs.py).
         self.jobs = jobs
         self.llm = llm
         self.memory = memory
         self.tasks = tasks
         self.settings = settings
         self.emotion = emotion
-        self.after = Aftermath(engine=engine, memory=memory, tasks=tasks, emotion=emotion, events=events)
-        self._opening: set[tuple[str, str, str]] = (
-            set()
-        )  # (world, agent, partner) opening read-aheads running
+        self.after = after
+        self.plan_item = plan_item
+        # (world, agent, partner) opening read-aheads running
+        self._opening: set[tuple[str, str, str]] = set()
 
     # --- the turn ---
     async def take_turn(self, world_id: str, req: TurnRequest) -> dict[str, Any]:
@@ -140,15 +152,17 @@ class ConversationService:
         loop = asyncio.get_running_loop()
         prepared = PreparedTurn(world_id, req, loop.time() + self.settings.turn_deadline_s, dry=dry)
         state, person_summary, feeling, mind = await asyncio.to_thread(self._read_state, world_id, req)
-        if state.stored_reply is not None:
-            prepared.stored = state.stored_reply
+        if state.stored.reply is not None:
+            prepared.stored = state.stored.reply
             return prepared
         req = self._check_history(prepared, state)
         language = rules.lang_key(req.language or state.speaker.language)
         partner_last = rules.line_text(req.history[-1]) if req.history else None
         # A conversation's memory watermark is taken at its first turn (one past the newest memory id).
-        fresh = not state.transcript
-        prepared.watermark = await asyncio.to_thread(self.memory.watermark) if fresh else state.watermark
+        fresh = not state.stored.transcript
+        prepared.watermark = (
+            await asyncio.to_thread(self.memory.watermark) if fresh else state.stored.watermark
+        )
         standing, brought_up = await self._memories(prepared, state, partner_last)
         prepared.ctx = TurnContext(
             speaker=state.speaker,
@@ -177,13 +191,13 @@ class ConversationService:
         return prepared
 
     @staticmethod
-    def _check_history(prepared: PreparedTurn, state: store.TurnState) -> TurnRequest:
+    def _check_history(prepared: PreparedTurn, state: TurnState) -> TurnRequest:
         """The request with its history checked against the stored transcript (conversation/transcript.py):
         the stored lines are used where Unity's differ, which is logged and told in the reply."""
         req = prepared.request
         # Unity may name a speaker by id or display name; the transcript and the prompt use display names.
         checked = check_history(
-            rules.named_lines(req.history, (state.speaker, state.partner)), state.transcript
+            rules.named_lines(req.history, (state.speaker, state.partner)), state.stored.transcript
         )
         if checked.fixes:
             log.warning(
@@ -197,14 +211,14 @@ class ConversationService:
 
     def _read_state(
         self, world_id: str, req: TurnRequest
-    ) -> tuple[store.TurnState, str | None, EmotionState | None, intentions.TurnIntentions | None]:
+    ) -> tuple[TurnState, str | None, EmotionState | None, intentions.TurnIntentions | None]:
         """Everything the turn reads from storage, in one session (one worker-thread hop): the agents, a
         stored reply (retry), the plan item, what the speaker knows of the partner, the speaker's
         newest emotional state decayed to now (fire-and-forget evaluations land between turns), and its
         intentions with the first thing it has not yet told the partner."""
-        with Session(self.engine, expire_on_commit=False) as session:
-            state = store.load_turn_state(session, world_id, req, self.memory.agents)
-            if state.stored_reply is not None:
+        with repo.read_session(self.engine) as session:
+            state = self._turn_state(session, world_id, req)
+            if state.stored.reply is not None:
                 return state, None, None, None
             speaker, partner = state.speaker, state.partner
             summary = self.memory.person_context(world_id, speaker.id, partner.id, session=session)
@@ -224,8 +238,26 @@ class ConversationService:
             )
         return state, summary, feeling, mind
 
+    def _turn_state(self, session: Any, world_id: str, req: TurnRequest) -> TurnState:
+        """The agents (kept rows, checked against `updated_at`), the stored turn or conversation, and the
+        speaker's planned activity at this time of day.
+
+        Raises:
+            NotFound: the agent or the target does not exist.
+            Conflict: the conversation has ended, or this turn index belongs to another pair.
+        """
+        found = self.memory.agents.get_many(session, world_id, [req.agent_id, req.target_id])
+        speaker = _agent(found, world_id, req.agent_id, "agent_id")
+        partner = _agent(found, world_id, req.target_id, "target_id")
+        stored = repo.read_turn(session, world_id, req)
+        if stored.reply is not None:
+            return TurnState(speaker, partner, stored)
+        item = self.plan_item(session, world_id, req.agent_id, req.day, req.time_of_day)
+        activity = str(item["activity"]) if item and item.get("activity") else None
+        return TurnState(speaker, partner, stored, activity)
+
     async def _memories(
-        self, prepared: PreparedTurn, state: store.TurnState, partner_last: str | None
+        self, prepared: PreparedTurn, state: TurnState, partner_last: str | None
     ) -> tuple[list[Recalled], list[Recalled]]:
         """The speaker's standing memories for this conversation, and what the last lines bring up besides.
 
@@ -253,11 +285,11 @@ class ConversationService:
         shown = {memory_id for memory_id, _ in standing}
         return standing, [item for item in found if item.id not in shown][:LINE_MEMORIES]
 
-    async def _standing(self, prepared: PreparedTurn, state: store.TurnState) -> list[Recalled]:
+    async def _standing(self, prepared: PreparedTurn, state: TurnState) -> list[Recalled]:
         """The speaker's standing memories: those its first turn chose, or chosen now (and kept with the turn)."""
         req, world_id, speaker = prepared.request, prepared.world_id, state.speaker
-        if state.standing is not None:
-            return await self.memory.recall_ids(world_id, speaker.id, state.standing)
+        if state.stored.standing is not None:
+            return await self.memory.recall_ids(world_id, speaker.id, state.stored.standing)
         about = " ".join(filter(None, [state.partner.name, req.location_name]))
         search = Search(
             self.settings.retrieval_k, day=req.day, time_of_day=req.time_of_day,
@@ -386,47 +418,44 @@ class ConversationService:
         if reply is None or not reply.dialogue.strip():
             # Only a fallback needs the speaker's last expression: skip the query on the usual path.
             prepared.last_emotion = await asyncio.to_thread(
-                store.last_emotion, self.engine, prepared.world_id, req.session_id, req.agent_id
+                repo.last_emotion, self.engine, prepared.world_id, req.session_id, req.agent_id
             )
         result = self.compose(prepared, reply)
         line = f"{ctx.speaker.name}: {result['dialogue']}"
-        jobs: list[Job] | None = [] if self.jobs is not None else None
         told = self._told(prepared, result)
-        stored, created = await asyncio.to_thread(
-            store.commit_turn,
-            self.engine,
-            prepared.world_id,
-            req,
-            result,
-            store.Said(line, ctx.language, prepared.watermark, prepared.standing),
-            jobs,
-            told,
+        observe = turn_jobs.observe_job(prepared.world_id, req, result, news=told is not None)
+        said = repo.Said(line, ctx.language, prepared.watermark, prepared.standing)
+        committed = await asyncio.to_thread(
+            repo.commit_turn, self.engine, prepared.world_id, req, result, said, [observe], told
         )
-        if created:
-            if result["fallback"]:
-                self._count_fallback()
-            if self.jobs is not None and jobs is not None:
-                # A last turn also commits the reflections: they start once its line is remembered.
-                lines = [job for job in jobs if job.kind == turn_jobs.OBSERVE]
-                self.jobs.submit_after(lines, [job for job in jobs if job.kind != turn_jobs.OBSERVE])
-            felt = getattr(reply, "feeling", None) if reply is not None and not result["fallback"] else None
-            self.after.after_turn(
-                prepared.world_id, ctx, result, req.location_name, observe=jobs is None, feeling=felt
-            )
-            if not result["is_conversation_end"]:
-                self._look_ahead(prepared, line)
-            if result["is_conversation_end"]:
-                participants = [req.agent_id, req.target_id]
-                self.after.ended(
-                    prepared.world_id,
-                    req.session_id,
-                    participants,
-                    result["end_reason"],
-                    prepared.turn_index + 1,
-                )
-                if jobs is None:
-                    await self._reflect_once(prepared.world_id, req.session_id)
-        return stored
+        if committed.created:
+            self._after_commit(prepared, reply, result, committed, line)
+        return committed.reply
+
+    def _after_commit(
+        self,
+        prepared: PreparedTurn,
+        reply: TurnReply | None,
+        result: dict[str, Any],
+        committed: repo.Committed,
+        line: str,
+    ) -> None:
+        """A stored turn's jobs started, its events and emotion, the partner's prompt read ahead."""
+        ctx, req = prepared.ctx, prepared.request
+        assert ctx is not None
+        if result["fallback"]:
+            self._count_fallback()
+        # A last turn also commits the reflections: they start once its line is remembered.
+        lines = [job for job in committed.jobs if job.kind == turn_jobs.OBSERVE]
+        self.jobs.submit_after(lines, [job for job in committed.jobs if job.kind != turn_jobs.OBSERVE])
+        felt = getattr(reply, "feeling", None) if reply is not None and not result["fallback"] else None
+        self.after.after_turn(prepared.world_id, ctx, result, req.location_name, feeling=felt)
+        if not result["is_conversation_end"]:
+            self._look_ahead(prepared, line)
+        else:
+            participants = [req.agent_id, req.target_id]
+            turns = prepared.turn_index + 1
+            self.after.ended(prepared.world_id, req.session_id, participants, result["end_reason"], turns)
 
     def _look_ahead(self, prepared: PreparedTurn, line: str) -> None:
         """On a model that can read a prompt ahead (llama.cpp in process), read the partner's next turn
@@ -503,7 +532,7 @@ class ConversationService:
             NotFound: no conversation with that session_id.
         """
         conv, already = await asyncio.to_thread(
-            store.end_conversation,
+            repo.end_conversation,
             self.engine,
             world_id,
             body.session_id,
@@ -525,12 +554,15 @@ class ConversationService:
         )
 
     async def _reflect_once(self, world_id: str, session_id: str) -> None:
-        if self.jobs is not None:
-            jobs: list[Job] = []
-            await asyncio.to_thread(store.claim_reflection, self.engine, world_id, session_id, jobs)
-            self.jobs.submit(jobs)
-        elif await asyncio.to_thread(store.claim_reflection, self.engine, world_id, session_id):
-            self.after.reflect(world_id, session_id)
+        jobs = await asyncio.to_thread(repo.claim_reflection, self.engine, world_id, session_id)
+        self.jobs.submit(jobs)
+
+
+def _agent(found: dict[str, Agent], world_id: str, agent_id: str, field: str) -> Agent:
+    agent = found.get(agent_id)
+    if agent is None:
+        raise NotFound(f"no agent {agent_id!r} in world {world_id!r}", details={"field": field})
+    return agent
 
 
 def _without_own_prefix(line: str, speaker: Agent) -> str:

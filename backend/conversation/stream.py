@@ -7,12 +7,14 @@ dialogue is. A server-side change
 that only appends (a goodbye added because the partner said goodbye) is sent as one more delta. A change
 that rewrites what was already shown (the model failed mid-stream and a fallback line replaces it, or the
 reply was cut) is sent as `reset` followed by the whole final line.
+
+Events are (name, data) pairs; api/conversation.py writes them as server-sent events, and turns an error
+raised once the stream has begun into an `error` event (errors are mapped in api/, not here).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -20,51 +22,46 @@ from typing import Any
 from backend.conversation.extract import FieldExtractor
 from backend.conversation.schemas import TurnReply
 from backend.conversation.service import ConversationService, PreparedTurn
-from backend.errors import LLMError, LLMReplyError, MachiError, error_body
-from backend.llm.base import Completion, json_schema_for
-from backend.llm.retry import checked_reply, reask
-from backend.llm.trace import mark_invalid_reply
+from backend.errors import LLMError
+from backend.llm.base import Completion, GenerateOptions, Message, json_schema_for
+from backend.llm.retry import repaired
 from backend.logs import reason
 from backend.text import StreamCleaner
 
 log = logging.getLogger(__name__)
 
 
-def sse(event: str, data: dict[str, Any]) -> str:
-    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+#: A stream event: its name (`delta`, `reset`, `reply`) and its data.
+Event = tuple[str, dict[str, Any]]
 
 
-async def turn_events(service: ConversationService, prepared: PreparedTurn) -> AsyncIterator[str]:
-    """The SSE body of a streamed turn. Storage and retry-safety are those of the plain turn."""
+async def turn_events(service: ConversationService, prepared: PreparedTurn) -> AsyncIterator[Event]:
+    """The events of a streamed turn. Storage and retry-safety are those of the plain turn.
+
+    Raises:
+        MachiError: the turn could not be stored (after some deltas may have been sent).
+    """
     if prepared.stored is not None:
-        yield sse("delta", {"text": prepared.stored["dialogue"]})
-        yield sse("reply", prepared.stored)
+        yield "delta", {"text": prepared.stored["dialogue"]}
+        yield "reply", prepared.stored
         return
     shown: list[str] = []
     reply: TurnReply | None = None
-    try:
-        async for text in _dialogue_pieces(service, prepared):
-            if isinstance(text, TurnReply):
-                reply = text
-            else:
-                shown.append(text)
-                yield sse("delta", {"text": text})
-        stored = await service.finish(prepared, reply)
-    except MachiError as exc:
-        yield sse("error", error_body(exc.code, exc.message, exc.details))
-        return
-    except Exception:  # noqa: BLE001 - the stream has begun; an error event is all Unity can still get
-        log.exception("streamed turn %s failed", prepared.request.session_id)
-        yield sse("error", error_body("internal_error", "the turn could not be stored; retry it"))
-        return
+    async for text in _dialogue_pieces(service, prepared):
+        if isinstance(text, TurnReply):
+            reply = text
+        else:
+            shown.append(text)
+            yield "delta", {"text": text}
+    stored = await service.finish(prepared, reply)
     sent, final = "".join(shown), stored["dialogue"]
     if final.startswith(sent):
         if final != sent:
-            yield sse("delta", {"text": final[len(sent) :]})
+            yield "delta", {"text": final[len(sent) :]}
     else:
-        yield sse("reset", {})
-        yield sse("delta", {"text": final})
-    yield sse("reply", stored)
+        yield "reset", {}
+        yield "delta", {"text": final}
+    yield "reply", stored
 
 
 async def _dialogue_pieces(service: ConversationService, prepared: PreparedTurn) -> AsyncIterator[Any]:
@@ -102,34 +99,24 @@ async def _dialogue_pieces(service: ConversationService, prepared: PreparedTurn)
 async def _parse_or_reask(
     service: ConversationService, prepared: PreparedTurn, text: str, usage: Completion, stop_at: float
 ) -> TurnReply | None:
-    """Repair, validate and echo-check the streamed reply; if unusable, re-ask once (not streamed) within
-    the deadline. One re-ask in all, as for the plain turn; then the turn falls back."""
+    """The streamed reply, checked as the plain turn's is (llm/retry.py `repaired`): if unusable, re-asked
+    once (not streamed) within the deadline; then the turn falls back."""
     messages, options = service.messages(prepared), service.options(prepared)
     schema = service.reply_schema(prepared)
+    loop = asyncio.get_running_loop()
+
+    async def ask(conversation: list[Message], options: GenerateOptions) -> Completion:
+        budget = stop_at - loop.time()
+        if budget <= 0:
+            raise TimeoutError("no time left for a re-ask")
+        call = service.llm.complete(conversation, options=options, schema=json_schema_for(schema))
+        return await asyncio.wait_for(call, timeout=budget)
+
+    first = Completion(text, trace_id=usage.trace_id)
     try:
-        return checked_reply(text, schema, messages, options)
-    except LLMReplyError as exc:
-        await mark_invalid_reply(service.llm, usage.trace_id, exc.message)
-        log.info("streamed turn %s: reply unusable (%s); re-asking", prepared.request.session_id, exc.message)
-        reasked, reask_options = reask(messages, text, exc.message, options)
-    budget = stop_at - asyncio.get_running_loop().time()
-    if budget <= 0:
-        return None
-    try:
-        call = service.llm.complete(reasked, options=reask_options, schema=json_schema_for(schema))
-        completion = await asyncio.wait_for(call, timeout=budget)
-    except (LLMError, TimeoutError) as again:
-        log.warning(
-            "streamed turn %s falls back after re-ask: %s", prepared.request.session_id, reason(again)
-        )
-        return None
-    try:
-        return checked_reply(completion.text, schema, messages, options)
-    except LLMReplyError as again:
-        await mark_invalid_reply(service.llm, completion.trace_id, again.message)
-        log.warning(
-            "streamed turn %s falls back after re-ask: %s", prepared.request.session_id, reason(again)
-        )
+        return await repaired(ask, messages, schema, options, tracer=service.llm, first=first)
+    except (LLMError, TimeoutError) as exc:
+        log.warning("streamed turn %s falls back after re-ask: %s", prepared.request.session_id, reason(exc))
         return None
 
 

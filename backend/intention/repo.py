@@ -51,6 +51,15 @@ def forget_agent(session: Session, world_id: str, agent_id: str) -> None:
     session.commit()
 
 
+def record_told(session: Session, told: Told) -> None:
+    """What was told to whom, once per (teller, listener, item), in the caller's transaction (a turn's
+    commit): a second telling keeps the first record."""
+    key = (told.world_id, told.teller_id, told.listener_id, told.item_key)
+    if session.get(Told, key) is None:
+        session.add(Told.model_validate(told.model_dump()))
+        session.flush()
+
+
 def known_keys(session: Session, world_id: str, agent_id: str) -> set[str]:
     """Keys of everything the agent knows: what it was told (by anyone) and what it told others."""
     query = select(Told.item_key).where(

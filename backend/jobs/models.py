@@ -11,7 +11,10 @@ from sqlmodel import Field, SQLModel
 
 from backend.gametime import utcnow
 from backend.storage.rows import build
-from backend.world.models import DEFAULT_WORLD
+
+#: The world a job row names when none is given: world's `DEFAULT_WORLD`, spelled out because jobs sit
+#: below world in the layers (a job names its world by id only).
+DEFAULT_WORLD = "default"
 
 JobStatus = Literal["pending", "running", "done", "failed"]
 #: Jobs still to run; a new job with the dedupe key of one of these is not added again.
@@ -30,7 +33,7 @@ class Job(SQLModel, table=True):
     attempts: int = 0
     run_after: datetime = Field(default_factory=utcnow)
     last_error: str | None = Field(default=None, max_length=1000)
-    #: At most one live (pending/running) job per key; finished ones give their key up (see store.add).
+    #: At most one live (pending/running) job per key; finished ones give their key up (see repo.add).
     dedupe_key: str | None = Field(default=None, unique=True, max_length=400)
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)

@@ -25,11 +25,9 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from sqlalchemy.engine import Engine
-
 from backend.config import Settings
 from backend.gametime import utcnow
-from backend.jobs import store
+from backend.jobs import repo
 from backend.jobs.models import Job
 from backend.tasks import TaskRunner
 
@@ -51,12 +49,12 @@ class NotReady(Exception):  # noqa: N818 - a signal, not an error
 class JobRunner:
     """Runs jobs by kind. Built in the app's lifespan and kept at `app.state.jobs`."""
 
-    def __init__(self, *, engine: Engine, settings: Settings, tasks: TaskRunner) -> None:
+    def __init__(self, *, engine: Any, settings: Settings, tasks: TaskRunner) -> None:
         self.engine = engine
         self.settings = settings
         self.tasks = tasks
         self.handlers: dict[str, Handler] = {}
-        # Kinds whose jobs are added with `store.add(merge=...)`: they give their dedupe key up when claimed.
+        # Kinds whose jobs are added with `repo.add(merge=...)`: they give their dedupe key up when claimed.
         self._merging: list[str] = []
         self.outcomes: Counter[str] = Counter()  # done / retried / failed / deferred, since start
         self._active: dict[int, asyncio.Task[Any]] = {}
@@ -68,14 +66,14 @@ class JobRunner:
         self._slots = asyncio.Semaphore(settings.job_workers)
 
     def register(self, kind: str, handler: Handler, *, merging: bool = False) -> None:
-        """Run `handler` for jobs of `kind`. `merging`: the kind's jobs are added with `store.add(merge=...)`."""
+        """Run `handler` for jobs of `kind`. `merging`: the kind's jobs are added with `repo.add(merge=...)`."""
         self.handlers[kind] = handler
         if merging and kind not in self._merging:
             self._merging.append(kind)
 
     async def start(self) -> None:
         """Put jobs a dead process left `running` back to pending, then start polling for due jobs."""
-        recovered = await asyncio.to_thread(store.recover, self.engine)
+        recovered = await asyncio.to_thread(repo.recover, self.engine)
         if recovered:
             log.warning("%d job(s) interrupted by a restart will run again", recovered)
         self._loop = asyncio.create_task(self._poll(), name="jobs-poll")
@@ -131,7 +129,7 @@ class JobRunner:
     async def _poll(self) -> None:
         while True:
             try:
-                for job_id in await asyncio.to_thread(store.due, self.engine, POLL_BATCH):
+                for job_id in await asyncio.to_thread(repo.due, self.engine, POLL_BATCH):
                     if job_id not in self._held:
                         self._start(job_id)
             except Exception:  # noqa: BLE001 - a database hiccup must not stop the runner for good
@@ -145,7 +143,7 @@ class JobRunner:
     async def _run(self, job_id: int) -> None:
         try:
             async with self._slots:
-                job = await asyncio.to_thread(store.claim, self.engine, job_id, self._merging)
+                job = await asyncio.to_thread(repo.claim, self.engine, job_id, self._merging)
                 if job is None:
                     return
                 delay = await self._execute(job)
@@ -169,13 +167,13 @@ class JobRunner:
         except NotReady as exc:
             self.outcomes["deferred"] += 1
             await asyncio.to_thread(
-                store.retry_later, self.engine, job.id, str(exc), exc.delay_s, give_up=False, count=False
+                repo.retry_later, self.engine, job.id, str(exc), exc.delay_s, give_up=False, count=False
             )
             return exc.delay_s
         except Exception as exc:  # noqa: BLE001 - every failure is recorded on the row and retried
             await self._failed(job, exc)
             return None
-        await asyncio.to_thread(store.finish, self.engine, job.id)
+        await asyncio.to_thread(repo.finish, self.engine, job.id)
         self.outcomes["done"] += 1
         return None
 
@@ -195,7 +193,7 @@ class JobRunner:
             error,
         )
         await asyncio.to_thread(
-            store.retry_later, self.engine, job.id, error, delay, give_up=give_up, count=True
+            repo.retry_later, self.engine, job.id, error, delay, give_up=give_up, count=True
         )
 
     def snapshot(self) -> dict[str, Any]:

@@ -6,7 +6,7 @@ import asyncio
 import logging
 import random
 import re
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 from backend.errors import LLMReplyError, LLMTimeout, LLMUnavailable
@@ -156,21 +156,59 @@ class RepairingLLM(LLMWrapper):
         check: Callable[[T], None] | None = None,
     ) -> T:
         json_schema = json_schema_for(schema)
-        conversation = list(messages)
-        for attempt in range(self.reasks + 1):
-            completion = await self.complete(conversation, options=options, schema=json_schema)
-            try:
-                reply = checked_reply(completion.text, schema, messages, options)
-                if check is not None:
-                    check(reply)  # the caller's own rules: a refusal is a failed reply like any other
-                return reply
-            except LLMReplyError as exc:
-                await mark_invalid_reply(self.inner, completion.trace_id, exc.message)
-                if attempt >= self.reasks:
-                    raise
-                log.info("reply for %s invalid (%s); re-asking", options.purpose, exc.message)
-                conversation, options = reask(messages, completion.text, exc.message, options)
-        raise AssertionError("unreachable")
+
+        async def ask(conversation: list[Message], options: GenerateOptions) -> Completion:
+            return await self.complete(conversation, options=options, schema=json_schema)
+
+        return await repaired(
+            ask, messages, schema, options, tracer=self.inner, reasks=self.reasks, check=check
+        )
+
+
+Ask = Callable[[list[Message], GenerateOptions], Awaitable[Completion]]
+
+
+async def repaired(
+    ask: Ask,
+    messages: Sequence[Message],
+    schema: type[T],
+    options: GenerateOptions,
+    *,
+    tracer: LLM,
+    reasks: int = 1,
+    check: Callable[[T], None] | None = None,
+    first: Completion | None = None,
+) -> T:
+    """A checked reply (`checked_reply`, then the caller's `check`), re-asking up to `reasks` times with the
+    reason: the one repair and re-ask loop, for `RepairingLLM` and for a streamed turn.
+
+    Args:
+        ask: makes one call for the conversation and options given (the first, and each re-ask).
+        tracer: the stack whose tracer marks each unusable reply invalid.
+        first: a reply already in hand (a streamed one): checked first, in place of a first call.
+
+    Raises:
+        LLMReplyError: the last reply was unusable too.
+        Whatever `ask` raises.
+    """
+    conversation = list(messages)
+    completion = first
+    for attempt in range(reasks + 1):
+        if completion is None:
+            completion = await ask(conversation, options)
+        try:
+            reply = checked_reply(completion.text, schema, messages, options)
+            if check is not None:
+                check(reply)  # the caller's own rules: a refusal is a failed reply like any other
+            return reply
+        except LLMReplyError as exc:
+            await mark_invalid_reply(tracer, completion.trace_id, exc.message)
+            if attempt >= reasks:
+                raise
+            log.info("reply for %s invalid (%s); re-asking", options.purpose, exc.message)
+            conversation, options = reask(messages, completion.text, exc.message, options)
+            completion = None
+    raise AssertionError("unreachable")
 
 
 #: A re-ask samples this much hotter than the call it repeats: the same sampling tends to the same reply.

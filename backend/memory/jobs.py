@@ -17,7 +17,7 @@ import asyncio
 from datetime import timedelta
 from typing import Any
 
-from backend.jobs import store as job_store
+from backend.jobs import repo as job_store
 from backend.jobs.models import Job, new_job
 from backend.memory.models import AgentLookup, Key, Memory
 from backend.memory.reflection import Rater, Reflector

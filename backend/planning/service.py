@@ -352,6 +352,7 @@ def activity_at(items: list[dict[str, Any]], time_of_day: float) -> str | None:
 def current_item_of_stored_plan(
     session: Session, world_id: str, agent_id: str, day: int, time_of_day: float
 ) -> dict[str, Any] | None:
-    """The stored plan's item at that time, without generating anything (None when there is none)."""
-    plan = stored_plan(session, world_id, agent_id, day)
-    return item_at(plan.items, time_of_day)[1] if plan else None
+    """The stored plan's item at that time, without generating anything (None when there is none). A narrow
+    read of the items on the session's connection: a conversation turn asks for every line."""
+    items = repo.items(session.connection(), world_id, agent_id, day)
+    return item_at(items, time_of_day)[1] if items else None

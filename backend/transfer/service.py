@@ -15,7 +15,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from backend.errors import InvalidInput
 from backend.gametime import utcnow
-from backend.jobs import store as job_store
+from backend.jobs import repo as job_store
 from backend.memory.models import Memory
 from backend.transfer import document, repo
 from backend.transfer.check import Checked, check_document

@@ -9,7 +9,7 @@ from sqlmodel import Session, select
 
 from backend.config import Settings
 from backend.conversation.jobs import OBSERVE, merge_lines, observe_prefix
-from backend.jobs import store as job_store
+from backend.jobs import repo as job_store
 from backend.jobs.models import Job, new_job
 from backend.memory.models import Memory
 from backend.scripted import ScriptedLLM

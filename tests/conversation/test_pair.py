@@ -14,7 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from backend.config import Settings
-from backend.conversation import store
+from backend.conversation import repo
 from backend.conversation.models import Conversation, Turn
 from backend.conversation.schemas import TurnRequest
 from backend.errors import Conflict
@@ -89,12 +89,12 @@ def test_commit_of_another_pair_at_a_stored_index_is_a_conflict(client: TestClie
             "turn_index": 0, "fallback": False}  # fmt: skip
     first = TurnRequest(**turn("aoi", "hikari", "s-commit", []))
     reply = {**base, "dialogue": "one", "speaker_id": "aoi", "target_id": "hikari"}
-    store.commit_turn(engine, "default", first, reply, store.Said("葵: one", "ja"))
+    repo.commit_turn(engine, "default", first, reply, repo.Said("葵: one", "ja"))
     other = TurnRequest(**turn("emma", "liam", "s-commit", []))
     with pytest.raises(Conflict) as refused:
-        store.commit_turn(
+        repo.commit_turn(
             engine, "default", other, {**base, "dialogue": "two", "speaker_id": "emma", "target_id": "liam"},
-            store.Said("Emma: two", "en"),
+            repo.Said("Emma: two", "en"),
         )  # fmt: skip
     assert refused.value.details["stored"] == {"agent_id": "aoi", "target_id": "hikari"}
     assert refused.value.details["requested"] == {"agent_id": "emma", "target_id": "liam"}
@@ -111,12 +111,12 @@ def test_commit_of_another_pair_at_a_new_index_of_the_session_is_a_conflict(clie
             "fallback": False}  # fmt: skip
     first = TurnRequest(**turn("aoi", "hikari", "s-next", []))
     reply = {**base, "turn_index": 0, "dialogue": "one", "speaker_id": "aoi", "target_id": "hikari"}
-    store.commit_turn(engine, "default", first, reply, store.Said("葵: one", "ja"))
+    repo.commit_turn(engine, "default", first, reply, repo.Said("葵: one", "ja"))
     other = TurnRequest(**turn("emma", "liam", "s-next", ["Liam: hi"]))
     with pytest.raises(Conflict):
-        store.commit_turn(
+        repo.commit_turn(
             engine, "default", other,
             {**base, "turn_index": 1, "dialogue": "two", "speaker_id": "emma", "target_id": "liam"},
-            store.Said("Emma: two", "en"),
+            repo.Said("Emma: two", "en"),
         )  # fmt: skip
     assert [t.speaker_id for t in rows(client, Turn, session_id="s-next")] == ["aoi"]

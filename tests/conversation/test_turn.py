@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 
 from backend.config import Settings
-from backend.conversation import store
+from backend.conversation import repo
 from backend.conversation.models import Conversation, Turn
 from backend.conversation.schemas import EMOTIONS, TurnRequest
 from backend.emotion.plutchik import vrm_preset
@@ -176,12 +176,9 @@ def test_commit_turn_race_returns_the_stored_reply(client: TestClient) -> None:
     req = TurnRequest(**turn("aoi", "hikari", "s-store", []))
     base = {"emotion": "happy", "is_conversation_end": False, "end_reason": None, "session_id": "s-store",
             "turn_index": 0, "fallback": False, "speaker_id": "aoi", "target_id": "hikari"}  # fmt: skip
-    first, created = store.commit_turn(
-        engine, "default", req, {**base, "dialogue": "one"}, store.Said("葵: one", "ja")
-    )
-    again, created_again = store.commit_turn(
-        engine, "default", req, {**base, "dialogue": "two"}, store.Said("葵: two", "ja")
-    )
+    stored = repo.commit_turn(engine, "default", req, {**base, "dialogue": "one"}, repo.Said("葵: one", "ja"))
+    again = repo.commit_turn(engine, "default", req, {**base, "dialogue": "two"}, repo.Said("葵: two", "ja"))
+    first, created, again, created_again = stored.reply, stored.created, again.reply, again.created
     assert created and not created_again and again == first and again["dialogue"] == "one"
 
 

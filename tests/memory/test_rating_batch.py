@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session, col, select
 
 from backend.config import Settings
-from backend.jobs import store as job_store
+from backend.jobs import repo as job_store
 from backend.jobs.models import Job, new_job
 from backend.memory.jobs import RATE, merge_ratings
 from backend.memory.reflection import RATE_BATCH

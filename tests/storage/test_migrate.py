@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import event, inspect
 from sqlmodel import Session, select
 
-from backend.conversation.jobs import has_observation
+from backend.memory.repo import MemoryRepo
 from backend.storage.db import create_db_engine, init_db
 from backend.world.models import Agent
 
@@ -72,7 +72,7 @@ def test_an_older_database_gets_the_session_index_and_conversation_lookups_use_i
         statements.append((statement, parameters))
 
     event.listen(engine, "before_cursor_execute", capture)
-    has_observation(engine, "default", "aoi", "s1", "葵: こんにちは")
+    MemoryRepo(engine).has_observation(("default", "aoi"), "s1", "葵: こんにちは")
     event.remove(engine, "before_cursor_execute", capture)
     statement, parameters = statements[-1]
     with engine.connect() as conn:

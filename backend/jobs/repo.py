@@ -1,4 +1,4 @@
-"""Job rows in the database: adding them inside a caller's transaction, claiming, finishing, retrying.
+"""Job rows in the database: adding them inside a caller's transaction, claiming, finishing, retrying (all the job table's SQL).
 
 Synchronous functions taking an engine or a session; the runner calls them in a worker thread.
 """

@@ -1,0 +1,409 @@
+"""All SQL of the conversation concept: the `turn` and `conversation` tables.
+
+Reading what a turn needs, committing a turn atomically (with its job rows), ending a conversation, claiming
+its reflection, and the reads of the conversation API. Synchronous functions taking an engine or a session;
+the service runs them in a worker thread. Core statements on the hot path (every turn runs them), written
+against the models' own tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, bindparam, insert, update
+from sqlalchemy import select as core_select
+from sqlalchemy.engine import RowMapping
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, or_, select
+
+from backend.conversation import jobs as turn_jobs
+from backend.conversation.models import Conversation, Turn
+from backend.conversation.schemas import TurnRequest
+from backend.conversation.transcript import after_turn, check_not_behind
+from backend.errors import Conflict, NotFound
+from backend.gametime import utcnow
+from backend.intention import repo as intention_repo
+from backend.intention.models import Told
+from backend.jobs import repo as job_repo
+from backend.jobs.models import Job
+
+_TURNS = Turn.__table__  # type: ignore[attr-defined]
+_CONVERSATIONS = Conversation.__table__  # type: ignore[attr-defined]
+# Built once (every turn runs them): the statements, not only their compiled SQL, are reused.
+_STORED_TURN = core_select(_TURNS.c.reply, _TURNS.c.speaker_id, _TURNS.c.target_id).where(
+    _TURNS.c.world_id == bindparam("world_id"),
+    _TURNS.c.session_id == bindparam("session_id"),
+    _TURNS.c.turn_index == bindparam("turn_index"),
+)
+_INSERT_TURN = insert(_TURNS)
+_INSERT_CONVERSATION = insert(_CONVERSATIONS)
+_CONVERSATION_KEY = (
+    _CONVERSATIONS.c.world_id == bindparam("w"),
+    _CONVERSATIONS.c.session_id == bindparam("s"),
+)
+# What a turn reads of its conversation, before asking the model and in its commit (not the whole row: the
+# dates and the judge's verdict are not needed, and parsing them costs every turn).
+_CONVERSATION = core_select(
+    *(
+        _CONVERSATIONS.c[name]
+        for name in (
+            "agent_a",
+            "agent_b",
+            "ended",
+            "end_reason",
+            "transcript",
+            "memory_watermark",
+            "standing",
+        )
+    )
+).where(*_CONVERSATION_KEY)
+_UPDATE_CONVERSATION = update(_CONVERSATIONS).where(*_CONVERSATION_KEY)
+_CLAIM_REFLECTION = (
+    update(_CONVERSATIONS)
+    .where(*_CONVERSATION_KEY, _CONVERSATIONS.c.ended.is_(True), _CONVERSATIONS.c.reflected.is_(False))
+    .values(reflected=True)
+)
+
+
+@dataclass
+class StoredTurn:
+    """What storage knows of a requested turn before the model is asked."""
+
+    #: The reply stored for this turn (a retry), else None.
+    reply: dict[str, Any] | None = None
+    #: The conversation's stored transcript (empty for a first turn): the history is checked against it.
+    transcript: list[str] = field(default_factory=list)
+    #: The conversation's memory watermark (None for a first turn, or a conversation stored before it).
+    watermark: int | None = None
+    #: The speaker's standing memory ids for this conversation, once it has spoken in it.
+    standing: list[int] | None = None
+
+
+@dataclass
+class Said:
+    """What a turn's commit stores besides the reply: its transcript line and language, the memory watermark
+    of a first turn, and the speaker's standing memory ids (kept from its first turn on)."""
+
+    line: str
+    language: str
+    watermark: int | None = None
+    standing: list[int] | None = None
+
+
+@dataclass
+class Committed:
+    """A turn's commit: the reply as stored, whether this call stored it (False: an identical request stored
+    it first), and the job rows it added (the observation, and the reflections of a turn that ended it)."""
+
+    reply: dict[str, Any]
+    created: bool
+    jobs: list[Job] = field(default_factory=list)
+
+
+def read_turn(session: Session, world_id: str, req: TurnRequest) -> StoredTurn:
+    """The stored reply of this turn (a retry), else the conversation's transcript and kept memories.
+
+    Raises:
+        Conflict: the conversation has ended, or this turn index belongs to another pair.
+    """
+    conn = session.connection()
+    turn_index = len(req.history)
+    stored = conn.execute(
+        _STORED_TURN, {"world_id": world_id, "session_id": req.session_id, "turn_index": turn_index}
+    ).first()
+    if stored is not None:
+        reply, spoken_by, spoken_to = stored
+        check_pair(req, turn_index, spoken_by, spoken_to)
+        return StoredTurn(reply=reply)
+    conv = conn.execute(_CONVERSATION, {"w": world_id, "s": req.session_id}).mappings().first()
+    if conv is None:
+        return StoredTurn()
+    _check_open(req, conv["ended"], conv["end_reason"], conv["agent_a"], conv["agent_b"])
+    lines = list(conv["transcript"] or [])
+    check_not_behind(req.session_id, turn_index, len(lines))
+    standing = (conv["standing"] or {}).get(req.agent_id)
+    return StoredTurn(None, lines, conv["memory_watermark"], standing)
+
+
+def check_pair(req: TurnRequest, turn_index: int, spoken_by: str, spoken_to: str) -> None:
+    """A stored turn answers only its own pair: another speaker or target at its index is a 409 naming both."""
+    if (spoken_by, spoken_to) == (req.agent_id, req.target_id):
+        return
+    raise Conflict(
+        f"turn {turn_index} of session {req.session_id!r} was spoken by {spoken_by!r} to {spoken_to!r}; this "
+        f"request is {req.agent_id!r} to {req.target_id!r} (another pair needs another session_id)",
+        details={
+            "field": "agent_id" if spoken_by != req.agent_id else "target_id",
+            "turn_index": turn_index,
+            "stored": {"agent_id": spoken_by, "target_id": spoken_to},
+            "requested": {"agent_id": req.agent_id, "target_id": req.target_id},
+        },
+    )
+
+
+def _check_open(req: TurnRequest, ended: bool, end_reason: str | None, agent_a: str, agent_b: str) -> None:
+    if ended:
+        raise Conflict(
+            f"conversation {req.session_id!r} has ended ({end_reason}); start a new session_id",
+            details={"field": "session_id", "end_reason": end_reason},
+        )
+    if {agent_a, agent_b} != {req.agent_id, req.target_id}:
+        raise Conflict(
+            f"session {req.session_id!r} is a conversation between {agent_a!r} and {agent_b!r}",
+            details={"field": "session_id"},
+        )
+
+
+def last_emotion(engine: Any, world_id: str, session_id: str, agent_id: str) -> str | None:
+    """The speaker's emotion on its latest turn in this conversation (a fallback line keeps that face)."""
+    query = (
+        select(Turn.emotion)
+        .where(Turn.world_id == world_id, Turn.session_id == session_id, Turn.speaker_id == agent_id)
+        .order_by(col(Turn.turn_index).desc())
+    )
+    with Session(engine) as session:
+        return session.exec(query).first()
+
+
+def stored_reply(engine: Any, world_id: str, req: TurnRequest, turn_index: int) -> dict[str, Any] | None:
+    """The reply stored for this turn (the read `read_turn` makes for a retry), or None.
+
+    Raises:
+        Conflict: the turn was stored for another speaker or target (see `check_pair`).
+    """
+    params = {"world_id": world_id, "session_id": req.session_id, "turn_index": turn_index}
+    with engine.connect() as conn:
+        row = conn.execute(_STORED_TURN, params).first()
+    if row is None:
+        return None
+    reply, spoken_by, spoken_to = row
+    check_pair(req, turn_index, spoken_by, spoken_to)
+    return dict(reply)
+
+
+def commit_turn(
+    engine: Any,
+    world_id: str,
+    req: TurnRequest,
+    reply: dict[str, Any],
+    said: Said,
+    jobs: Sequence[Job] = (),
+    told: Told | None = None,
+) -> Committed:
+    """Store the turn and update its conversation in one transaction.
+
+    `said`: the transcript line and what the conversation keeps of the turn's memories (`Said`).
+    `jobs`: the turn's job rows (its observation job, conversation/jobs.py), committed in the same
+    transaction, merged into the session's pending observation job when there is one; a turn that ends the
+    conversation also commits its two reflection jobs (it then counts as `reflected`). A turn that got a reply
+    therefore always gets its memories, even after a crash.
+    `told`: the line told the listener something (intention/telling.py); recorded with the turn, once
+    (intention/repo.py).
+
+    Core statements on the session's connection: every turn runs this, and the ORM's unit of work and
+    object construction cost more than the two rows.
+
+    Raises:
+        Conflict: another pair stored this turn or this session first (a race `read_turn` could not see).
+    """
+    for _attempt in range(2):
+        try:
+            with Session(engine) as session:
+                added = _store_turn(session, world_id, req, reply, said, jobs, told)
+                session.commit()
+                return Committed(reply, True, added)
+        except IntegrityError:
+            existing = stored_reply(engine, world_id, req, reply["turn_index"])
+            if existing is not None:
+                return Committed(existing, False)
+            # The conversation row raced with another first turn; its row exists now, so try again.
+    raise Conflict(f"could not store turn {reply['turn_index']} of {req.session_id!r}; retry")
+
+
+def _store_turn(
+    session: Session,
+    world_id: str,
+    req: TurnRequest,
+    reply: dict[str, Any],
+    said: Said,
+    jobs: Sequence[Job],
+    told: Told | None,
+) -> list[Job]:
+    conn = session.connection()
+    now = utcnow()
+    # The unique (world, session, turn_index) constraint fires here for a retry.
+    conn.execute(_INSERT_TURN, _turn_values(world_id, req, reply, now))
+    agent_a, agent_b, ended = _upsert_conversation(conn, world_id, req, reply, said, now)
+    if told is not None:
+        intention_repo.record_told(session, told)
+    added = job_repo.add(session, jobs, merge=turn_jobs.merge_lines) if jobs else []
+    if ended and _claim_reflection(conn, world_id, req.session_id):
+        added += job_repo.add(session, turn_jobs.reflection_jobs(world_id, req.session_id, agent_a, agent_b))
+    return added
+
+
+def _turn_values(world_id: str, req: TurnRequest, reply: dict[str, Any], now: datetime) -> dict[str, Any]:
+    return {
+        "world_id": world_id,
+        "session_id": req.session_id,
+        "turn_index": reply["turn_index"],
+        "speaker_id": req.agent_id,
+        "target_id": req.target_id,
+        "dialogue": reply["dialogue"],
+        "emotion": reply["emotion"],
+        "is_conversation_end": reply["is_conversation_end"],
+        "end_reason": reply["end_reason"],
+        "fallback": reply["fallback"],
+        "reply": reply,
+        "day": req.day,
+        "time_of_day": req.time_of_day,
+        "created_at": now,
+    }
+
+
+def _upsert_conversation(
+    conn: Connection, world_id: str, req: TurnRequest, reply: dict[str, Any], said: Said, now: datetime
+) -> tuple[str, str, bool]:
+    """Create the conversation on its first turn, or bring it up to this turn (transcript, count, end, the
+    speaker's standing memories). Returns its two participants and whether it has ended."""
+    key = {"w": world_id, "s": req.session_id}
+    found = conn.execute(_CONVERSATION, key).mappings().first()
+    ends = bool(reply["is_conversation_end"])
+    if found is None:
+        # A concurrent first turn inserting the same key raises IntegrityError: the caller tries again.
+        conn.execute(_INSERT_CONVERSATION, _first_turn_values(world_id, req, reply, said, now))
+        return req.agent_id, req.target_id, ends
+    agent_a, agent_b, ended = found["agent_a"], found["agent_b"], bool(found["ended"])
+    if {agent_a, agent_b} != {req.agent_id, req.target_id}:
+        _check_open(req, False, None, agent_a, agent_b)  # another pair's first turn won the race: a 409
+    values = _turn_update(found, req, said, now)
+    if ends and not ended:
+        values.update(
+            ended=True, end_reason=reply["end_reason"], end_day=req.day, end_time_of_day=req.time_of_day
+        )
+        ended = True
+    conn.execute(_UPDATE_CONVERSATION.values(**values), key)
+    return agent_a, agent_b, ended
+
+
+def _turn_update(found: RowMapping, req: TurnRequest, said: Said, now: datetime) -> dict[str, Any]:
+    """A later turn's changes to its conversation row (its end aside)."""
+    stored = found["transcript"] or []
+    # The stored lines stay (a later turn may have stored lines past this one's history meanwhile: a 409).
+    check_not_behind(req.session_id, len(req.history), len(stored))
+    lines = after_turn(stored, req.history, said.line)
+    values: dict[str, Any] = {"turn_count": len(lines), "transcript": lines, "updated_at": now}
+    if req.location_name:
+        values["location_name"] = req.location_name
+    standing = found["standing"] or {}
+    if said.standing is not None and req.agent_id not in standing:
+        values["standing"] = {**standing, req.agent_id: said.standing}
+    return values
+
+
+def _first_turn_values(
+    world_id: str, req: TurnRequest, reply: dict[str, Any], said: Said, now: datetime
+) -> dict[str, Any]:
+    lines = [*req.history, said.line]
+    ends = bool(reply["is_conversation_end"])
+    return {  # the other columns take their table defaults (not reflected, no judge's verdict)
+        "world_id": world_id,
+        "session_id": req.session_id,
+        "agent_a": req.agent_id,
+        "agent_b": req.target_id,
+        "location_name": req.location_name,
+        "start_day": req.day,
+        "start_time_of_day": req.time_of_day,
+        "end_day": req.day if ends else None,
+        "end_time_of_day": req.time_of_day if ends else None,
+        "ended": ends,
+        "end_reason": reply["end_reason"] if ends else None,
+        "turn_count": len(lines),
+        "language": said.language,
+        "transcript": lines,
+        "memory_watermark": said.watermark,
+        "standing": {req.agent_id: said.standing} if said.standing is not None else {},
+        "created_at": now,
+        "updated_at": now,
+    }
+
+
+def end_conversation(
+    engine: Any, world_id: str, session_id: str, reason: str, day: int | None, time_of_day: float | None
+) -> tuple[Conversation, bool]:
+    """Mark a conversation ended (idempotent). Returns (conversation, already_ended)."""
+    with Session(engine, expire_on_commit=False) as session:
+        conv = get_conversation(session, world_id, session_id)
+        if conv.ended:
+            return conv, True
+        last = session.exec(
+            select(Turn)
+            .where(Turn.world_id == world_id, Turn.session_id == session_id)
+            .order_by(col(Turn.turn_index).desc())
+        ).first()
+        conv.ended, conv.end_reason = True, reason
+        conv.end_day = day if day is not None else (last.day if last else conv.start_day)
+        conv.end_time_of_day = (
+            time_of_day if time_of_day is not None else (last.time_of_day if last else conv.start_time_of_day)
+        )
+        conv.updated_at = utcnow()
+        session.add(conv)
+        session.commit()
+        return conv, False
+
+
+def claim_reflection(engine: Any, world_id: str, session_id: str) -> list[Job]:
+    """Atomically flip `reflected` and commit the two reflection jobs with it. Returns the jobs added: none
+    but for exactly one caller however many times the end is reported."""
+    with Session(engine, expire_on_commit=False) as session:
+        added: list[Job] = []
+        if _claim_reflection(session.connection(), world_id, session_id):
+            conv = get_conversation(session, world_id, session_id)
+            rows = turn_jobs.reflection_jobs(world_id, session_id, conv.agent_a, conv.agent_b)
+            added = job_repo.add(session, rows)
+        session.commit()
+        return added
+
+
+def _claim_reflection(conn: Connection, world_id: str, session_id: str) -> bool:
+    """Flip an ended conversation's `reflected` in the caller's transaction; True when this call flipped it."""
+    return bool(conn.execute(_CLAIM_REFLECTION, {"w": world_id, "s": session_id}).rowcount == 1)
+
+
+def get_conversation(session: Session, world_id: str, session_id: str) -> Conversation:
+    """Raises NotFound when the world has no such conversation."""
+    conv = session.get(Conversation, (world_id, session_id))
+    if conv is None:
+        raise NotFound(
+            f"no conversation {session_id!r} in world {world_id!r}", details={"field": "session_id"}
+        )
+    return conv
+
+
+def read_conversation(engine: Any, world_id: str, session_id: str) -> Conversation:
+    """`get_conversation` in a session of its own."""
+    with Session(engine, expire_on_commit=False) as session:
+        return get_conversation(session, world_id, session_id)
+
+
+def conversation_turns(session: Session, world_id: str, session_id: str) -> list[Turn]:
+    query = select(Turn).where(Turn.world_id == world_id, Turn.session_id == session_id)
+    return list(session.exec(query.order_by(col(Turn.turn_index))))
+
+
+def list_conversations(
+    session: Session, world_id: str, agent_id: str | None, limit: int
+) -> list[Conversation]:
+    query = select(Conversation).where(Conversation.world_id == world_id)
+    if agent_id:
+        query = query.where(or_(Conversation.agent_a == agent_id, Conversation.agent_b == agent_id))
+    return list(session.exec(query.order_by(col(Conversation.updated_at).desc()).limit(limit)))
+
+
+def read_session(engine: Any) -> Session:
+    """A session for the reads a turn makes before the model is asked (one worker-thread hop for all of
+    them, its own and its collaborators': agents, person memory, emotion, intentions, the plan item)."""
+    return Session(engine, expire_on_commit=False)
