@@ -241,3 +241,14 @@ def test_the_checks_catch_what_they_name() -> None:
     assert layer("backend.council.cli") == ENTRY
     lazy = "backend.conversation.service"
     assert any(t.startswith("backend.") for t in _imports(lazy))
+
+
+def test_every_backend_import_names_a_module_that_exists() -> None:
+    """A moved or deleted module leaves no import behind (mypy ignores missing imports for third parties)."""
+    missing = sorted(
+        f"{module} imports {target}"
+        for module in MODULES
+        for target in _imports(module)
+        if target.startswith("backend.") and target not in MODULES and target.rpartition(".")[0] not in MODULES
+    )
+    assert not missing, missing

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Path, Query, Request
 from pydantic import BaseModel
 
 from backend.api.deps import MAX_OFFSET, MAX_ROW_ID, SessionDep, WorldDep
-from backend.conversation.store import fallback_counts
+from backend.conversation.repo import fallback_counts
 from backend.errors import NotFound
 from backend.gametime import utcnow
 from backend.llm import repo

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, insert, update
+from sqlalchemy import Connection, bindparam, func, insert, update
 from sqlalchemy import select as core_select
 from sqlalchemy.engine import RowMapping
 from sqlalchemy.exc import IntegrityError
@@ -407,3 +407,13 @@ def read_session(engine: Any) -> Session:
     """A session for the reads a turn makes before the model is asked (one worker-thread hop for all of
     them, its own and its collaborators': agents, person memory, emotion, intentions, the plan item)."""
     return Session(engine, expire_on_commit=False)
+
+
+def fallback_counts(session: Session, world_id: str, since: datetime) -> dict[bool, int]:
+    """A world's turns since `since`, counted by whether they got a fallback line (for the LLM stats)."""
+    rows = session.exec(
+        select(col(Turn.fallback), func.count())
+        .where(Turn.world_id == world_id, col(Turn.created_at) >= since)
+        .group_by(col(Turn.fallback))
+    ).all()
+    return {bool(fallback): int(n) for fallback, n in rows}

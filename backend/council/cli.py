@@ -78,9 +78,7 @@ async def _hold(request: CouncilCreate, args: argparse.Namespace, settings: Sett
             print(f"error: {exc.message}", file=sys.stderr)
             return 2
         progress = None if args.quiet else _Progress()
-        row = await run_council(
-            state.engine, state.llm, row.id, memory=getattr(state, "memory", None), on_update=progress
-        )
+        row = await run_council(state.engine, state.llm, row.id, memory=state.memory, on_update=progress)
         await state.tasks.drain(timeout=60)  # e.g. importance ratings of the members' new memories
     sys.stdout.write(render_record(row))
     return 0 if row.status == "done" else 1
