@@ -249,6 +249,8 @@ def test_every_backend_import_names_a_module_that_exists() -> None:
         f"{module} imports {target}"
         for module in MODULES
         for target in _imports(module)
-        if target.startswith("backend.") and target not in MODULES and target.rpartition(".")[0] not in MODULES
+        if target.startswith("backend.")
+        and target not in MODULES
+        and target.rpartition(".")[0] not in MODULES
     )
     assert not missing, missing
