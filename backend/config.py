@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -484,3 +484,12 @@ def chunk_paths(model: PackagedModel) -> list[Path]:
             )
         paths.append(Path(next(iter(spec.submodule_search_locations))) / relative)
     return paths
+
+
+_Subset = TypeVar("_Subset")
+
+
+def settings_subset(cls: type[_Subset], settings: Settings) -> _Subset:
+    """The dataclass `cls` filled from the settings of its fields' names (a concept's own settings object)."""
+    values: dict[str, Any] = {f.name: getattr(settings, f.name) for f in fields(cls)}  # type: ignore[arg-type]
+    return cls(**values)

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from backend.config import Settings
+from backend.config import Settings, settings_subset
 from backend.emotion import repo
 from backend.emotion.models import EmotionRecord
 from backend.emotion.plutchik import (
@@ -71,13 +71,7 @@ class EmotionSettings:
 
     @classmethod
     def of(cls, settings: Settings) -> EmotionSettings:
-        return cls(
-            emotion_half_life_minutes=settings.emotion_half_life_minutes,
-            emotion_history_limit=settings.emotion_history_limit,
-            emotion_min_interval_s=settings.emotion_min_interval_s,
-            emotion_max_step=settings.emotion_max_step,
-            emotion_from_turn=settings.emotion_from_turn,
-        )
+        return settings_subset(cls, settings)
 
 
 def settle(

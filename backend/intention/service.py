@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from backend.config import Settings
+from backend.config import Settings, settings_subset
 from backend.errors import LLMError
 from backend.gametime import utcnow
 from backend.intention import appointment as appt
@@ -171,11 +171,7 @@ class IntentionSettings:
 
     @classmethod
     def of(cls, settings: Settings) -> IntentionSettings:
-        return cls(
-            whisper_importance=settings.whisper_importance,
-            intention_from_importance=settings.intention_from_importance,
-            tell_fresh_days=settings.tell_fresh_days,
-        )
+        return settings_subset(cls, settings)
 
 
 class IntentionService:
