@@ -72,3 +72,27 @@ async def test_the_turn_writer_never_says_a_line_of_its_prompt_again(seed: int) 
     )
     dialogue = parse_reply(reply.text, TurnReply).dialogue
     assert normalise(dialogue).strip("。") not in prompt_lines(messages[0]["content"])
+
+
+@pytest.mark.parametrize("language", ["ja", "en"])
+@pytest.mark.parametrize("seed", range(6))
+async def test_insights_never_restate_a_reflection_the_prompt_shows(language: str, seed: int) -> None:
+    """A reflection is a memory too: the next reflection's prompt shows it, and the scripted engine must not
+    write it again (the echo check would refuse the whole reply, and the character would never reflect)."""
+    from backend.memory.prompts import InsightList
+    from backend.scripted.writers.memory import _insight_forms
+
+    place = "カフェ" if language == "ja" else "cafe"
+    seen = [f"{place}で話した。", f"{place}でケーキを食べた。", f"{place}で写真を撮った。"]
+    if language == "en":
+        seen = [f"Talked at the {place}.", f"Ate cake at the {place}.", f"Took photos at the {place}."]
+    said = _insight_forms(place, language == "ja")[:2]  # two of the three forms are already memories
+    memories = [{"id": i, "content": text} for i, text in enumerate(seen + said, start=1)]
+    options = GenerateOptions(purpose="reflection", language=language, facts={"memories": memories})
+    messages = [{"role": "user", "content": "\n".join(m["content"] for m in memories)}]
+    reply = await ScriptedLLM(seed=seed).complete(
+        messages, options=options, schema=json_schema_for(InsightList)
+    )
+    contents = [insight.content for insight in parse_reply(reply.text, InsightList).insights]
+    assert _insight_forms(place, language == "ja")[2] in contents
+    assert not set(contents) & set(said)

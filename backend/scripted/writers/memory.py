@@ -140,30 +140,35 @@ def salient_questions(ctx: WriterContext) -> dict[str, Any]:
 
 
 def insights(ctx: WriterContext) -> dict[str, Any]:
+    """One insight per subject the memories share, never one the character has already written down.
+
+    A reflection is itself a memory, so the next reflection's prompt shows it; restating it word for word
+    would add nothing (and the echo check refuses a reply that repeats a line of its prompt).
+    """
     memories = [m for m in ctx.facts.get("memories", []) if isinstance(m.get("id"), int)]
+    known = {normalise(str(m.get("content", ""))) for m in memories}
     out = []
     for subject in _subjects(memories, 5):
         cited = [m["id"] for m in memories if subject in normalise(str(m.get("content", "")))][:5]
-        if not cited:
+        fresh = [text for text in _insight_forms(subject, ctx.ja) if normalise(text) not in known]
+        if not cited or not fresh:
             continue
-        if ctx.ja:
-            content = ctx.pick(
-                [
-                    f"{subject}は私の毎日にとって大切な存在だ。",
-                    f"私は{subject}のことをよく考えている。",
-                    f"{subject}と関わる時間が私を支えている。",
-                ]
-            )
-        else:
-            content = ctx.pick(
-                [
-                    f"{subject} is an important part of my days.",
-                    f"I often think about {subject}.",
-                    f"Time spent around {subject} keeps me going.",
-                ]
-            )
-        out.append({"content": content, "evidence_ids": cited, "importance": min(10, 4 + len(cited))})
+        out.append({"content": ctx.pick(fresh), "evidence_ids": cited, "importance": min(10, 4 + len(cited))})
     return {"insights": out}
+
+
+def _insight_forms(subject: str, ja: bool) -> list[str]:
+    if ja:
+        return [
+            f"{subject}は私の毎日にとって大切な存在だ。",
+            f"私は{subject}のことをよく考えている。",
+            f"{subject}と関わる時間が私を支えている。",
+        ]
+    return [
+        f"{subject} is an important part of my days.",
+        f"I often think about {subject}.",
+        f"Time spent around {subject} keeps me going.",
+    ]
 
 
 WRITERS = {
