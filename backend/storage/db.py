@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,6 +31,7 @@ MODEL_MODULES = (
     "backend.llm.models",
     "backend.jobs.models",
     "backend.intention.models",
+    "backend.storage.models",
 )
 
 
@@ -94,10 +97,59 @@ def reachable(engine: Engine) -> bool:
 
 
 def init_db(engine: Engine) -> list[str]:
-    """Create missing tables and add missing columns; never drops data. Returns what was changed."""
+    """Create missing tables and add missing columns; never drops data. Returns what was changed.
+
+    Several processes may start at once on one database (`machi serve --workers N`, a worker, a second
+    machine): the migration runs under a lock of the database's own (`migration_lock`), so one process
+    creates the tables and the others find them.
+    """
     import_models()
-    SQLModel.metadata.create_all(engine)
-    return migrate(engine, SQLModel.metadata)
+    with migration_lock(engine):
+        SQLModel.metadata.create_all(engine)
+        return migrate(engine, SQLModel.metadata)
+
+
+#: The PostgreSQL advisory lock keys of the migration ("MACH", 2; the lock.py server lock is "MACH", 1).
+MIGRATION_LOCK_KEYS = (0x4D414348, 2)
+_MIGRATION_KEYS = {"a": MIGRATION_LOCK_KEYS[0], "b": MIGRATION_LOCK_KEYS[1]}
+
+
+@contextmanager
+def migration_lock(engine: Engine) -> Iterator[None]:
+    """Hold the database's migration lock: a PostgreSQL advisory lock, or an OS lock on `<file>.migrate`
+    beside a SQLite file (an in-memory database belongs to one process and needs none)."""
+    if engine.dialect.name == "postgresql":
+        with engine.connect() as conn:
+            conn.execute(text("SELECT pg_advisory_lock(:a, :b)"), _MIGRATION_KEYS)
+            try:
+                yield
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(:a, :b)"), _MIGRATION_KEYS)
+        return
+    database = engine.url.database or ""
+    if (
+        engine.dialect.name != "sqlite"
+        or not database
+        or database == ":memory:"
+        or database.startswith("file:")
+    ):
+        yield
+        return
+    with _file_lock(Path(database).expanduser().with_name(Path(database).name + ".migrate")):
+        yield
+
+
+@contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        if sys.platform != "win32":  # pragma: no branch - Windows runs one process per database
+            import fcntl
+
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the file releases the lock
 
 
 @contextmanager

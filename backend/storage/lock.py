@@ -1,10 +1,17 @@
-"""One Machi server per database: a lock held for as long as a server (or a writing CLI command) runs.
+"""The database's process lock: servers and workers share it; commands that rewrite the database hold it alone.
 
-Until several processes can share a database (the job runner assumes it is alone), a second server on the
-same database must refuse to start, naming the database and the process that holds it, instead of running
-the same jobs twice. SQLite: an OS file lock on `<database>.lock` beside the file (released by the kernel
-when the holder dies, even on `kill -9`), which also records who holds it. PostgreSQL: a session-level
-advisory lock on a connection kept open for the holder's lifetime; the holder is found in `pg_locks`.
+Any number of Machi processes (API processes, `machi worker`s, on one machine or several) share one database:
+jobs are claimed with leases (backend/jobs), caches check the database (world/cache.py, memory/cache.py) and
+single-flight work takes a lease (storage/flights.py). They hold this lock *shared*. A command that replaces
+what those processes read (`machi world import/reset/load`, `machi db vacuum`) holds it *exclusively*: it is
+refused while any server or worker runs, and they are refused while it runs, with one line naming the
+database and the holder.
+
+SQLite: an OS file lock (`flock` shared or exclusive) on `<database>.lock` beside the file, released by the
+kernel when the holder dies, even on `kill -9`; an exclusive holder records who it is there. PostgreSQL: a
+session-level advisory lock (shared or exclusive) on a connection kept open for the holder's lifetime; the
+holders are found in `pg_locks`. Windows has no shared file lock: there every hold is exclusive (one
+process per SQLite database).
 
 Locks belong to the process, so holds on one database within one process share the lock (a count): the
 `machi serve` command takes it before starting uvicorn, and the app's lifespan takes it again.
@@ -37,7 +44,7 @@ _WINDOWS_LOCK_OFFSET = 1 << 20
 
 
 class DatabaseInUse(ConfigError):
-    """Another process runs a Machi server on this database."""
+    """Another process holds the database in a way that excludes this one."""
 
     code = "database_in_use"
 
@@ -79,12 +86,13 @@ class DatabaseLease:
         self.release()
 
 
-def hold_database(url: str, *, role: str = "server") -> DatabaseLease:
-    """Take the server lock of the database at `url` (shared within this process).
+def hold_database(url: str, *, role: str = "server", shared: bool = False) -> DatabaseLease:
+    """Take the process lock of the database at `url` (one hold per process, counted).
 
     Args:
         url: the DATABASE_URL.
-        role: what holds it, shown to a process that is refused ("server", "world import" ...).
+        role: what holds it, shown to a process that is refused ("world import" ...).
+        shared: servers and workers (any number at once); otherwise this process holds it alone.
 
     Returns:
         The lease; an in-memory SQLite database has nothing to share and gets an empty one.
@@ -98,10 +106,10 @@ def hold_database(url: str, *, role: str = "server") -> DatabaseLease:
         if not database or database == ":memory:" or database.startswith("file:"):
             return DatabaseLease(None)
         key = str(Path(database).expanduser().resolve())
-        take: Callable[[], Callable[[], None]] = lambda: _lock_sqlite(Path(key), role)  # noqa: E731
+        take: Callable[[], Callable[[], None]] = lambda: _lock_sqlite(Path(key), role, shared)  # noqa: E731
     else:
         key = parsed.render_as_string(hide_password=True)
-        take = lambda: _lock_postgres(url, key, role)  # noqa: E731
+        take = lambda: _lock_postgres(url, key, role, shared)  # noqa: E731
     with _GUARD:
         if key in _HELD:
             _HELD[key].count += 1
@@ -130,28 +138,34 @@ def _describe(note: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+#: Who holds a shared lock (they leave no note: there may be many).
+SHARED_HOLDERS = "running Machi servers or workers"
+
+
 def _refusal(database: str, holder: str) -> DatabaseInUse:
     return DatabaseInUse(
-        f"the database {database} is in use by {holder}: stop that process first, or point DATABASE_URL "
-        "at another database (one Machi server per database)"
+        f"the database {database} is in use by {holder}: stop that first, or point DATABASE_URL at another "
+        "database (servers and workers share a database; an import, reset, load or vacuum needs it alone)"
     )
 
 
-def _lock_sqlite(database: Path, role: str) -> Callable[[], None]:
+def _lock_sqlite(database: Path, role: str, shared: bool) -> Callable[[], None]:
     lock_path = database.with_name(database.name + ".lock")
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        _try_lock(fd)
+        _try_lock(fd, shared)
     except OSError:
         note = _read_note(fd)
         os.close(fd)
-        raise _refusal(str(database), _describe(note) if note else "another process") from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, json.dumps(_holder_note(role)).encode(), 0)
+        raise _refusal(str(database), _describe(note) if note else SHARED_HOLDERS) from None
+    if not shared:  # shared holders leave the note alone (an exclusive holder's is gone with it)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(_holder_note(role)).encode(), 0)
 
     def release() -> None:
-        os.ftruncate(fd, 0)  # a file left behind names nobody
+        if not shared:
+            os.ftruncate(fd, 0)  # a file left behind names nobody
         _unlock(fd)
         os.close(fd)
 
@@ -169,7 +183,7 @@ def _read_note(fd: int) -> dict[str, Any] | None:
 if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
     import msvcrt
 
-    def _try_lock(fd: int) -> None:
+    def _try_lock(fd: int, shared: bool) -> None:  # noqa: ARG001 - no shared lock: one process per file
         os.lseek(fd, _WINDOWS_LOCK_OFFSET, os.SEEK_SET)
         msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
 
@@ -180,8 +194,8 @@ if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
 else:
     import fcntl
 
-    def _try_lock(fd: int) -> None:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    def _try_lock(fd: int, shared: bool) -> None:
+        fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
 
     def _unlock(fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_UN)
@@ -195,13 +209,14 @@ _HOLDER = text(
 )
 
 
-def _lock_postgres(url: str, shown: str, role: str) -> Callable[[], None]:
+def _lock_postgres(url: str, shown: str, role: str, shared: bool) -> Callable[[], None]:
     note = _holder_note(role)
     name = f"machi {role} pid {note['pid']} on {note['host']}"[:63]
     engine = create_engine(url, poolclass=NullPool, connect_args={"application_name": name})
     connection = engine.connect()
     k1, k2 = PG_LOCK_KEYS
-    got = connection.execute(text("SELECT pg_try_advisory_lock(:k1, :k2)"), {"k1": k1, "k2": k2}).scalar()
+    take = "pg_try_advisory_lock_shared" if shared else "pg_try_advisory_lock"
+    got = connection.execute(text(f"SELECT {take}(:k1, :k2)"), {"k1": k1, "k2": k2}).scalar()
     connection.commit()
     if not got:
         row = connection.execute(_HOLDER, {"k1": k1, "k2": k2}).first()

@@ -1,5 +1,6 @@
-"""One Machi server per database: a second server (or a world import) on the same database is refused with
-one line naming the database and the process holding it; a crashed holder's lock is free again."""
+"""Servers and workers share a database; a command that rewrites it (world import/load/reset, db vacuum) needs
+it alone: it is refused while any server runs, and a server is refused while it runs, with one line naming the
+database (and the holder, when it is one exclusive process); a crashed holder's lock is free again."""
 
 from __future__ import annotations
 
@@ -21,12 +22,12 @@ from backend.app import create_app
 from backend.config import Settings
 from backend.scripted import ScriptedLLM
 from backend.storage.lock import DatabaseInUse, hold_database
-from bench.serverproc import ROOT, ServerProcess
+from bench.serverproc import ROOT
 
 HOLDER = """
 import sys, time
 from backend.storage.lock import hold_database
-lease = hold_database(sys.argv[1], role="server")
+lease = hold_database(sys.argv[1], role=sys.argv[2], shared=sys.argv[3] == "shared")
 print("held", flush=True)
 time.sleep(120)
 """
@@ -36,14 +37,30 @@ def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith(("MACHI_", "LLM_", "DATABASE_"))}
 
 
+def _hold_in_another_process(url: str, role: str, shared: bool) -> subprocess.Popen[str]:
+    command = [sys.executable, "-c", HOLDER, url, role, "shared" if shared else "alone"]
+    proc = subprocess.Popen(command, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+    return proc
+
+
 @pytest.fixture
 def holder(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """Another process holding the lock of a SQLite database in tmp_path."""
+    """Another process holding the lock of a SQLite database in tmp_path alone (a world import)."""
     url = f"sqlite:///{tmp_path / 'machi.db'}"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, url], cwd=ROOT, env=_env(), stdout=subprocess.PIPE, text=True
-    )
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+    proc = _hold_in_another_process(url, "world import", shared=False)
+    try:
+        yield proc, url
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """Another process holding the lock of a SQLite database in tmp_path shared, as a server does."""
+    url = f"sqlite:///{tmp_path / 'machi.db'}"
+    proc = _hold_in_another_process(url, "server", shared=True)
     try:
         yield proc, url
     finally:
@@ -60,7 +77,22 @@ def test_a_second_process_is_refused_naming_the_database_and_the_holder(
     message = str(refused.value)
     assert "\n" not in message
     assert str((tmp_path / "machi.db").resolve()) in message
-    assert f"pid {proc.pid}" in message and "a Machi server" in message
+    assert f"pid {proc.pid}" in message and "a Machi world import" in message
+    with pytest.raises(DatabaseInUse):
+        hold_database(url, shared=True)  # a server waits for the import too
+
+
+def test_servers_and_workers_share_the_database_and_exclude_a_rewrite(
+    server: tuple[subprocess.Popen[str], str], tmp_path: Path
+) -> None:
+    _proc, url = server
+    with hold_database(url, role="worker", shared=True) as lease:
+        assert lease.key is not None
+    with pytest.raises(DatabaseInUse) as refused:
+        hold_database(url, role="world reset")
+    message = str(refused.value)
+    assert "\n" not in message and str((tmp_path / "machi.db").resolve()) in message
+    assert "running Machi servers or workers" in message
 
 
 def test_a_killed_holder_frees_the_database(holder: tuple[subprocess.Popen[str], str]) -> None:
@@ -94,9 +126,11 @@ def test_the_app_holds_the_lock_while_it_runs(settings: Settings, scripted: Scri
         "import sys; from backend.storage.lock import hold_database; hold_database(sys.argv[1])",
         settings.database_url,
     ]
+    shared = [*probe[:2], probe[2].replace("(sys.argv[1])", "(sys.argv[1], shared=True)"), probe[3]]
     with TestClient(create_app(settings, llm=scripted)):
         refused = subprocess.run(probe, cwd=ROOT, env=_env(), capture_output=True, text=True)
         assert refused.returncode != 0 and "DatabaseInUse" in refused.stderr
+        assert subprocess.run(shared, cwd=ROOT, env=_env(), capture_output=True).returncode == 0
     assert subprocess.run(probe, cwd=ROOT, env=_env(), capture_output=True).returncode == 0
 
 
@@ -105,43 +139,40 @@ def test_in_memory_sqlite_needs_no_lock() -> None:
 
 
 @pytest.mark.slow
-def test_a_second_machi_serve_on_one_database_refuses_to_start(tmp_path: Path) -> None:
-    first = ServerProcess(tmp_path / "machi.db")
-    first.start()
-    try:
-        assert first.proc is not None
-        command = [sys.executable, "-m", "backend.cli", "serve", "--port", str(first.port + 1)]
-        second = subprocess.run(command, cwd=ROOT, env=first.env, capture_output=True, text=True, timeout=60)
-        assert second.returncode == 2
-        line = second.stderr.strip()
-        assert line.count("\n") == 0, line
-        assert line.startswith("config error: the database ") and str(tmp_path / "machi.db") in line
-        assert f"pid {first.proc.pid}" in line and "serve" in line
-    finally:
-        first.stop()
+def test_machi_serve_is_refused_while_a_world_import_holds_the_database(
+    holder: tuple[subprocess.Popen[str], str],
+) -> None:
+    proc, url = holder
+    env = {**_env(), "DATABASE_URL": url}
+    command = [sys.executable, "-m", "backend.cli", "serve", "--port", "1"]
+    refused = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2
+    line = refused.stderr.strip()
+    assert line.count("\n") == 0, line
+    assert line.startswith("config error: the database ") and f"pid {proc.pid}" in line
 
 
 @pytest.mark.parametrize("action", [["import", "{doc}"], ["load", "town25"]])
 def test_world_import_and_load_are_refused_while_a_server_runs(
-    holder: tuple[subprocess.Popen[str], str], tmp_path: Path, action: list[str]
+    server: tuple[subprocess.Popen[str], str], tmp_path: Path, action: list[str]
 ) -> None:
-    proc, url = holder
+    _proc, url = server
     doc = tmp_path / "w.json"
     doc.write_text('{"world_id": "default"}', encoding="utf-8")
     env = {**_env(), "DATABASE_URL": url}
     command = [sys.executable, "-m", "backend.cli", "world", *(part.format(doc=doc) for part in action)]
     refused = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2
-    assert refused.stderr.startswith("config error: the database ") and f"pid {proc.pid}" in refused.stderr
+    assert refused.stderr.startswith("config error: the database ") and "Machi servers" in refused.stderr
 
 
-def test_db_vacuum_is_refused_while_a_server_runs(holder: tuple[subprocess.Popen[str], str]) -> None:
-    proc, url = holder
+def test_db_vacuum_is_refused_while_a_server_runs(server: tuple[subprocess.Popen[str], str]) -> None:
+    _proc, url = server
     env = {**_env(), "DATABASE_URL": url}
     command = [sys.executable, "-m", "backend.cli", "db", "vacuum"]
     refused = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2, refused.stderr
-    assert refused.stderr.startswith("config error: the database ") and f"pid {proc.pid}" in refused.stderr
+    assert refused.stderr.startswith("config error: the database ") and "Machi servers" in refused.stderr
 
 
 PG_URL = os.environ.get("MACHI_TEST_POSTGRES_URL")
@@ -155,11 +186,8 @@ def test_postgres_second_process_is_refused_naming_the_holder() -> None:
     with admin.connect() as conn:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
     url = make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
-    proc = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, url], cwd=ROOT, env=_env(), stdout=subprocess.PIPE, text=True
-    )
+    proc = _hold_in_another_process(url, "server", shared=False)
     try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
         with pytest.raises(DatabaseInUse) as refused:
             hold_database(url)
         message = str(refused.value)
@@ -179,3 +207,24 @@ def test_postgres_second_process_is_refused_naming_the_holder() -> None:
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+@pytest.mark.skipif(not PG_URL, reason="set MACHI_TEST_POSTGRES_URL (see .ci/postgres.sh) to run it")
+def test_postgres_servers_share_the_database_and_exclude_a_rewrite() -> None:
+    assert PG_URL
+    name = f"machi_lock_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
+    proc = _hold_in_another_process(url, "server", shared=True)
+    try:
+        hold_database(url, role="worker", shared=True).release()
+        with pytest.raises(DatabaseInUse) as refused:
+            hold_database(url, role="world import")
+        assert name in str(refused.value) and "machi server" in str(refused.value)
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
