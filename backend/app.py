@@ -19,7 +19,7 @@ from backend.config import Settings, load_settings
 from backend.conversation import jobs as conversation_jobs
 from backend.conversation.aftermath import Aftermath
 from backend.conversation.service import ConversationService
-from backend.council.service import Councils
+from backend.council.service import Councils, recover_councils
 from backend.emotion.service import EmotionService, EmotionSettings
 from backend.events import LLM_CALL, EventBus, LLMCallPayload
 from backend.intention.service import IntentionService, IntentionSettings
@@ -48,6 +48,7 @@ from backend.planning.service import current_item_of_stored_plan
 from backend.security import install as install_security
 from backend.storage import retention
 from backend.storage.db import check_driver, create_db_engine, init_db
+from backend.storage.flights import Flights
 from backend.storage.lock import hold_database
 from backend.tasks import TaskRunner
 from backend.world.cache import AgentCache
@@ -119,8 +120,9 @@ def create_app(
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
-    # One server per database: a second one is refused here, before it migrates or runs any job.
-    with hold_database(settings.database_url, role="server"):
+    # Servers and workers share the database: this process is refused (before it migrates or runs any job)
+    # only while a command that needs it alone runs (a world import or load, `machi db vacuum`).
+    with hold_database(settings.database_url, role=f"{settings.process_role} process", shared=True):
         async with _running(app, settings):
             yield
 
@@ -147,6 +149,7 @@ def _build_minds(state: Any, settings: Settings, engine: Any) -> None:
         events=state.events,
         intentions=state.intentions,
         emotion=state.emotion,
+        flights=state.flights,
     )
     state.councils = Councils(
         engine=engine,
@@ -155,6 +158,7 @@ def _build_minds(state: Any, settings: Settings, engine: Any) -> None:
         memory=state.memory,
         events=state.events,
         emotion=state.emotion,
+        flights=state.flights,
     )
     state.conversation = _conversation(state, settings)
     state.interview = InterviewService(engine=engine, llm=state.llm, memory=state.memory, settings=settings)
@@ -175,7 +179,9 @@ async def _running(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
     app.state.events = EventBus()
     app.state.event_sockets = set()  # the open /v1/events WebSockets (at most MAX_EVENT_SOCKETS)
     _publish_llm_calls(app.state.llm, app.state.events)
-    app.state.jobs = JobRunner(engine=engine, settings=settings, tasks=app.state.tasks)
+    app.state.flights = Flights(engine)  # single-flight work across processes (storage/flights.py)
+    runs_jobs = settings.process_role != "api"
+    app.state.jobs = JobRunner(engine=engine, settings=settings, tasks=app.state.tasks, local=runs_jobs)
     app.state.agents = AgentCache()  # agent rows read by every turn and memory write (see world/cache.py)
     app.state.memory = build_memory(
         MemoryRepo(engine), app.state.embedder, app.state.llm, settings, app.state.tasks,
@@ -188,7 +194,8 @@ async def _running(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
         step: Callable[[FastAPI], Awaitable[Any]] = getattr(importlib.import_module(module_name), attr)
         await step(app)
     _register_job_handlers(app.state)
-    await app.state.jobs.start()  # jobs a crash left pending run again now
+    if runs_jobs:
+        await app.state.jobs.start()  # jobs a crash left pending run again now
     watchers = _watchers(app, settings, provider)
     try:
         yield
@@ -203,6 +210,7 @@ async def _stop(app: FastAPI, watchers: list[asyncio.Task[None]]) -> None:
         watcher.cancel()
     await asyncio.gather(*watchers, return_exceptions=True)
     await app.state.jobs.stop()
+    await app.state.flights.close()
     if (scheduler := find_scheduler(app.state.llm)) is not None:
         scheduler.shutdown()  # model work is cancelled, not waited for: its jobs run after the restart
     try:
@@ -245,16 +253,26 @@ def _register_job_handlers(state: Any) -> None:
 
 
 def _watchers(app: FastAPI, settings: Settings, provider: LLM) -> list[asyncio.Task[None]]:
-    """The server's periodic work, cancelled at shutdown: the model's start-up check and a cheap one whenever
-    it has been idle (an unreachable model is never fatal), and pruning the trace and finished jobs."""
+    """The process's periodic work, cancelled at shutdown: the model's start-up check and a cheap one whenever
+    it has been idle (an unreachable model is never fatal); where jobs run (not in an API process), pruning
+    the trace and finished jobs, and failing the councils of processes that died."""
     state = app.state
-    rules = retention_rules(settings)
-    return [
-        asyncio.create_task(watch(state.model_health, provider, settings.llm_health_probe_idle_s)),
-        asyncio.create_task(
-            retention.keep_pruning(state.engine, rules, settings.prune_interval_s, state.tasks)
-        ),
-    ]
+    watchers = [asyncio.create_task(watch(state.model_health, provider, settings.llm_health_probe_idle_s))]
+    if settings.process_role != "api":
+        rules = retention_rules(settings)
+        prune = retention.keep_pruning(state.engine, rules, settings.prune_interval_s, state.tasks)
+        watchers += [asyncio.create_task(prune), asyncio.create_task(_keep_recovering_councils(app))]
+    return watchers
+
+
+async def _keep_recovering_councils(app: FastAPI) -> None:
+    """Every lease, fail the councils whose process died (their lease expired); see council/service.py."""
+    while True:
+        await asyncio.sleep(app.state.flights.lease_s)
+        try:
+            await recover_councils(app)
+        except Exception:  # noqa: BLE001 - a database hiccup: the next round tries again
+            log.exception("council recovery failed")
 
 
 def retention_rules(settings: Settings) -> list[retention.Rule]:

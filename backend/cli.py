@@ -52,7 +52,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
     # Taken here as well as in the app's start-up, so a second server is refused with one line, not a
     # traceback from inside uvicorn (with --reload the server process takes it itself).
-    with hold_database(settings.database_url, role="server"):
+    with hold_database(settings.database_url, role="server", shared=True):
         # Built before uvicorn starts, so a model it cannot load is one config-error line, not a traceback.
         check_dependencies(settings)
         provider = build_provider(settings)

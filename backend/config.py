@@ -235,6 +235,17 @@ class Settings(BaseSettings):
     #: model call; an in-character "I don't remember" with fallback=true when the model is late or fails).
     interview_deadline_s: float = Field(30.0, gt=0, le=600)
 
+    # --- processes (README "Scaling out"): any number of each kind on one database ---
+    # What this process does. "all": HTTP and background jobs in one process (tests, `machi serve
+    # --workers 0`, and the in-process llamacpp provider, whose model lives in the process). "api": HTTP only;
+    # the jobs its turns commit are run by a worker process. "worker": background jobs only, no HTTP
+    # (`machi worker`). `machi serve` sets it for the processes it starts.
+    process_role: Literal["all", "api", "worker"] = "all"
+    # Model calls a worker process makes at once (its background jobs); LLM_CONCURRENCY is what each API or
+    # "all" process makes. None: the provider's default (1 for ollama/llamacpp). On one model server with P
+    # parallel slots, API processes x LLM_CONCURRENCY + workers x this <= P keeps a slot free for turns.
+    worker_llm_concurrency: int | None = Field(None, ge=1, le=256)
+
     # --- background jobs (backend/jobs: persisted, so a restart loses none) ---
     # Jobs executing at once (more wait, in order; their model calls also queue in the LLM scheduler).
     job_workers: int = Field(4, ge=1, le=64)
@@ -334,7 +345,10 @@ class Settings(BaseSettings):
         return self.llm_context_tokens or reported or DEFAULT_CONTEXT_TOKENS.get(self.llm_provider, 4096)
 
     def resolved_llm_concurrency(self) -> int:
-        """LLM_CONCURRENCY, or the provider's default when unset."""
+        """Model calls this process makes at once: WORKER_LLM_CONCURRENCY in a worker process, else
+        LLM_CONCURRENCY; the provider's default when unset."""
+        if self.process_role == "worker" and self.worker_llm_concurrency is not None:
+            return self.worker_llm_concurrency
         if self.llm_concurrency is not None:
             return self.llm_concurrency
         return DEFAULT_LLM_CONCURRENCY.get(self.llm_provider, 1)

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from backend.jobs.runner import JobRunner
     from backend.memory.service import MemoryService
     from backend.planning.planner import Planner
+    from backend.storage.flights import Flights
     from backend.world.cache import AgentCache
 
 #: Databases keep integers in 64 bits: a larger id or offset must be a 404/422, not an overflow (500).
@@ -156,3 +157,10 @@ def get_agents(request: Request) -> AgentCache:
 
 
 AgentsDep = Annotated["AgentCache", Depends(get_agents)]
+
+
+def get_flights(request: Request) -> Flights:
+    return request.app.state.flights
+
+
+FlightsDep = Annotated["Flights", Depends(get_flights)]

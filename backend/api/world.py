@@ -8,7 +8,7 @@ from typing import IO, Any
 
 from fastapi import APIRouter, Request
 
-from backend.api.deps import EngineDep, MemoryDep, SessionDep, WorldDep
+from backend.api.deps import EngineDep, FlightsDep, MemoryDep, SessionDep, WorldDep
 from backend.storage.db import Engine, session_scope
 from backend.transfer import service as transfer
 
@@ -35,7 +35,7 @@ def export_world(session: SessionDep, world: WorldDep) -> dict[str, Any]:
 
 @router.post("/import", openapi_extra=IMPORT_BODY)
 async def import_world(
-    request: Request, engine: EngineDep, world: WorldDep, memory: MemoryDep
+    request: Request, engine: EngineDep, world: WorldDep, memory: MemoryDep, flights: FlightsDep
 ) -> dict[str, Any]:
     """Replace this world with the document's contents (one transaction: a bad document changes nothing).
 
@@ -46,7 +46,9 @@ async def import_world(
     with tempfile.TemporaryFile(prefix="machi-import-") as spool:
         async for chunk in request.stream():
             spool.write(chunk)
-        counts = await asyncio.to_thread(_import, engine, world, spool)
+        # One import of a world at a time across processes (the database orders the rest after it).
+        async with flights.hold(f"world:{world}:import"):
+            counts = await asyncio.to_thread(_import, engine, world, spool)
     # The rows changed underneath the memory service: its cached matrices for this world are stale.
     memory.invalidate_world(world)
     return {"world_id": world, "imported": counts}

@@ -66,19 +66,21 @@ def _council(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _hold(request: CouncilCreate, args: argparse.Namespace, settings: Settings) -> int:
     from backend.app import create_app
-    from backend.council.service import create_council, run_council
+    from backend.council.service import create_council, flight_name, new_council_id, run_council
 
     app = create_app(settings)
     app.state.recover_councils = False
     async with app.router.lifespan_context(app):
-        state = app.state
-        try:
-            row = await asyncio.to_thread(create_council, state.engine, args.world, request)
-        except MachiError as exc:
-            print(f"error: {exc.message}", file=sys.stderr)
-            return 2
-        progress = None if args.quiet else _Progress()
-        row = await run_council(state.engine, state.llm, row.id, memory=state.memory, on_update=progress)
+        state, council_id = app.state, new_council_id()
+        # Held from before it is stored, so a server's recovery never takes it for an interrupted council.
+        async with state.flights.hold(flight_name(council_id)):
+            try:
+                row = await asyncio.to_thread(create_council, state.engine, args.world, request, council_id)
+            except MachiError as exc:
+                print(f"error: {exc.message}", file=sys.stderr)
+                return 2
+            progress = None if args.quiet else _Progress()
+            row = await run_council(state.engine, state.llm, row.id, memory=state.memory, on_update=progress)
         await state.tasks.drain(timeout=60)  # e.g. importance ratings of the members' new memories
     sys.stdout.write(render_record(row))
     return 0 if row.status == "done" else 1

@@ -83,10 +83,9 @@ def listed(
 
 def active_ids(engine: Engine) -> list[str]:
     """The councils left pending or running."""
+    query = select(CouncilRecord.id).where(col(CouncilRecord.status).in_(ACTIVE))
     with Session(engine) as session:
-        return [
-            row.id for row in session.exec(select(CouncilRecord).where(col(CouncilRecord.status).in_(ACTIVE)))
-        ]
+        return [str(council_id) for council_id in session.exec(query)]
 
 
 def council_agents(session: Session, world_id: str) -> list[Agent]:

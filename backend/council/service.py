@@ -9,6 +9,7 @@ cheap, explicit POST). A council cancelled at shutdown is marked failed by `run_
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,7 @@ from backend.world.models import Agent
 
 if TYPE_CHECKING:
     from backend.storage.db import Engine, Session
+    from backend.storage.flights import Flights
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +41,15 @@ def council_label(number: int) -> str:
 
 
 # --- starting ----------------------------------------------------------------------------------------
-def create_council(engine: Engine, world_id: str, request: CouncilCreate) -> CouncilRecord:
-    """Validate the members and store a new `pending` council with the next number of its world.
+def new_council_id() -> str:
+    return f"council-{uuid.uuid4().hex[:12]}"
+
+
+def create_council(
+    engine: Engine, world_id: str, request: CouncilCreate, council_id: str | None = None
+) -> CouncilRecord:
+    """Validate the members and store a new `pending` council with the next number of its world (under
+    `council_id`, whose lease the caller may already hold, or a new id).
 
     Raises:
         InvalidInput: an unknown member or moderator, or fewer than two members (details name the field).
@@ -52,7 +61,7 @@ def create_council(engine: Engine, world_id: str, request: CouncilCreate) -> Cou
         language: str = request.language or moderator.language
     for _attempt in range(NUMBER_ATTEMPTS):
         row = CouncilRecord(
-            id=f"council-{uuid.uuid4().hex[:12]}",
+            id=council_id or new_council_id(),
             world_id=world_id,
             number=0,  # the next of its world, counted as it is stored
             title=request.title,
@@ -247,8 +256,10 @@ class Councils:
         memory: Any = None,
         events: Any = None,
         emotion: Any = None,
+        flights: Flights | None = None,
     ) -> None:
         self.engine, self.llm, self.tasks, self.memory = engine, llm, tasks, memory
+        self.flights = flights  # a running council holds `council:<id>`: recovery elsewhere leaves it alone
         self.on_update = combine(
             event_publisher(events) if events is not None else None,  # each step goes out as council.updated
             emotion_on_conclusion(engine, emotion) if emotion is not None else None,  # members feel the end
@@ -256,10 +267,24 @@ class Councils:
 
     async def start(self, world_id: str, request: CouncilCreate) -> CouncilRecord:
         """Store the proposal (see `create_council`) and hold the council in the background."""
-        row = await asyncio.to_thread(create_council, self.engine, world_id, request)
-        work = run_council(self.engine, self.llm, row.id, memory=self.memory, on_update=self.on_update)
-        self.tasks.spawn(work, name=f"council:{row.id}")
-        return row
+        council_id = new_council_id()
+        stored: asyncio.Future[CouncilRecord] = asyncio.get_running_loop().create_future()
+        self.tasks.spawn(self._hold(world_id, request, council_id, stored), name=f"council:{council_id}")
+        return await stored
+
+    async def _hold(
+        self, world_id: str, request: CouncilCreate, council_id: str, stored: asyncio.Future[CouncilRecord]
+    ) -> None:
+        """Store the council and run it, holding its lease from before it is stored to its end, so no
+        process's recovery ever sees it active without a lease (see `fail_interrupted`)."""
+        async with self.flights.hold(flight_name(council_id)) if self.flights else contextlib.nullcontext():
+            try:
+                row = await asyncio.to_thread(create_council, self.engine, world_id, request, council_id)
+            except Exception as exc:  # noqa: BLE001 - the caller's to raise (a 422 for an unknown member)
+                stored.set_exception(exc)
+                return
+            stored.set_result(row)
+            await run_council(self.engine, self.llm, row.id, memory=self.memory, on_update=self.on_update)
 
     async def judge_conversation(self, world_id: str, session_id: str) -> JudgeResult:
         """Score a stored conversation and keep the verdict on it (see `judge.judge_conversation`)."""
@@ -282,9 +307,22 @@ def list_councils(
 
 
 # --- crash recovery ----------------------------------------------------------------------------------
-def fail_interrupted(engine: Engine) -> list[str]:
-    """Mark every council left pending or running as failed (INTERRUPTED). Returns their ids."""
+def flight_name(council_id: str) -> str:
+    """The lease a running council holds (storage/flights.py)."""
+    return f"council:{council_id}"
+
+
+def fail_interrupted(engine: Engine, flights: Flights | None = None) -> list[str]:
+    """Mark the councils left pending or running by a process that is gone as failed (INTERRUPTED).
+
+    A council holds its lease from before it is stored to its end (`Councils._hold`), so with `flights`
+    (several processes share the database) one whose lease no process holds is gone. Without them (one
+    process, at its start-up), every active council is. Returns the ids failed.
+    """
     ids = repo.active_ids(engine)
+    if flights is not None:
+        held = flights.live([flight_name(council_id) for council_id in ids])
+        ids = [council_id for council_id in ids if flight_name(council_id) not in held]
     for council_id in ids:
         row = repo.read(engine, council_id)
         record = dict(row.record or {}) if row else {}
@@ -298,13 +336,14 @@ def fail_interrupted(engine: Engine) -> list[str]:
 
 
 async def recover_councils(app: Any) -> None:
-    """Start-up step: no council stays `running` after a crash.
+    """Start-up step (and, in a process running jobs, a periodic one): no council stays `running` after the
+    process holding it died. Councils whose lease another live process holds are left alone.
 
     Skipped when `app.state.recover_councils` is False: the `machi council` command runs in-process next to
     a server that may be using the same database, and must not fail that server's councils.
     """
     if not getattr(app.state, "recover_councils", True):
         return
-    ids = await asyncio.to_thread(fail_interrupted, app.state.engine)
+    ids = await asyncio.to_thread(fail_interrupted, app.state.engine, getattr(app.state, "flights", None))
     if ids:
         log.warning("marked %d interrupted council(s) failed: %s", len(ids), ", ".join(ids))

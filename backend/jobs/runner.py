@@ -13,7 +13,8 @@ How a job runs:
 - Handlers are idempotent: a job interrupted by a crash after its work but before `done` runs again, and
   finds its work done (a memory already rated, an observation already stored, a reflection already written).
 
-Single-process: one runner per database (the server is one uvicorn worker; see README "Reliability").
+Several processes: API processes (PROCESS_ROLE=api) only commit jobs; worker processes (and a single "all"
+process) run them. Claims are conditional UPDATEs, so two runners never run one job at once.
 Model calls made by handlers queue in the LLM scheduler at PRIORITY_BACKGROUND, so live turns go first.
 """
 
@@ -49,8 +50,11 @@ class NotReady(Exception):  # noqa: N818 - a signal, not an error
 class JobRunner:
     """Runs jobs by kind. Built in the app's lifespan and kept at `app.state.jobs`."""
 
-    def __init__(self, *, engine: Any, settings: Settings, tasks: TaskRunner) -> None:
+    def __init__(self, *, engine: Any, settings: Settings, tasks: TaskRunner, local: bool = True) -> None:
         self.engine = engine
+        # False in an API process (PROCESS_ROLE=api): jobs its requests commit are left to the worker processes
+        # (`submit` does nothing, `start` is not called), so background work never takes its CPU.
+        self.local = local
         self.settings = settings
         self.tasks = tasks
         self.handlers: dict[str, Handler] = {}
@@ -87,6 +91,8 @@ class JobRunner:
     def submit(self, jobs: Sequence[Job]) -> None:
         """Start committed jobs now, or when their `run_after` comes (call after the transaction that added
         them has committed). A job due later waits in a tracked task, so `TaskRunner.drain` waits for it."""
+        if not self.local:
+            return
         now = utcnow()
         for job in jobs:
             if job.id is None:
@@ -100,6 +106,8 @@ class JobRunner:
     def submit_after(self, first: Sequence[Job], then: Sequence[Job]) -> None:
         """Start `first` now and `then` once those have run (e.g. a conversation's reflections after its last
         line is remembered), so `then` does not start only to find its inputs pending and defer itself."""
+        if not self.local:
+            return
         self.submit(first)
         waiting = [self._active[job.id] for job in first if job.id in self._active]
         if not waiting:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from backend.intention.service import IntentionService
     from backend.memory.service import MemoryService
     from backend.storage.db import Engine, Session
+    from backend.storage.flights import Flights
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,7 @@ class Planner:
         events: EventBus | None = None,
         intentions: IntentionService | None = None,
         emotion: EmotionService | None = None,
+        flights: Flights | None = None,
     ) -> None:
         self.engine = engine
         self.llm = llm
@@ -62,7 +64,10 @@ class Planner:
         self.events = events
         self.intentions = intentions
         self.emotion = emotion
+        # In this process: the plan work under way per key (later work waits for earlier). Across processes:
+        # the work holds the key's lease (`flights`), so two processes never plan one day at once.
         self._work: dict[PlanKey, asyncio.Task[Plan]] = {}
+        self.flights = flights
 
     def pending(self, world_id: str, agent_id: str, day: int) -> bool:
         """Whether plan work for that agent and day is under way (its result will be `plan.updated`)."""
@@ -107,7 +112,7 @@ class Planner:
     async def _first_plan(self, session: Session, agent: Agent, day: int, deadline: float) -> Plan:
         """The day's first plan by `deadline` (joining the work under way), else the stored fallback plan."""
         key = (agent.world_id, agent.id, day)
-        task = self._work.get(key) or self._start(agent.world_id, agent.id, PlanRequest(day=day))
+        task = self._work.get(key) or self._start(agent.world_id, agent.id, PlanRequest(day=day), first=True)
         await asyncio.wait([task], timeout=max(0.0, deadline - asyncio.get_running_loop().time()))
         if task.done() and not task.cancelled():
             return task.result()
@@ -119,11 +124,15 @@ class Planner:
             session, agent, day, events=self.events, intentions=self.intentions
         )
 
-    def _start(self, world_id: str, agent_id: str, request: PlanRequest) -> asyncio.Task[Plan]:
+    def _start(
+        self, world_id: str, agent_id: str, request: PlanRequest, *, first: bool = False
+    ) -> asyncio.Task[Plan]:
+        """Start plan work for the key after the work under way for it. `first`: the day's first plan
+        (a plan another process stored meanwhile is taken as it is)."""
         key = (world_id, agent_id, request.day)
         before = self._work.get(key)
         name = f"plan {world_id}/{agent_id} day {request.day}"
-        task = self.tasks.spawn(self._run(world_id, agent_id, request, before), name=name)
+        task = self.tasks.spawn(self._run(world_id, agent_id, request, before, first), name=name)
         self._work[key] = task
         task.add_done_callback(functools.partial(self._forget, key))
         return task
@@ -133,11 +142,27 @@ class Planner:
             del self._work[key]
 
     async def _run(
-        self, world_id: str, agent_id: str, request: PlanRequest, before: asyncio.Task[Plan] | None
+        self,
+        world_id: str,
+        agent_id: str,
+        request: PlanRequest,
+        before: asyncio.Task[Plan] | None,
+        first: bool,
     ) -> Plan:
         if before is not None:  # its outcome is its own caller's; this work starts from what it stored
             await asyncio.wait([before])
+        if self.flights is None:
+            return await self._plan(world_id, agent_id, request, first)
+        async with self.flights.hold(f"plan:{world_id}:{agent_id}:{request.day}"):
+            return await self._plan(world_id, agent_id, request, first)
+
+    async def _plan(self, world_id: str, agent_id: str, request: PlanRequest, first: bool) -> Plan:
         with repo.session(self.engine) as session:
+            if (
+                first
+                and (stored := service.stored_plan(session, world_id, agent_id, request.day)) is not None
+            ):
+                return stored  # another process made the day's first plan while this one waited for it
             plan = await service.make_plan(
                 session, self.llm, self.memory, world_id, agent_id, request,
                 events=self.events, emotion=self.emotion, intentions=self.intentions,

@@ -180,8 +180,10 @@ async def ensure_demo_world(app: FastAPI) -> None:
     """Start-up step: load the demo world once, when LOAD_DEMO_WORLD is on and the default world is empty."""
     if not app.state.settings.load_demo_world:
         return
-    with session_scope(app.state.engine) as session:
-        if not needs_demo(session):
-            return
-        counts = load_town(session)
+    # Several processes may start at once on a new database: one loads the town, the others then find it.
+    async with app.state.flights.hold("startup:demo-world"):
+        with session_scope(app.state.engine) as session:
+            if not needs_demo(session):
+                return
+            counts = load_town(session)
     log.info("demo world loaded: %(agents)d agents, %(pois)d points of interest", counts)
