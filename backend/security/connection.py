@@ -62,6 +62,20 @@ def raise_open_files(wanted: int = OPEN_FILES_WANTED) -> int | None:
     return int(soft)
 
 
+#: `uvicorn.run(..., workers=N)` starts its processes by pickling its config, and a class built per setting
+#: cannot be pickled: those processes get this import path instead, whose class each builds from the
+#: environment's settings (module `__getattr__` below).
+PROTOCOL_FROM_ENVIRONMENT = f"{__name__}:EnvironmentProtocol"
+
+
+def __getattr__(name: str) -> Any:
+    if name == "EnvironmentProtocol":
+        from backend.config import load_settings
+
+        return protocol_class(load_settings().http_header_timeout_s)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def protocol_class(header_timeout_s: float) -> type[asyncio.Protocol]:
     """uvicorn's HTTP protocol (httptools when installed, else h11) with the head deadline and the JSON 503."""
     return type("MachiHTTPProtocol", (_Guarded, AutoHTTPProtocol), {"header_timeout_s": header_timeout_s})
