@@ -256,6 +256,12 @@ class Settings(BaseSettings):
     job_backoff_max_s: float = Field(300.0, ge=0, le=86_400)
     # How often the runner looks for jobs due again (retries, jobs left by a crash).
     job_poll_s: float = Field(1.0, gt=0, le=60)
+    # Several processes (API processes, `machi worker`s) may share one database: a runner that claims a job
+    # holds it for job_lease_s seconds and renews the lease every job_lease_s/3 while the job runs. A job whose
+    # lease runs out (its process died or froze) is taken over by any runner; the late one's outcome is
+    # refused. Longer: a dead process's jobs wait longer; shorter: more renewals, and a long stall (a pause,
+    # a swapped machine) can hand a job that is still running to a second process.
+    job_lease_s: float = Field(30.0, ge=0.1, le=3600)
 
     # --- retention (backend/storage/retention.py): rows that only pile up, pruned by age and by count ---
     # The model-call trace (the dashboard's LLM calls; ~30 KB a call with its prompt): calls older than this

@@ -22,8 +22,12 @@ LIVE = ("pending", "running")
 
 
 class Job(SQLModel, table=True):
-    # The runner's one query: due pending jobs in id order.
-    __table_args__ = (Index("ix_job_status_run_after", "status", "run_after"),)
+    # The runners' poll: pending jobs whose run_after has come, and running jobs whose lease has run out
+    # (one index for each half of its OR).
+    __table_args__ = (
+        Index("ix_job_status_run_after", "status", "run_after"),
+        Index("ix_job_status_lease_until", "status", "lease_until"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     world_id: str = Field(default=DEFAULT_WORLD, index=True, max_length=64)
@@ -35,6 +39,11 @@ class Job(SQLModel, table=True):
     last_error: str | None = Field(default=None, max_length=1000)
     #: At most one live (pending/running) job per key; finished ones give their key up (see repo.add).
     dedupe_key: str | None = Field(default=None, unique=True, max_length=400)
+    #: The runner that claimed the job last (`host:pid:hex`); only it may record the outcome of its run.
+    owner: str | None = Field(default=None, max_length=128)
+    #: A running job's claim holds until then (its runner renews it); after that, or NULL (a row written by
+    #: a version without leases), any runner may take the job over.
+    lease_until: datetime | None = None
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
 
@@ -54,6 +63,8 @@ class JobPublic(BaseModel):
     run_after: datetime
     last_error: str | None
     dedupe_key: str | None
+    owner: str | None = None
+    lease_until: datetime | None = None
     created_at: datetime
     updated_at: datetime
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import String, bindparam, case, cast, delete, func, update
+from sqlalchemy import String, and_, bindparam, case, cast, delete, func, or_, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -29,18 +29,50 @@ _SET_PAYLOAD = (
     .values(payload=bindparam("new_payload"), updated_at=bindparam("now"))
 )
 
-# Claim and finish run twice per job: built once. A claimed job of a merging kind gives its key up:
-# it becomes `key#id`, so a prefix still finds the job (see live_with_prefix) but new work takes the key.
+# A job is due when it is pending and its time has come, or running under a lease that has run out (its
+# runner stopped: crashed, killed, frozen) or has none (a row from a version without leases).
+_DUE = or_(
+    and_(_JOB.c.status == "pending", _JOB.c.run_after <= bindparam("now")),
+    and_(
+        _JOB.c.status == "running",
+        or_(_JOB.c.lease_until.is_(None), _JOB.c.lease_until < bindparam("now")),
+    ),
+)
+# Claims run for every job: built once. SKIP LOCKED (PostgreSQL; SQLite has no row locks and drops the
+# clause, its one writer at a time does the same): a runner passes over the rows another runner is claiming
+# in the same instant instead of waiting for them.
+_PICK = (
+    select(_JOB.c.id)
+    .where(_DUE, _JOB.c.id.in_(bindparam("ids", expanding=True)))
+    .order_by(_JOB.c.id)
+    .limit(bindparam("limit"))
+    .with_for_update(skip_locked=True)
+)
+_PICK_ANY = (
+    select(_JOB.c.id)
+    .where(_DUE, _JOB.c.id.not_in(bindparam("exclude", expanding=True)))
+    .order_by(_JOB.c.id)
+    .limit(bindparam("limit"))
+    .with_for_update(skip_locked=True)
+)
+# The UPDATE checks _DUE again: on SQLite the pick above took no lock. A claimed job of a merging kind gives
+# its key up: it becomes `key#id`, so a prefix still finds the job (see live_with_prefix) but new work takes
+# the key (a job taken over from a stopped runner gave it up already).
 _CLAIM = (
     update(_JOB)
-    .where(_JOB.c.id == bindparam("job_id"), _JOB.c.status == "pending", _JOB.c.run_after <= bindparam("now"))
+    .where(_JOB.c.id.in_(bindparam("picked", expanding=True)), _DUE)
     .values(
         status="running",
+        owner=bindparam("me"),
+        lease_until=bindparam("until"),
         attempts=_JOB.c.attempts + 1,
         updated_at=bindparam("now"),
         dedupe_key=case(
             (
-                _JOB.c.kind.in_(bindparam("merging_kinds", expanding=True)),
+                and_(
+                    _JOB.c.status == "pending",
+                    _JOB.c.kind.in_(bindparam("merging_kinds", expanding=True)),
+                ),
                 _JOB.c.dedupe_key + "#" + cast(_JOB.c.id, String),
             ),
             else_=_JOB.c.dedupe_key,
@@ -48,10 +80,19 @@ _CLAIM = (
     )
     .returning(*_JOB.c)
 )
+# The outcome of a run, and a lease's renewal, count only while the runner still owns the job: one whose
+# lease ran out and was taken over must not overwrite what the new owner records.
+_MINE = and_(_JOB.c.owner == bindparam("me"), _JOB.c.status == "running")
 _FINISH = (
     update(_JOB)
-    .where(_JOB.c.id == bindparam("job_id"))
-    .values(status="done", last_error=None, updated_at=bindparam("now"))
+    .where(_JOB.c.id == bindparam("job_id"), _MINE)
+    .values(status="done", last_error=None, lease_until=None, updated_at=bindparam("now"))
+)
+_RENEW = (
+    update(_JOB)
+    .where(_JOB.c.id.in_(bindparam("ids", expanding=True)), _MINE)
+    .values(lease_until=bindparam("until"))
+    .returning(_JOB.c.id)
 )
 
 #: Folds a new job's payload into the payload of a pending job with the same dedupe key.
@@ -143,56 +184,93 @@ def rewrite_pending(session: Session, job_id: int, payload: dict[str, Any]) -> N
     session.connection().execute(statement)
 
 
-def claim(engine: Engine, job_id: int, merging_kinds: Sequence[str] = ()) -> Job | None:
-    """Mark a due pending job running; None when it is not pending or not due (someone else has it).
+def claim(
+    engine: Engine, job_id: int, merging_kinds: Sequence[str] = (), *, owner: str, lease_s: float
+) -> Job | None:
+    """Claim one job if it is due (see `claim_due`); None when it is not (someone else has it, or not yet)."""
+    claimed = claim_due(engine, 1, merging_kinds, owner=owner, lease_s=lease_s, ids=[job_id])
+    return claimed[0] if claimed else None
 
-    One `UPDATE ... RETURNING` (SQLite >= 3.35, PostgreSQL): the claim and the row it claimed in one statement.
-    A job of one of the `merging_kinds` (jobs added with `merge`) gives its dedupe key up as it is claimed: the
-    key becomes `key#id` (still under the key's prefix, so `live_with_prefix` keeps counting the job).
+
+def claim_due(
+    engine: Engine,
+    limit: int,
+    merging_kinds: Sequence[str] = (),
+    *,
+    owner: str,
+    lease_s: float,
+    ids: Sequence[int] | None = None,
+    exclude: Sequence[int] = (),
+) -> list[Job]:
+    """Claim up to `limit` due jobs (of `ids`, when given; else any but `exclude`), oldest first, for `owner`.
+    Returns them, claimed.
+
+    Due: pending with `run_after` come, or running with a lease run out (its runner stopped). A claim sets the
+    job running, owned by `owner` until now + `lease_s` (the owner renews it: `renew`), one attempt more. One
+    transaction: a `SELECT ... FOR UPDATE SKIP LOCKED` picks the rows (PostgreSQL: two runners never wait for
+    each other nor take the same row), an `UPDATE ... RETURNING` claims them (and checks they are still due,
+    which is what keeps SQLite, whose writers take turns, from claiming a job twice). A job of one of the
+    `merging_kinds` (jobs added with `merge`) gives its dedupe key up as it is claimed: the key becomes
+    `key#id` (still under the key's prefix, so `live_with_prefix` keeps counting the job).
     """
-    params = {"job_id": job_id, "now": utcnow(), "merging_kinds": list(merging_kinds)}
+    if limit <= 0:
+        return []
+    now = utcnow()
     with engine.begin() as conn:
-        row = conn.execute(_CLAIM, params).mappings().first()
-    return build(Job, dict(row)) if row is not None else None
+        if ids is None:
+            params = {"now": now, "limit": limit, "exclude": list(exclude)}
+            picked = conn.execute(_PICK_ANY, params).scalars().all()
+        else:
+            picked = conn.execute(_PICK, {"now": now, "limit": limit, "ids": list(ids)}).scalars().all()
+        if not picked:
+            return []
+        params = {"picked": list(picked), "now": now, "me": owner, "merging_kinds": list(merging_kinds),
+                  "until": now + timedelta(seconds=lease_s)}  # fmt: skip
+        rows = conn.execute(_CLAIM, params).mappings().all()
+    return sorted((build(Job, dict(row)) for row in rows), key=lambda job: job.id or 0)
 
 
-def finish(engine: Engine, job_id: int) -> None:
+def renew(engine: Engine, job_ids: Sequence[int], *, owner: str, lease_s: float) -> set[int]:
+    """Extend `owner`'s lease on these running jobs to now + `lease_s`. Returns the ids it still owns."""
+    if not job_ids:
+        return set()
+    params = {"ids": list(job_ids), "me": owner, "until": utcnow() + timedelta(seconds=lease_s)}
     with engine.begin() as conn:
-        conn.execute(_FINISH, {"job_id": job_id, "now": utcnow()})
+        return {int(i) for i in conn.execute(_RENEW, params).scalars()}
+
+
+def finish(engine: Engine, job_id: int, *, owner: str) -> bool:
+    """Mark the job done if `owner` still owns it. Returns whether it did (False: the lease was lost)."""
+    with engine.begin() as conn:
+        result = conn.execute(_FINISH, {"job_id": job_id, "now": utcnow(), "me": owner})
+    return bool(result.rowcount)
 
 
 def retry_later(
-    engine: Engine, job_id: int, error: str, delay_s: float, *, give_up: bool, count: bool
-) -> None:
-    """Back to pending after `delay_s` (or `failed` for good). `count=False` gives the attempt back."""
+    engine: Engine, job_id: int, error: str, delay_s: float, *, owner: str, give_up: bool, count: bool
+) -> bool:
+    """Back to pending after `delay_s` (or `failed` for good), if `owner` still owns the job. `count=False`
+    gives the attempt back. Returns whether it did (False: the lease was lost to another runner)."""
     values: dict[str, object] = {
         "status": "failed" if give_up else "pending",
         "last_error": error[:1000],
         "run_after": utcnow() + timedelta(seconds=delay_s),
+        "lease_until": None,
         "updated_at": utcnow(),
     }
     if not count:
-        values["attempts"] = Job.attempts - 1
-    with Session(engine) as session:
-        session.execute(update(Job).where(col(Job.id) == job_id).values(**values))
-        session.commit()
+        values["attempts"] = _JOB.c.attempts - 1
+    statement = update(_JOB).where(_JOB.c.id == job_id, _MINE).values(**values)
+    with engine.begin() as conn:
+        result = conn.execute(statement, {"me": owner})
+    return bool(result.rowcount)
 
 
-def recover(engine: Engine) -> int:
-    """At start-up, `running` jobs are left by a process that died: run them again. Returns how many."""
-    with Session(engine) as session:
-        result = session.execute(
-            update(Job).where(col(Job.status) == "running").values(status="pending", updated_at=utcnow())
-        )
-        session.commit()
-        return int(result.rowcount or 0)  # type: ignore[attr-defined]
-
-
-def due(engine: Engine, limit: int) -> list[int]:
-    """Ids of pending jobs whose time has come, oldest first."""
-    query = select(Job.id).where(Job.status == "pending", col(Job.run_after) <= utcnow())
-    with Session(engine) as session:
-        return [int(i) for i in session.exec(query.order_by(col(Job.id)).limit(limit)) if i is not None]
+def orphaned(engine: Engine) -> int:
+    """How many running jobs have no live lease (their runner stopped): due, any runner takes them over."""
+    query = select(func.count()).where(_JOB.c.status == "running", _DUE)
+    with engine.connect() as conn:
+        return int(conn.execute(query, {"now": utcnow()}).scalar_one())
 
 
 def live_with_prefix(engine: Engine, prefix: str) -> int:

@@ -1,20 +1,25 @@
-"""The job runner: runs persisted jobs in the app's process, retries failures with backoff, resumes after a crash.
+"""The job runner: runs persisted jobs, retries failures with backoff, takes over the jobs of a process that died.
 
 How a job runs:
 - The code that creates a job adds its row in the same transaction as what the job is about (the turn, the
   memories, the conversation's `reflected` flag) and, after the commit, calls `submit(ids)`: the job starts at
   once as a tracked background task (so `TaskRunner.drain` waits for it).
-- A poll loop picks up pending jobs that are due and not already running here: jobs left by a crash (at
-  start-up, `running` rows are stale and go back to `pending`) and jobs waiting out a retry backoff.
+- A poll loop claims due jobs in batches, as many as this runner has room for: jobs waiting out a retry
+  backoff, jobs added by another process, and jobs whose runner stopped (see leases below).
 - At most `job_workers` jobs execute at once; the rest wait their turn in this process.
-- Each run first claims the row (`pending` -> `running`, one UPDATE), so no job runs twice at once. A handler
+- Each run first claims the row (one transaction, `repo.claim_due`), so no job runs twice at once. A handler
   that raises is retried after `job_backoff_s * 2**(attempts-1)` (capped), up to `job_max_attempts`; then
   the job is `failed` with its error. `NotReady` defers a job without counting an attempt.
 - Handlers are idempotent: a job interrupted by a crash after its work but before `done` runs again, and
   finds its work done (a memory already rated, an observation already stored, a reflection already written).
 
-Several processes: API processes (PROCESS_ROLE=api) only commit jobs; worker processes (and a single "all"
-process) run them. Claims are conditional UPDATEs, so two runners never run one job at once.
+API processes (PROCESS_ROLE=api) only commit jobs; worker processes (and a single "all" process) run them.
+Several processes, one database (API processes and `machi worker`s on one PostgreSQL, or on one SQLite file):
+every runner has an id (`host:pid:hex`, its `owner`). A claim makes the job the runner's for `job_lease_s`
+seconds; the runner renews the leases of its jobs every `job_lease_s / 3` (one UPDATE). A job whose lease
+runs out (its process was killed, or froze) is due again, and another runner takes it over; the outcome the
+late runner then records is refused (`repo.finish` and `repo.retry_later` apply only for the owner), and
+counted as `lost`. A job taken over more than `job_max_attempts` times fails without running again.
 Model calls made by handlers queue in the LLM scheduler at PRIORITY_BACKGROUND, so live turns go first.
 """
 
@@ -22,6 +27,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import secrets
+import socket
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -35,8 +43,14 @@ from backend.tasks import TaskRunner
 log = logging.getLogger(__name__)
 
 Handler = Callable[[Job], Awaitable[None]]
-#: Jobs the poll loop starts per tick (a backlog after a restart is taken in slices).
-POLL_BATCH = 200
+#: How many more jobs than `job_workers` the poll claims ahead (they wait for a slot, their leases renewed):
+#: the next job is at hand when one ends, and other processes still get a share of a backlog.
+POLL_AHEAD = 2
+
+
+def runner_id() -> str:
+    """`host:pid:hex`: which process runs a job (in the row's `owner`), unique even when a pid is reused."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"[-128:]
 
 
 class NotReady(Exception):  # noqa: N818 - a signal, not an error
@@ -57,14 +71,21 @@ class JobRunner:
         self.local = local
         self.settings = settings
         self.tasks = tasks
+        self.owner = runner_id()
         self.handlers: dict[str, Handler] = {}
         # Kinds whose jobs are added with `repo.add(merge=...)`: they give their dedupe key up when claimed.
         self._merging: list[str] = []
-        self.outcomes: Counter[str] = Counter()  # done / retried / failed / deferred, since start
+        self.outcomes: Counter[str] = Counter()  # done / retried / failed / deferred / lost, since start
         self._active: dict[int, asyncio.Task[Any]] = {}
         self._held: set[int] = set()  # jobs chained after others (submit_after): not started by the poll
+        self._owned: set[int] = set()  # claimed here and not yet recorded: the heartbeat renews their leases
+        self._claimed: dict[int, Job] = {}  # claimed by the poll, waiting for a slot
         self._wake = asyncio.Event()
+        self._backlog = False  # the last poll claimed all it had room for: poll again as soon as one ends
         self._loop: asyncio.Task[None] | None = None
+        self._beat: asyncio.Task[None] | None = None
+        self._stopping = False
+        self._idle = asyncio.Event()  # stopping, and no job left here: the heartbeat ends
         # Jobs executing at once. Each does several database steps in worker threads: unbounded, a backlog
         # (a busy minute, a restart) would flood the thread pool that live requests use too.
         self._slots = asyncio.Semaphore(settings.job_workers)
@@ -76,21 +97,33 @@ class JobRunner:
             self._merging.append(kind)
 
     async def start(self) -> None:
-        """Put jobs a dead process left `running` back to pending, then start polling for due jobs."""
-        recovered = await asyncio.to_thread(repo.recover, self.engine)
-        if recovered:
-            log.warning("%d job(s) interrupted by a restart will run again", recovered)
+        """Start polling for due jobs (those a dead process left running among them) and renewing leases."""
+        orphaned = await asyncio.to_thread(repo.orphaned, self.engine)
+        if orphaned:
+            log.warning("%d job(s) left running by a stopped process will be taken over", orphaned)
+        self._stopping = False
+        self._idle.clear()
         self._loop = asyncio.create_task(self._poll(), name="jobs-poll")
+        self._beat = asyncio.create_task(self._heartbeat(), name="jobs-heartbeat")
 
     async def stop(self) -> None:
+        """Stop claiming jobs. Leases of jobs still running here are renewed until they end (or are
+        cancelled): drained at shutdown, they are not handed to another process meanwhile."""
+        self._stopping = True
+        if not self._owned:
+            self._idle.set()
         if self._loop is not None:
             self._loop.cancel()
             await asyncio.gather(self._loop, return_exceptions=True)
             self._loop = None
+        if self._beat is not None and self._idle.is_set():
+            await asyncio.gather(self._beat, return_exceptions=True)
+            self._beat = None
 
     def submit(self, jobs: Sequence[Job]) -> None:
         """Start committed jobs now, or when their `run_after` comes (call after the transaction that added
-        them has committed). A job due later waits in a tracked task, so `TaskRunner.drain` waits for it."""
+        them has committed). A job due later waits in a tracked task, so `TaskRunner.drain` waits for it.
+        Each still has to be claimed: one another process claimed first is left to it."""
         if not self.local:
             return
         now = utcnow()
@@ -137,9 +170,7 @@ class JobRunner:
     async def _poll(self) -> None:
         while True:
             try:
-                for job_id in await asyncio.to_thread(repo.due, self.engine, POLL_BATCH):
-                    if job_id not in self._held:
-                        self._start(job_id)
+                await self._claim_due()
             except Exception:  # noqa: BLE001 - a database hiccup must not stop the runner for good
                 log.exception("job poll failed")
             try:
@@ -148,17 +179,83 @@ class JobRunner:
                 pass
             self._wake.clear()
 
+    async def _claim_due(self) -> None:
+        """Claim as many due jobs as this runner has room for, and start them."""
+        room = self.settings.job_workers + POLL_AHEAD - len(self._owned)
+        self._backlog = room <= 0  # full: the next job to end wakes the poll
+        if room <= 0:
+            return
+        claimed = await asyncio.to_thread(
+            repo.claim_due, self.engine, room, self._merging, owner=self.owner,
+            lease_s=self.settings.job_lease_s, exclude=[*self._active, *self._held],
+        )  # fmt: skip
+        self._backlog = len(claimed) == room
+        for job in claimed:
+            assert job.id is not None
+            self._owned.add(job.id)
+            self._claimed[job.id] = job  # a task of submit's already waiting to claim it takes it from here
+            self._start(job.id)
+
+    async def _heartbeat(self) -> None:
+        """Renew the leases of the jobs claimed here, every lease / 3, until stopped with none left."""
+        every = self.settings.job_lease_s / 3
+        while True:
+            try:
+                await asyncio.wait_for(self._idle.wait(), timeout=every)
+                return
+            except TimeoutError:
+                pass
+            if self._owned:
+                await self._renew()
+
+    async def _renew(self) -> None:
+        owned = list(self._owned)
+        try:
+            kept = await asyncio.to_thread(
+                repo.renew, self.engine, owned, owner=self.owner, lease_s=self.settings.job_lease_s
+            )
+        except Exception:  # noqa: BLE001 - the next beat tries again; the lease has two more beats' time
+            log.exception("renewing job leases failed")
+            return
+        lost = [job_id for job_id in owned if job_id not in kept and job_id in self._owned]
+        if lost:  # finished meanwhile, or taken over after a stall: `finish` tells which
+            log.debug("job lease(s) not renewed: %s", lost)
+
     async def _run(self, job_id: int) -> None:
+        delay = None
         try:
             async with self._slots:
-                job = await asyncio.to_thread(repo.claim, self.engine, job_id, self._merging)
+                job = await self._claim(job_id)
                 if job is None:
                     return
                 delay = await self._execute(job)
         finally:
             self._active.pop(job_id, None)
+            self._claimed.pop(job_id, None)
+            self._owned.discard(job_id)
+            if self._backlog:
+                self._wake.set()
+            if self._stopping and not self._owned:
+                self._idle.set()
         if delay is not None:  # deferred: try again soon in this process (drain waits for it)
             self.tasks.spawn(self._later(job_id, delay), name=f"job-later:{job_id}")
+
+    async def _claim(self, job_id: int) -> Job | None:
+        """The job, claimed: by the poll already, or now (None: another runner has it, or it is not due)."""
+        if (job := self._claimed.pop(job_id, None)) is not None:
+            return job
+        job = await asyncio.to_thread(
+            repo.claim,
+            self.engine,
+            job_id,
+            self._merging,
+            owner=self.owner,
+            lease_s=self.settings.job_lease_s,
+        )
+        if job is None:  # the poll may have claimed it meanwhile
+            return self._claimed.pop(job_id, None)
+        self._owned.add(job_id)
+        return job
 
     async def _later(self, job_id: int, delay_s: float) -> None:
         await asyncio.sleep(delay_s)
@@ -171,19 +268,33 @@ class JobRunner:
         try:
             if handler is None:
                 raise LookupError(f"no handler for job kind {job.kind!r}")
+            if job.attempts > self.settings.job_max_attempts:  # taken over again and again: it may be
+                raise RuntimeError("its runner stopped during every attempt")  # what kills its runners
             await handler(job)
         except NotReady as exc:
             self.outcomes["deferred"] += 1
-            await asyncio.to_thread(
-                repo.retry_later, self.engine, job.id, str(exc), exc.delay_s, give_up=False, count=False
+            kept = await self._record(
+                job, repo.retry_later, str(exc), exc.delay_s, give_up=False, count=False
             )
-            return exc.delay_s
+            return exc.delay_s if kept else None
         except Exception as exc:  # noqa: BLE001 - every failure is recorded on the row and retried
             await self._failed(job, exc)
             return None
-        await asyncio.to_thread(repo.finish, self.engine, job.id)
-        self.outcomes["done"] += 1
+        if await self._record(job, repo.finish):
+            self.outcomes["done"] += 1
         return None
+
+    async def _record(self, job: Job, step: Callable[..., bool], *args: Any, **kwargs: Any) -> bool:
+        """Record an outcome through `step` if this runner still owns the job; log it when it does not."""
+        kept = await asyncio.to_thread(step, self.engine, job.id, *args, owner=self.owner, **kwargs)
+        if not kept:
+            self.outcomes["lost"] += 1
+            log.warning(
+                "job %s (%s): its lease ran out and another runner took it over; this run's outcome is dropped",
+                job.id,
+                job.kind,
+            )
+        return kept
 
     async def _failed(self, job: Job, exc: Exception) -> None:
         assert job.id is not None
@@ -191,6 +302,8 @@ class JobRunner:
         give_up = job.attempts >= settings.job_max_attempts
         delay = min(settings.job_backoff_max_s, settings.job_backoff_s * 2 ** max(0, job.attempts - 1))
         error = f"{type(exc).__name__}: {exc}"
+        if not await self._record(job, repo.retry_later, error, delay, give_up=give_up, count=True):
+            return
         self.outcomes["failed" if give_up else "retried"] += 1
         log.warning(
             "job %d (%s) attempt %d failed%s: %s",
@@ -200,9 +313,14 @@ class JobRunner:
             "; giving up" if give_up else f"; retry in {delay:.1f}s",
             error,
         )
-        await asyncio.to_thread(
-            repo.retry_later, self.engine, job.id, error, delay, give_up=give_up, count=True
-        )
 
     def snapshot(self) -> dict[str, Any]:
-        return {"active": self.active, "outcomes": dict(self.outcomes)}
+        lease = self.settings.job_lease_s
+        return {
+            "active": self.active,
+            "outcomes": dict(self.outcomes),
+            "owner": self.owner,
+            "owned": len(self._owned),
+            "lease_s": lease,
+            "heartbeat_s": lease / 3,
+        }

@@ -125,7 +125,7 @@ def test_store_merges_only_into_a_pending_job_with_the_key(tmp_path: Path) -> No
     [first] = add([1])
     assert add([2, 1]) == []  # merged into the pending job: no new row
     assert payloads() == [[1, 2]]
-    claimed = job_store.claim(engine, first, merging_kinds=[RATE])
+    claimed = job_store.claim(engine, first, merging_kinds=[RATE], owner="test", lease_s=30)
     assert (
         claimed is not None and claimed.payload["memory_ids"] == [1, 2] and claimed.dedupe_key == f"k#{first}"
     )

@@ -20,8 +20,9 @@ CLIENTS = 8
 KILL_AFTER = 40
 MAX_TURNS_PER_CLIENT = 60
 PAIRS = [("aoi", "hikari"), ("ren", "yukino"), ("natsumi", "haruka"), ("hikari", "ren")]
-# MEMORY_DEDUP off: the audit counts exact observation rows (a merge would read as a missing line).
-ENV = {"MEMORY_DEDUP": "false", "JOB_POLL_S": "0.2", "LLM_CONCURRENCY": "2"}
+# MEMORY_DEDUP off: the audit counts exact observation rows (a merge would read as a missing line). JOB_LEASE_S
+# short: the jobs the kill left running are the restarted server's to take over once their lease runs out.
+ENV = {"MEMORY_DEDUP": "false", "JOB_POLL_S": "0.2", "JOB_LEASE_S": "2", "LLM_CONCURRENCY": "2"}
 
 
 async def _client(url: str, index: int, names: dict[str, str], acks: list[Ack]) -> None:
