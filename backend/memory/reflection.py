@@ -45,7 +45,13 @@ RETRY_SHARE = 0.2
 
 @dataclass
 class ThresholdState:
-    """Per-agent bookkeeping that only has to live as long as the process."""
+    """Per-agent bookkeeping that only has to live as long as the process, and only for this process.
+
+    `running` is this process's reflection under way (another process's is the jobs' single-flight to stop);
+    `failed_at` only spaces out this process's retries after a failed attempt, so another process that
+    retries once on its own costs one call, never a wrong memory. Whether to reflect at all is read from the
+    database each time (`importance_since_last_insight`), so it sees every process's memories.
+    """
 
     running: set[Key] = field(default_factory=set)
     #: key -> the importance sum when an automatic attempt last produced nothing.
