@@ -130,7 +130,8 @@ class ConversationService:
         self.emotion = emotion
         self.after = after
         self.plan_item = plan_item
-        # (world, agent, partner) opening read-aheads running
+        # (world, agent, partner) opening read-aheads running in this process: in-flight work, not state
+        # another process can change (a read-ahead only warms this process's model server cache)
         self._opening: set[tuple[str, str, str]] = set()
 
     # --- the turn ---

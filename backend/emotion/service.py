@@ -102,7 +102,14 @@ def label_fits(word: str, values: Mapping[str, float], language: str) -> bool:
 
 
 class EmotionService:
-    """Plutchik state per agent. Evaluation is fire-and-forget: a turn never waits for it."""
+    """Plutchik state per agent. Evaluation is fire-and-forget: a turn never waits for it.
+
+    The state is read from the database on every request (no copy is kept), so another process's evaluation
+    is seen at once. The maps below are this process's scheduling only: its locks, queued request and running
+    worker per agent, when its last evaluation began (`emotion_min_interval_s` spaces this process's calls),
+    the lines it last evaluated (a retried job with the same lines is not asked again here) and a count of its
+    inserts (history is pruned every PRUNE_EVERY of them: the bound holds whichever process inserts).
+    """
 
     def __init__(
         self,

@@ -199,16 +199,17 @@ def absorb(kept: Memory, incoming: Memory) -> None:
 
 def evict_over_cap(
     repo: MemoryRepo, key: Key, kind: str, settings: MemorySettings, keep: Sequence[int] = ()
-) -> list[int]:
-    """Delete the least important, least recently accessed memories of a type past its cap. Returns their ids."""
+) -> tuple[list[int], int]:
+    """Delete the least important, least recently accessed memories of a type past its cap. Returns their ids
+    and the revision of the deletion (0: none)."""
     cap = settings.cap(kind)
     if cap is None:
-        return []
+        return [], 0
     extra = max(1, int(cap * settings.evict_batch))
-    count, ids = repo.evict(key, kind, cap, extra, settings.evict_protect, keep)
+    count, ids, rev = repo.evict(key, kind, cap, extra, settings.evict_protect, keep)
     if count - len(ids) > cap:
         log.warning(
             "%s/%s holds %d %s memories over its cap of %d: the rest are protected (importance >= %d)",
             *key, count - len(ids), kind, cap, settings.evict_protect,
         )  # fmt: skip
-    return ids
+    return ids, rev

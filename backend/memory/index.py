@@ -11,6 +11,10 @@ Rows are kept in id order (inserts for one agent are serialised by the index loc
 id is found with `np.searchsorted`. Arrays grow by doubling (amortised O(1) append, never a vstack per
 insert). Deleted rows are tombstoned; the owner drops the index when too many are dead and it is rebuilt
 lazily from the database.
+
+`rev` is the agent's memory revision (memory/cache.py) the index is known to hold everything of; `revs`
+per row, the revision its importance was last set at, so a change read from the database before a newer one
+of this process's own cannot undo it (`apply`).
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ ARRAYS = (
     "alive",
     "token_counts",
     "inverse_sqrt_tokens",
+    "revs",
 )
 
 
@@ -61,6 +66,7 @@ class IndexRow:
     type: str
     content: str
     vector: np.ndarray | None  # L2-normalised, or None (treated as zeros: no embedding relevance)
+    rev: int = 0  # the revision that last wrote the row (memory/cache.py)
 
 
 class AgentIndex:
@@ -87,6 +93,9 @@ class AgentIndex:
         self.alive = np.zeros(capacity, dtype=bool)
         self.token_counts = np.zeros(capacity, dtype=np.int32)
         self.inverse_sqrt_tokens = np.zeros(capacity, dtype=np.float32)  # for keyword relevance
+        self.revs = np.zeros(capacity, dtype=np.int64)
+        self.rev = 0  # the agent's memory revision held in full (module docstring)
+        self.world_rev = 0  # the world's revision (replacements) at load
         #: Each row's text, by position (memories are never edited, and positions never move): a turn's
         #: prompt takes the retrieved texts from here instead of fetching the rows.
         self.contents: list[str] = []
@@ -111,6 +120,7 @@ class AgentIndex:
             self.accessed[pos] = row.accessed_minutes
             self.types[pos] = TYPE_CODES.get(row.type, 0)
             self.alive[pos] = True
+            self.revs[pos] = row.rev
             self.contents.append(row.content)
             tokens = token_set(row.content)
             self.token_counts[pos] = len(tokens)
@@ -170,10 +180,51 @@ class AgentIndex:
         found = pos[held[pos] == wanted]  # rows are in id order: a match is exactly where it would go
         return found[self.alive[found]]
 
-    def set_importance(self, ids: Iterable[int], values: Iterable[float]) -> None:
+    def set_importance(self, ids: Iterable[int], values: Iterable[float], rev: int = 0) -> None:
+        """Importance as written at revision `rev`."""
         for memory_id, value in zip(ids, values, strict=True):
             pos = self.positions([memory_id])
             self.importance[pos] = value
+            self.revs[pos] = np.maximum(self.revs[pos], rev)
+
+    def apply(self, rows: Sequence[IndexRow]) -> bool:
+        """Rows read from the database (in id order), new or changed: new ones appended; a held one takes
+        the importance unless this process wrote a newer one, the later access time, and its vector if it had
+        none. False when a row is neither (an unknown id below the newest held): the caller reloads."""
+        last = int(self.ids[self.size - 1]) if self.size else 0
+        held = [row for row in rows if row.id <= last]
+        if held:
+            ids = np.array([row.id for row in held], dtype=np.int64)
+            pos = np.searchsorted(self.ids[: self.size], ids)
+            if not np.array_equal(self.ids[pos], ids):
+                return False
+            for row, at in zip(held, pos.tolist(), strict=True):
+                if self.alive[at]:
+                    self._update(at, row)
+            self._latest = None
+        self.append([row for row in rows if row.id > last])
+        return True
+
+    def _update(self, pos: int, row: IndexRow) -> None:
+        if row.rev > self.revs[pos]:
+            self.importance[pos], self.revs[pos] = row.importance, row.rev
+        self.accessed[pos] = max(self.accessed[pos], row.accessed_minutes)
+        if row.vector is not None and not self.vectors[pos].any():
+            self.vectors[pos] = row.vector
+            self.norm_bound = max(self.norm_bound, similarity.norm_bound(self.vectors[pos : pos + 1]))
+            if self.int8:
+                self._quantise(pos, pos + 1)
+
+    def keep_only(self, live: np.ndarray) -> int:
+        """Remove every held id not in `live` (the agent's ids in the database). Returns how many went."""
+        held = self.ids[: self.size][self.alive[: self.size]]
+        return self.remove(np.setdiff1d(held, live, assume_unique=True))
+
+    def advance(self, rev: int) -> None:
+        """This process wrote revision `rev` and applied it here: the index holds it too if it held the one
+        before (else a later read of the stamp brings the index up to date)."""
+        if self.rev == rev - 1:
+            self.rev = rev
 
     def touch(self, ids: Iterable[int], minutes: float) -> None:
         """Mark as accessed at `minutes` (never moves an access time backwards)."""

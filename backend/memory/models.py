@@ -37,6 +37,8 @@ class Memory(SQLModel, table=True):
     __table_args__ = (
         Index("ix_memory_world_agent_type", "world_id", "agent_id", "type", "id"),
         Index("ix_memory_world_agent_session", "world_id", "agent_id", "session_id", "type"),
+        # What another process's index asks after a change: the agent's rows written since its revision.
+        Index("ix_memory_world_agent_rev", "world_id", "agent_id", "rev"),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -60,6 +62,25 @@ class Memory(SQLModel, table=True):
     # Where the memory came from: caller (the API / another concept) | conversation (end-of-talk summary)
     # | insight (threshold reflection). "Importance since the last reflection" counts from the last insight.
     origin: str = Field(default="caller", max_length=16)
+    #: The agent's `MemoryStamp.rev` of the transaction that last inserted or changed this row (0: before
+    #: stamps existed, or imported). Not exported: a revision means nothing in another database.
+    rev: int = 0
+
+
+class MemoryStamp(SQLModel, table=True):
+    """Per (world, agent): a revision bumped in the same transaction as every write of its memories, so a
+    process holding an index learns with one narrow query whether another process changed them
+    (memory/cache.py). The row with agent_id `WORLD_STAMP` counts replacements of the whole world (import)."""
+
+    world_id: str = Field(primary_key=True, max_length=64)
+    agent_id: str = Field(primary_key=True, max_length=64)
+    rev: int = 0
+    #: The latest revision that deleted rows (an index behind it compares its ids with the table's).
+    deleted_rev: int = 0
+
+
+#: `MemoryStamp.agent_id` of a world's own row (no agent id is empty).
+WORLD_STAMP = ""
 
 
 @dataclass

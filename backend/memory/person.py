@@ -48,7 +48,12 @@ def _merge_items(old: list[str], new: list[str]) -> list[str]:
 
 
 class PersonBook:
-    """Reads and updates person memories; one update at a time per (world, agent, other)."""
+    """Reads and updates person memories; one update at a time per (world, agent, other).
+
+    Nothing is cached: every read asks the database, so another process's update is seen at once. The locks
+    order this process's updates only (each reads the record, merges and writes it back); two processes
+    updating one record at once are kept apart by the jobs' single-flight, not here.
+    """
 
     def __init__(self, repo: MemoryRepo, llm: LLM, agents: AgentLookup, settings: MemorySettings) -> None:
         self.repo = repo

@@ -45,7 +45,13 @@ RETRY_SHARE = 0.2
 
 @dataclass
 class ThresholdState:
-    """Per-agent bookkeeping that only has to live as long as the process."""
+    """Per-agent bookkeeping that only has to live as long as the process, and only for this process.
+
+    `running` is this process's reflection under way (another process's is the jobs' single-flight to stop);
+    `failed_at` only spaces out this process's retries after a failed attempt, so another process that
+    retries once on its own costs one call, never a wrong memory. Whether to reflect at all is read from the
+    database each time (`importance_since_last_insight`), so it sees every process's memories.
+    """
 
     running: set[Key] = field(default_factory=set)
     #: key -> the importance sum when an automatic attempt last produced nothing.
@@ -155,16 +161,18 @@ class Rater:
         """Store ratings of provisional memories (see MemoryRepo.set_importances), in the index too."""
         if not ratings:
             return
-        stored = set(await asyncio.to_thread(self.repo.set_importances, key, ratings, source))
+        ids, rev = await asyncio.to_thread(self.repo.set_importances, key, ratings, source)
+        stored = set(ids)
         # A memory whose id now names another row (a world import meanwhile) kept its importance: skipped.
         rated = [(row, value) for row, value in ratings if row.id in stored]
-        if not rated:
-            return
         values = {row.id or 0: value for row, value in rated}
         index = self.cache.peek(key)
         if index is not None:
             with index.lock:
-                index.set_importance(values.keys(), [float(v) for v in values.values()])
+                index.set_importance(values.keys(), [float(v) for v in values.values()], rev)
+                index.advance(rev)
+        if not rated:
+            return
         for row, value in rated:
             row.importance, row.importance_source = value, source
         self.events.updated([row for row, _ in rated])

@@ -9,18 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from sqlalchemy import Integer, and_, bindparam, delete, func, insert, or_, update
 from sqlalchemy import select as core_select
-from sqlalchemy.engine import Engine
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import defer
 from sqlmodel import Session, col, select
 
 from backend.gametime import from_game_minutes, game_minutes, utcnow
 from backend.memory.index import IndexRow
-from backend.memory.models import Key, Memory, PersonMemory
+from backend.memory.models import WORLD_STAMP, Key, Memory, MemoryStamp, PersonMemory
 from backend.storage import rows as table_rows
 from backend.world.models import Agent
 
@@ -31,6 +32,7 @@ FollowUp = Callable[[Transaction, list[Memory]], object]
 
 _MEMORY = Memory.__table__  # type: ignore[attr-defined]
 _PEOPLE = PersonMemory.__table__  # type: ignore[attr-defined]
+_STAMP = MemoryStamp.__table__  # type: ignore[attr-defined]
 #: What dedup matching reads of its candidates (the rest, the vector above all, is read for the one matched).
 _MATCHED_ON = (
     _MEMORY.c.id, _MEMORY.c.type, _MEMORY.c.tags, _MEMORY.c.created_day, _MEMORY.c.created_time_of_day,
@@ -43,6 +45,14 @@ def new_memory(values: dict[str, Any]) -> Memory:
     return table_rows.build(Memory, values)
 
 
+class Stamp(NamedTuple):
+    """An agent's memory revisions as stored (memory/cache.py): all zero before its first stamped write."""
+
+    rev: int = 0
+    deleted_rev: int = 0
+    world_rev: int = 0  # replacements of the whole world (import)
+
+
 class MemoryRepo:
     """The memory tables of one database."""
 
@@ -50,21 +60,32 @@ class MemoryRepo:
         self.engine = engine
 
     # --- writing ---
-    def insert(self, groups: Sequence[tuple[Sequence[Memory], FollowUp | None]]) -> None:
-        """Store every group's rows in one transaction and give them their ids; a group's `follow_up(session,
-        rows)` adds jobs about its rows to the same transaction."""
+    def insert(self, groups: Sequence[tuple[Sequence[Memory], FollowUp | None]]) -> dict[Key, int]:
+        """Store every group's rows in one transaction and give them their ids and revision; a group's
+        `follow_up(session, rows)` adds jobs about its rows to the same transaction. Returns each agent's
+        revision of the transaction."""
         memories = [row for group, _ in groups for row in group]
         if not memories:
-            return
+            return {}
         with Session(self.engine, expire_on_commit=False) as session:
+            revs = {
+                key: bump(session.connection(), key)
+                for key in sorted({(r.world_id, r.agent_id) for r in memories})
+            }
+            for row in memories:
+                row.rev = revs[(row.world_id, row.agent_id)]
             table_rows.insert_all(session, memories)  # every column has a Python-side default: no reload
             for group, follow_up in groups:
                 if follow_up is not None and group:
                     follow_up(session, list(group))  # the rows have their ids, which the jobs name
             session.commit()
+        return revs
 
-    def set_importances(self, key: Key, ratings: Sequence[tuple[Memory, int]], source: str) -> list[int]:
-        """Store ratings of the agent's provisional memories in one transaction. Returns the ids rated.
+    def set_importances(
+        self, key: Key, ratings: Sequence[tuple[Memory, int]], source: str
+    ) -> tuple[list[int], int]:
+        """Store ratings of the agent's provisional memories in one transaction. Returns the ids rated and
+        the transaction's revision.
 
         A rating lands only on the memory the model read: same id, world and agent, same text, still
         provisional. A world import (or an agent's deletion and re-creation) can give the id to another memory
@@ -72,8 +93,10 @@ class MemoryRepo:
         """
         rated = []
         with self.engine.begin() as conn:
+            rev = bump(conn, key)
             for row, value in ratings:
                 params = {
+                    "rev": rev,
                     "memory_id": row.id,
                     "of_world": key[0],
                     "of_agent": key[1],
@@ -83,70 +106,91 @@ class MemoryRepo:
                 }
                 if conn.execute(_SET_IMPORTANCE, params).rowcount:
                     rated.append(int(row.id or 0))
-        return rated
+        return rated, rev
 
-    def touch(self, key: Key, ids: Sequence[int], minutes: float) -> None:
-        """Mark memories accessed at game time `minutes`: one UPDATE ... WHERE id IN (...)."""
+    def touch(self, key: Key, ids: Sequence[int], minutes: float) -> int:
+        """Mark memories accessed at game time `minutes`: one UPDATE ... WHERE id IN (...). Returns the
+        revision (0: nothing to mark)."""
         if not ids:
-            return
+            return 0
         day, time_of_day = from_game_minutes(minutes)
         with self.engine.begin() as conn:
+            rev = bump(conn, key)
             conn.execute(
                 update(_MEMORY)
                 .where(
                     _MEMORY.c.world_id == key[0], _MEMORY.c.agent_id == key[1], _MEMORY.c.id.in_(list(ids))
                 )
                 .values(
-                    last_accessed_day=day, last_accessed_time_of_day=time_of_day, last_accessed_at=utcnow()
+                    last_accessed_day=day,
+                    last_accessed_time_of_day=time_of_day,
+                    last_accessed_at=utcnow(),
+                    rev=rev,
                 )
             )
+        return rev
 
-    def remove(self, key: Key, ids: Sequence[int] | None = None) -> int:
-        """Delete some of an agent's memories (or all when `ids` is None). Returns how many went."""
+    def remove(self, key: Key, ids: Sequence[int] | None = None) -> tuple[int, int]:
+        """Delete some of an agent's memories (or all when `ids` is None). Returns how many went and the
+        revision."""
         statement = delete(_MEMORY).where(_MEMORY.c.world_id == key[0], _MEMORY.c.agent_id == key[1])
         if ids is not None:
             statement = statement.where(_MEMORY.c.id.in_(list(ids)))
         with self.engine.begin() as conn:
-            return int(conn.execute(statement).rowcount or 0)
+            rev = bump(conn, key, deleted=True)
+            return int(conn.execute(statement).rowcount or 0), rev
 
-    def save_embeddings(self, vectors: dict[int, bytes]) -> None:
+    def save_embeddings(self, key: Key, vectors: dict[int, bytes]) -> int:
+        """Store embeddings of the agent's memories. Returns the revision (0: none given)."""
         if not vectors:
-            return
+            return 0
         with self.engine.begin() as conn:
-            conn.execute(_SAVE_EMBEDDING, [{"memory_id": i, "blob": blob} for i, blob in vectors.items()])
+            rev = bump(conn, key)
+            params = [{"memory_id": i, "blob": blob, "rev": rev} for i, blob in vectors.items()]
+            conn.execute(_SAVE_EMBEDDING, params)
+        return rev
 
-    def save_merged(self, memories: Sequence[Memory]) -> None:
-        """Write back what a dedup merge changed in stored memories: one executemany."""
+    def save_merged(self, key: Key, memories: Sequence[Memory]) -> int:
+        """Write back what a dedup merge changed in the agent's stored memories: one executemany. Returns the
+        revision (0: nothing to write), which the rows take."""
         if not memories:
-            return
-        values = [
-            {
-                "memory_id": row.id,
-                "new_importance": row.importance,
-                "new_source": row.importance_source,
-                "accessed_day": row.last_accessed_day,
-                "accessed_time": row.last_accessed_time_of_day,
-                "accessed_at": row.last_accessed_at,
-                "evidence": list(row.evidence_ids),
-            }
-            for row in memories
-        ]
+            return 0
         with self.engine.begin() as conn:
-            conn.execute(_SAVE_MERGED, values)
+            rev = bump(conn, key)
+            for row in memories:
+                row.rev = rev
+            conn.execute(_SAVE_MERGED, [_merged_values(row) for row in memories])
+        return rev
+
+    def stamp(self, key: Key) -> Stamp:
+        """The agent's revisions (one primary-key lookup of at most two rows: the agent's and its world's)."""
+        params = {"world_id": key[0], "agent_id": key[1]}
+        with self.engine.connect() as conn:
+            found = conn.execute(_STAMPS, params).all()
+        agent = next((row for row in found if row.agent_id != WORLD_STAMP), None)
+        world = next((row.rev for row in found if row.agent_id == WORLD_STAMP), 0)
+        return Stamp(agent.rev, agent.deleted_rev, world) if agent else Stamp(world_rev=world)
+
+    def live_ids(self, key: Key) -> np.ndarray:
+        """The ids of every memory the agent has, ascending (an index behind a deletion keeps only these)."""
+        c = _MEMORY.c
+        query = core_select(c.id).where(c.world_id == key[0], c.agent_id == key[1]).order_by(c.id)
+        with self.engine.connect() as conn:
+            return np.fromiter(conn.execute(query).scalars(), dtype=np.int64)
 
     def evict(
         self, key: Key, kind: str, cap: int, excess_extra: int, protect: int, keep: Sequence[int]
-    ) -> tuple[int, list[int]]:
+    ) -> tuple[int, list[int], int]:
         """Past `cap` memories of a type, delete the excess plus `excess_extra`: the least important, then the
         least recently accessed (game time), then the oldest id; never one of importance >= `protect` or in
-        `keep`. Returns the type's count before and the ids deleted."""
+        `keep`. Returns the type's count before, the ids deleted and the revision (0: none deleted)."""
         of_kind = (_MEMORY.c.world_id == key[0], _MEMORY.c.agent_id == key[1], _MEMORY.c.type == kind)
         with self.engine.begin() as conn:
             count = int(
                 conn.execute(core_select(func.count()).select_from(_MEMORY).where(*of_kind)).scalar_one()
             )
             if count <= cap:
-                return count, []
+                return count, [], 0
             chosen = core_select(_MEMORY.c.id).where(
                 *of_kind, _MEMORY.c.importance < protect, _MEMORY.c.id.not_in(list(keep))
             )
@@ -157,9 +201,10 @@ class MemoryRepo:
                 _MEMORY.c.id,
             ).limit(count - cap + excess_extra)
             ids = [int(i) for i in conn.execute(chosen).scalars() if i is not None]
+            rev = bump(conn, key, deleted=True) if ids else 0
             if ids:
                 conn.execute(delete(_MEMORY).where(_MEMORY.c.id.in_(ids)))
-        return count, ids
+        return count, ids, rev
 
     # --- reading ---
     def by_ids(self, key: Key, ids: Sequence[int], *, embedding: bool = True) -> dict[int, Memory]:
@@ -258,25 +303,27 @@ class MemoryRepo:
             ).all()
         return list(reversed(found))
 
-    def index_rows(self, key: Key, dim: int) -> tuple[list[IndexRow], list[int]]:
-        """Everything the index needs, in id order; also the ids whose stored embedding is missing or stale."""
+    def index_rows(self, key: Key, dim: int, since: int | None = None) -> tuple[list[IndexRow], list[int]]:
+        """Everything the index needs, in id order (only the rows written after revision `since`, when given);
+        also the ids whose stored embedding is missing or stale."""
         c = _MEMORY.c
         columns = (c.id, c.importance, c.last_accessed_day, c.last_accessed_time_of_day, c.type, c.content)
-        statement = (
-            core_select(*columns, c.embedding)
-            .where(c.world_id == key[0], c.agent_id == key[1])
-            .order_by(c.id)
+        statement = core_select(*columns, c.embedding, c.rev).where(
+            c.world_id == key[0], c.agent_id == key[1]
         )
+        if since is not None:
+            statement = statement.where(c.rev > since)
         with self.engine.connect() as conn:
-            result = conn.execute(statement).all()
+            result = conn.execute(statement.order_by(c.id)).all()
         found, stale = [], []
-        for memory_id, importance, day, tod, kind, content, blob in result:
+        for memory_id, importance, day, tod, kind, content, blob, rev in result:
             vector = np.frombuffer(blob, dtype=np.float32) if blob else None
             if vector is None or vector.shape[0] != dim:
                 vector = None
                 stale.append(memory_id)
+            minutes = game_minutes(day, tod)
             found.append(
-                IndexRow(memory_id, float(importance), game_minutes(day, tod), kind, content, vector)
+                IndexRow(memory_id, float(importance), minutes, kind, content, vector, int(rev or 0))
             )
         return found, stale
 
@@ -378,6 +425,27 @@ class MemoryRepo:
         return row
 
 
+def bump(conn: Connection, key: Key, *, deleted: bool = False) -> int:
+    """Raise the agent's revision in the caller's transaction and return it. A write runs it before touching
+    any memory row: the stamp row's lock then orders one agent's writers (ids grow with revisions)."""
+    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+    new = _STAMP.c.rev + 1
+    statement = dialect.insert(_STAMP).values(
+        world_id=key[0], agent_id=key[1], rev=1, deleted_rev=1 if deleted else 0
+    )
+    statement = statement.on_conflict_do_update(
+        index_elements=[_STAMP.c.world_id, _STAMP.c.agent_id],
+        set_={"rev": new, "deleted_rev": new if deleted else _STAMP.c.deleted_rev},
+    )
+    return int(conn.execute(statement.returning(_STAMP.c.rev)).scalar_one())
+
+
+def replace_world(session: Transaction, world_id: str) -> None:
+    """Note in the caller's transaction that every memory of the world is being replaced (an import): every
+    process's index of one of its agents reloads in full."""
+    bump(session.connection(), (world_id, WORLD_STAMP))
+
+
 def relationship_counts(session: Transaction, world_id: str) -> tuple[int, int]:
     """The world's agents, and the ordered pairs of them (A, B) in which A has a person memory of B."""
     agent_ids = select(Agent.id).where(Agent.world_id == world_id)
@@ -393,6 +461,19 @@ def relationship_counts(session: Transaction, world_id: str) -> tuple[int, int]:
         )
     ).one()
     return int(agents), int(pairs)
+
+
+def _merged_values(row: Memory) -> dict[str, Any]:
+    return {
+        "memory_id": row.id,
+        "new_importance": row.importance,
+        "new_source": row.importance_source,
+        "accessed_day": row.last_accessed_day,
+        "accessed_time": row.last_accessed_time_of_day,
+        "accessed_at": row.last_accessed_at,
+        "evidence": list(row.evidence_ids),
+        "rev": row.rev,
+    }
 
 
 def _ids_params(key: Key, ids: Sequence[int]) -> dict[str, Any]:
@@ -448,10 +529,12 @@ _SET_IMPORTANCE = (
         _MEMORY.c.content == bindparam("read_content"),
         _MEMORY.c.importance_source == "provisional",
     )
-    .values(importance=bindparam("value"), importance_source=bindparam("source"))
+    .values(importance=bindparam("value"), importance_source=bindparam("source"), rev=bindparam("rev"))
 )
 _SAVE_EMBEDDING = (
-    update(_MEMORY).where(_MEMORY.c.id == bindparam("memory_id")).values(embedding=bindparam("blob"))
+    update(_MEMORY)
+    .where(_MEMORY.c.id == bindparam("memory_id"))
+    .values(embedding=bindparam("blob"), rev=bindparam("rev"))
 )
 _SAVE_MERGED = (
     update(_MEMORY)
@@ -463,7 +546,13 @@ _SAVE_MERGED = (
         last_accessed_time_of_day=bindparam("accessed_time"),
         last_accessed_at=bindparam("accessed_at"),
         evidence_ids=bindparam("evidence", type_=_MEMORY.c.evidence_ids.type),
+        rev=bindparam("rev"),
     )
+)
+#: An agent's stamp row and its world's.
+_STAMPS = core_select(_STAMP.c.agent_id, _STAMP.c.rev, _STAMP.c.deleted_rev).where(
+    _STAMP.c.world_id == bindparam("world_id"),
+    or_(_STAMP.c.agent_id == bindparam("agent_id"), _STAMP.c.agent_id == WORLD_STAMP),
 )
 _OF_AGENT = (_MEMORY.c.world_id == bindparam("world_id"), _MEMORY.c.agent_id == bindparam("agent_id"))
 # The newest reflections only: a repeated insight repeats a recent one, and the whole history would make every

@@ -174,7 +174,10 @@ class Retriever:
         if index is not None:
             with index.lock:
                 index.touch(ids, minutes)
-        self.repo.touch(key, ids, minutes)
+        rev = self.repo.touch(key, ids, minutes)
+        if index is not None:
+            with index.lock:
+                index.advance(rev)
 
     async def _query_vector(self, query: str) -> np.ndarray | None:
         try:

@@ -191,12 +191,14 @@ class MemoryService:
     def delete(self, world_id: str, agent_id: str, memory_id: int) -> None:
         """Delete one memory. Raises NotFound when the agent has no such memory in this world."""
         key = (world_id, agent_id)
-        if self.repo.remove(key, [memory_id]) == 0:
+        removed, rev = self.repo.remove(key, [memory_id])
+        if removed == 0:
             raise NotFound(f"agent {agent_id!r} has no memory {memory_id}", details={"memory_id": memory_id})
         index = self.cache.peek(key)
         if index is not None:
             with index.lock:
                 index.remove([memory_id])
+                index.advance(rev)
             self.cache.drop_if_sparse(key)
 
     def invalidate_world(self, world_id: str) -> None:
@@ -209,7 +211,7 @@ class MemoryService:
         key = (world_id, agent_id)
         self.cache.drop(key)
         self.people.forget_agent(key)
-        return self.repo.remove(key)
+        return self.repo.remove(key)[0]
 
     # --- reading ---
     def recent(

@@ -120,23 +120,26 @@ class MemoryWriter:
     def _commit(self, batches: list[Batch]) -> list[dict[str, list[int]]]:
         """Insert every batch's fresh rows and their follow-up jobs in one transaction; then per batch write
         merges back, evict past the caps and keep the index in step. Returns each batch's evicted ids by type."""
-        self.repo.insert([(batch.written.fresh, batch.follow_up) for batch in batches])
-        return [self._settle(batch) for batch in batches]
+        revs = self.repo.insert([(batch.written.fresh, batch.follow_up) for batch in batches])
+        return [self._settle(batch, revs.get(batch.key, 0)) for batch in batches]
 
-    def _settle(self, batch: Batch) -> dict[str, list[int]]:
-        """After the insert: merges written back, eviction past the caps, the index brought in step."""
+    def _settle(self, batch: Batch, inserted: int) -> dict[str, list[int]]:
+        """After the insert (revision `inserted`, 0: none): merges written back, eviction past the caps, the
+        index brought in step."""
         key, stored, vectors = batch.key, batch.written.fresh, batch.vectors
         targets = batch.written.stored_targets()
-        self.repo.save_merged(targets)
+        revs = [inserted, self.repo.save_merged(key, targets)]
         new_ids = [row.id or 0 for row in stored]
         index = self.cache.peek(key)
-        evicted = {
-            kind: hygiene.evict_over_cap(self.repo, key, kind, self.settings, keep=new_ids)
-            for kind in sorted({row.type for row in stored})
-            if not self._under_cap(index, kind, sum(row.type == kind for row in stored))
-        }
-        if index is not None:
-            _bring_in_step(index, stored, vectors, targets, evicted)
+        # Another process's rows since the index's revision would be missing from its counts.
+        counted = index if index is not None and index.rev == inserted - 1 else None
+        evicted = {}
+        for kind in sorted({row.type for row in stored}):
+            if not self._under_cap(counted, kind, sum(row.type == kind for row in stored)):
+                evicted[kind], rev = hygiene.evict_over_cap(self.repo, key, kind, self.settings, keep=new_ids)
+                revs.append(rev)
+        if index is not None and not _bring_in_step(index, stored, vectors, targets, evicted, revs):
+            self.cache.drop(key)
         return evicted
 
 
@@ -146,8 +149,10 @@ def _bring_in_step(
     vectors: np.ndarray | None,
     targets: list[Memory],
     evicted: dict[str, list[int]],
-) -> None:
-    """The loaded index after a write: the new rows appended, merge targets updated, evicted rows removed."""
+    revs: list[int],
+) -> bool:
+    """The loaded index after a write (revisions `revs`, 0: none): the new rows appended, merge targets
+    updated, evicted rows removed. False when the rows do not fit the index (it must be reloaded)."""
     entries = [
         IndexRow(
             row.id or 0,
@@ -156,13 +161,18 @@ def _bring_in_step(
             row.type,
             row.content,
             None if vectors is None else vectors[i],
+            row.rev,
         )
         for i, row in enumerate(stored)
     ]
     with index.lock:
-        index.append(entries)
+        if not index.apply(entries):
+            return False
         for row in targets:
-            index.set_importance([row.id or 0], [float(row.importance)])
+            index.set_importance([row.id or 0], [float(row.importance)], row.rev)
             index.touch([row.id or 0], game_minutes(row.last_accessed_day, row.last_accessed_time_of_day))
         for ids in evicted.values():
             index.remove(ids)
+        for rev in sorted(rev for rev in revs if rev):
+            index.advance(rev)
+    return True

@@ -41,7 +41,12 @@ STORE_SHARE = 0.1
 
 
 class Planner:
-    """Built once in create_app's lifespan and kept at `app.state.planner`."""
+    """Built once in create_app's lifespan and kept at `app.state.planner`.
+
+    Holds no copy of stored state: plans are read from the database on every request. `_work` is the plan
+    work running in this process (its asyncio tasks), process-local by nature; keeping two processes from
+    planning the same day at once is the job queue's single-flight, not this map's.
+    """
 
     def __init__(
         self,

@@ -7,6 +7,10 @@ address). A right key is never refused, even from an address over the limit: wit
 machine a hostile local process shares the game's address, and a lock-out would let it cut the game off with a
 few wrong keys. Memory stays bounded: at most `limit` times per address, at most MAX_TRACKED_ADDRESSES
 addresses, the least recently failing dropped first.
+
+The counts are per process, on purpose (issue 23): with several API processes behind one address a guesser
+gets `limit` tries per process per window, still a handful; sharing them would put a database write on every
+failed request, which is what a flood of wrong keys would then be aimed at.
 """
 
 from __future__ import annotations

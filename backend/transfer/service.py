@@ -16,6 +16,7 @@ from typing import IO, TYPE_CHECKING, Any
 from backend.errors import InvalidInput
 from backend.gametime import utcnow
 from backend.jobs import repo as job_store
+from backend.memory import repo as memory_repo
 from backend.memory.models import Memory
 from backend.transfer import document, repo
 from backend.transfer.check import Checked, check_document
@@ -47,7 +48,7 @@ def export_world(session: Session, world_id: str) -> dict[str, Any]:
 
 
 def _dump(row: TableRow) -> dict[str, Any]:
-    data = row.model_dump(mode="json", exclude={"world_id", "embedding"})
+    data = row.model_dump(mode="json", exclude={"world_id", "embedding", "rev"})
     if isinstance(row, Memory):
         data["embedding"] = base64.b64encode(row.embedding).decode("ascii") if row.embedding else None
     return data
@@ -58,6 +59,7 @@ def wipe_world(session: Session, world_id: str) -> dict[str, int]:
 
     The jobs are about rows that go: a rating job run after an import rated whatever memory then had its id.
     """
+    memory_repo.replace_world(session, world_id)  # every process's memory index of the world reloads
     return {"jobs": job_store.cancel_world(session, world_id), **repo.wipe(session, world_id)}
 
 

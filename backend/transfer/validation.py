@@ -53,7 +53,8 @@ def parse_row(section: str, index: int, raw: Any, *, checked: bool = False) -> T
     try:
         if not isinstance(raw, Mapping):
             raise RowProblem("", "must be an object")
-        data = {key: value for key, value in raw.items() if key != "world_id"}
+        # A memory's revision counts writes in the database it came from: here it starts over (memory/cache.py).
+        data = {key: value for key, value in raw.items() if key not in ("world_id", "rev")}
         _check_numbers(data, "")
         table = SECTIONS[section]
         if table is Memory and data.get("embedding") is not None:
