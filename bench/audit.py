@@ -44,8 +44,9 @@ class Audit:
         return self.missing_turns + self.missing_memories
 
 
-def audit(database: Path, acks: list[Ack]) -> Audit:
-    engine = create_engine(f"sqlite:///{database}")
+def audit(database: Path | str, acks: list[Ack]) -> Audit:
+    """Audit a SQLite file (a Path) or any DATABASE_URL (a str)."""
+    engine = create_engine(database if isinstance(database, str) else f"sqlite:///{database}")
     result = Audit(acknowledged=len(acks))
     with Session(engine) as session:
         agents = {(a.world_id, a.id): a for a in session.exec(select(Agent))}

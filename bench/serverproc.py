@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
@@ -22,18 +23,28 @@ def free_port() -> int:
 
 
 class ServerProcess:
-    """`python -m backend.cli serve` with a scripted engine and a file SQLite database."""
+    """`python -m backend.cli serve` (or `worker`) with a scripted engine and a file SQLite database or a URL."""
 
     def __init__(
-        self, database: Path, *, port: int | None = None, env: dict[str, str] | None = None, root: Path = ROOT
+        self,
+        database: Path | str,
+        *,
+        port: int | None = None,
+        env: dict[str, str] | None = None,
+        root: Path = ROOT,
+        args: Sequence[str] = (),
+        command: str = "serve",
     ) -> None:
-        """`root`: the source tree to serve (another checkout of Machi, e.g. an earlier commit's)."""
+        """`database`: a SQLite file, or a DATABASE_URL. `root`: the source tree to serve (another checkout of
+        Machi, e.g. an earlier commit's). `args`: more `machi serve` options (`--workers 2`, `--no-worker`).
+        `command`: "worker" runs `machi worker` (no HTTP: `start` does not wait for it to answer)."""
         self.database = database
         self.root = root
         self.port = port or free_port()
+        self.args, self.command = list(args), command
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("MACHI_", "LLM_", "DATABASE_"))},
-            "DATABASE_URL": f"sqlite:///{database}",
+            "DATABASE_URL": database if isinstance(database, str) else f"sqlite:///{database}",
             "LLM_PROVIDER": "scripted",
             "EMBEDDING_PROVIDER": "local",
             "LOAD_DEMO_WORLD": "true",
@@ -47,8 +58,12 @@ class ServerProcess:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 60.0) -> None:
-        command = [sys.executable, "-m", "backend.cli", "serve", "--port", str(self.port)]
+        command = [sys.executable, "-m", "backend.cli", self.command]
+        if self.command == "serve":
+            command += ["--port", str(self.port), *self.args]
         self.proc = subprocess.Popen(command, env=self.env, cwd=str(self.root))
+        if self.command != "serve":
+            return
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

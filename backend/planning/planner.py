@@ -45,7 +45,7 @@ class Planner:
 
     Holds no copy of stored state: plans are read from the database on every request. `_work` is the plan
     work running in this process (its asyncio tasks), process-local by nature; keeping two processes from
-    planning the same day at once is the job queue's single-flight, not this map's.
+    planning the same day at once is the `plan:{world}:{agent}:{day}` flight's (storage/flights.py).
     """
 
     def __init__(
