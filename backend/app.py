@@ -22,6 +22,7 @@ from backend.conversation.service import ConversationService
 from backend.council.service import Councils
 from backend.emotion.service import EmotionService, EmotionSettings
 from backend.events import LLM_CALL, EventBus, LLMCallPayload
+from backend.events.relay import relaying
 from backend.intention.service import IntentionService, IntentionSettings
 from backend.interview.service import InterviewService
 from backend.jobs.models import Job
@@ -121,7 +122,10 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
     # One server per database: a second one is refused here, before it migrates or runs any job.
     with hold_database(settings.database_url, role="server"):
-        async with _running(app, settings):
+        app.state.events = EventBus()
+        # Other processes on the database hear this one's events and it theirs (events/relay.py); stopped
+        # last, so what the shutdown itself publishes still goes out.
+        async with relaying(app.state.events, settings) as app.state.event_relay, _running(app, settings):
             yield
 
 
@@ -172,7 +176,6 @@ async def _running(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
     app.state.llm = wrap(provider, settings, engine)
     app.state.embedder = app.state.injected_embedder or build_embedder(settings)
     app.state.tasks = TaskRunner()
-    app.state.events = EventBus()
     app.state.event_sockets = set()  # the open /v1/events WebSockets (at most MAX_EVENT_SOCKETS)
     _publish_llm_calls(app.state.llm, app.state.events)
     app.state.jobs = JobRunner(engine=engine, settings=settings, tasks=app.state.tasks)

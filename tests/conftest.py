@@ -21,7 +21,19 @@ def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
     """Settings isolated from the developer's .env and environment."""
     monkeypatch.chdir(tmp_path)
     for key in list(__import__("os").environ):
-        if key.startswith(("MACHI_", "LLM_", "OLLAMA_", "OPENAI_", "VLLM_", "EMBEDDING_", "DATABASE_")):
+        if key.startswith(
+            (
+                "MACHI_",
+                "LLM_",
+                "OLLAMA_",
+                "OPENAI_",
+                "VLLM_",
+                "EMBEDDING_",
+                "DATABASE_",
+                "PROCESS_",
+                "EVENTS_",
+            )
+        ):
             monkeypatch.delenv(key, raising=False)
     return Settings(
         _env_file=None,  # type: ignore[call-arg]
