@@ -5,6 +5,7 @@ Runs on a SQLite file with PROCESS_ROLE=api, and on PostgreSQL when MACHI_TEST_P
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -85,3 +86,7 @@ def test_a_websocket_hears_an_event_caused_on_another_process(
         _report(b, "公園")
         assert _places(on_b, 1) == ["公園"]
         assert _places(on_a, 1) == ["公園"]
+    counts = dict(
+        re.findall(r'^machi_events_relayed_total\{way="(\w+)"\} (\S+)$', b.get("/metrics").text, re.M)
+    )
+    assert float(counts["received"]) >= 4 and float(counts["sent"]) >= 1 and float(counts["dropped"]) == 0
