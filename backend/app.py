@@ -22,6 +22,7 @@ from backend.conversation.service import ConversationService
 from backend.council.service import Councils, recover_councils
 from backend.emotion.service import EmotionService, EmotionSettings
 from backend.events import LLM_CALL, EventBus, LLMCallPayload
+from backend.events.relay import relaying
 from backend.intention.service import IntentionService, IntentionSettings
 from backend.interview.service import InterviewService
 from backend.jobs.models import Job
@@ -123,7 +124,10 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     # Servers and workers share the database: this process is refused (before it migrates or runs any job)
     # only while a command that needs it alone runs (a world import or load, `machi db vacuum`).
     with hold_database(settings.database_url, role=f"{settings.process_role} process", shared=True):
-        async with _running(app, settings):
+        app.state.events = EventBus()
+        # Other processes on the database hear this one's events and it theirs (events/relay.py); stopped
+        # last, so what the shutdown itself publishes still goes out.
+        async with relaying(app.state.events, settings) as app.state.event_relay, _running(app, settings):
             yield
 
 
@@ -176,7 +180,6 @@ async def _running(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
     app.state.llm = wrap(provider, settings, engine)
     app.state.embedder = app.state.injected_embedder or build_embedder(settings)
     app.state.tasks = TaskRunner()
-    app.state.events = EventBus()
     app.state.event_sockets = set()  # the open /v1/events WebSockets (at most MAX_EVENT_SOCKETS)
     _publish_llm_calls(app.state.llm, app.state.events)
     app.state.flights = Flights(engine)  # single-flight work across processes (storage/flights.py)

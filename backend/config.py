@@ -92,6 +92,10 @@ class Settings(BaseSettings):
 
     # --- storage ---
     database_url: str = "sqlite:///./data/machi.db"
+    # Whether events cross processes (backend/events/README.md): "auto" relays them on PostgreSQL (NOTIFY)
+    # always and on SQLite (an outbox table every process polls) when PROCESS_ROLE is not "all"; "on" also
+    # relays on SQLite with PROCESS_ROLE=all; "off" never (each process's WebSockets hear only its events).
+    events_relay: Literal["auto", "on", "off"] = "auto"
 
     # --- language model ---
     llm_provider: LLMProviderName = "scripted"

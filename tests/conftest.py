@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,19 @@ def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
     """Settings isolated from the developer's .env and environment."""
     monkeypatch.chdir(tmp_path)
     for key in list(__import__("os").environ):
-        if key.startswith(("MACHI_", "LLM_", "OLLAMA_", "OPENAI_", "VLLM_", "EMBEDDING_", "DATABASE_")):
+        if key.startswith(
+            (
+                "MACHI_",
+                "LLM_",
+                "OLLAMA_",
+                "OPENAI_",
+                "VLLM_",
+                "EMBEDDING_",
+                "DATABASE_",
+                "PROCESS_",
+                "EVENTS_",
+            )
+        ):
             monkeypatch.delenv(key, raising=False)
     return Settings(
         _env_file=None,  # type: ignore[call-arg]
@@ -53,3 +67,27 @@ def drain(client: TestClient, timeout: float = 30.0) -> None:
     """Wait for the app's background work (importance ratings, reflections...) to finish."""
     app: Any = client.app
     client.portal.call(app.state.tasks.drain, timeout)  # type: ignore[union-attr]
+
+
+#: A PostgreSQL whose role may create databases (CI starts one with .ci/postgres.sh); tests that need it skip.
+POSTGRES_URL = os.environ.get("MACHI_TEST_POSTGRES_URL")
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A fresh, empty PostgreSQL database for one test, dropped afterwards (skips without one)."""
+    if not POSTGRES_URL:
+        pytest.skip("set MACHI_TEST_POSTGRES_URL (see .ci/postgres.sh) to run the PostgreSQL tests")
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    name = f"machi_test_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()

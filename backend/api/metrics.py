@@ -1,4 +1,4 @@
-"""GET /metrics: Prometheus exposition of the LLM queue, fallbacks and background jobs.
+"""GET /metrics: Prometheus exposition of the LLM queue, fallbacks, background jobs and the event relay.
 
 Read at scrape time from the scheduler and the job table by a custom collector in a per-app
 CollectorRegistry (tests build many apps in one process; the global registry would mix them).
@@ -44,6 +44,18 @@ class MachiCollector(Collector):
             "Background tasks running in the process.",
             value=self.state.tasks.pending,
         )
+        if (relay := getattr(self.state, "event_relay", None)) is not None:
+            yield _relay_metric(relay)
+
+
+def _relay_metric(relay: Any) -> Metric:
+    """Events this process relayed to the others, received from them, and dropped (queue full)."""
+    relayed = CounterMetricFamily(
+        "machi_events_relayed", "Events between this process and the others on its database.", labels=["way"]
+    )
+    for way, n in (("sent", relay.sent), ("received", relay.received), ("dropped", relay.dropped)):
+        relayed.add_metric([way], n)
+    return relayed
 
 
 def _queue_metrics(snap: dict[str, Any]) -> Iterator[Metric]:

@@ -75,6 +75,8 @@ class EventBus:
         self._ids = itertools.count(1)
         self._pending: set[asyncio.Task[None]] = set()
         self.published = 0
+        #: Hands each event published here to the other processes (events/relay.py), when there are any.
+        self.relay: Callable[[Event[Any]], None] | None = None
 
     def subscribe(
         self,
@@ -124,10 +126,16 @@ class EventBus:
             id=next(self._ids), type=registered.name, world_id=world_id, at=utcnow(), payload=payload
         )
         self.published += 1
+        self.deliver(event)
+        if self.relay is not None:
+            self.relay(event)
+        return event
+
+    def deliver(self, event: Event[Any]) -> None:
+        """Hand `event` to this process's subscribers (an event published here, or relayed from another)."""
         for sub in list(self._subscriptions):
             if sub.wants(event):
                 self._deliver(sub, event)
-        return event
 
     def _deliver(self, sub: Subscription, event: Event[Any]) -> None:
         try:

@@ -7,13 +7,10 @@ Runs when MACHI_TEST_POSTGRES_URL points at a server whose role may create datab
 from __future__ import annotations
 
 import os
-import uuid
-from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import inspect, text
-from sqlalchemy.engine import make_url
-from sqlmodel import Session, SQLModel, create_engine, select
+from sqlmodel import Session, SQLModel, select
 
 from backend.config import Settings
 from backend.storage.db import create_db_engine, init_db
@@ -23,22 +20,6 @@ BASE_URL = os.environ.get("MACHI_TEST_POSTGRES_URL")
 pytestmark = pytest.mark.skipif(
     not BASE_URL, reason="set MACHI_TEST_POSTGRES_URL (see .ci/postgres.sh) to run the PostgreSQL tests"
 )
-
-
-@pytest.fixture
-def pg_url() -> Iterator[str]:
-    """A fresh, empty database for one test, dropped afterwards."""
-    assert BASE_URL
-    name = f"machi_test_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(BASE_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(BASE_URL).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 def test_schema_creates_and_round_trips_json(pg_url: str) -> None:
