@@ -73,7 +73,9 @@ def _shared_state(one: ServerProcess, other: ServerProcess) -> None:
     with connect(f"ws://127.0.0.1:{other.port}/v1/events?types=memory.created", open_timeout=10) as socket:
         time.sleep(0.5)  # the subscription is registered once the handshake's first await has run
         content = "北の灯台の鍵は、古い時計塔の地下にしまってある。"
-        added = httpx.post(f"{one.url}/v1/agents/ren/memories", json={"type": "observation", "content": content}, timeout=30)
+        added = httpx.post(
+            f"{one.url}/v1/agents/ren/memories", json={"type": "observation", "content": content}, timeout=30
+        )
         assert added.status_code == 201, added.text
         event = _next_event(socket, lambda e: e.get("payload", {}).get("content") == content)
         assert event["type"] == "memory.created" and event["payload"]["agent_id"] == "ren"
