@@ -1,32 +1,41 @@
-"""Conversation-turn benchmark: the real server over HTTP against a bare FastAPI endpoint on the same machine.
+"""Conversation-turn benchmark: the real server's processes over HTTP, against a bare FastAPI endpoint.
 
-Run: `.venv/bin/python bench/turns.py` (options: `--seconds 10 --clients 1 10 50 --memories 2000`).
+Run: `.venv/bin/python bench/turns.py` (options: `--seconds 10 --clients 1 10 --memories 2000
+--postgres URL`; MACHI_BENCH_POSTGRES_URL works as --postgres).
 
-Starts Machi in a uvicorn subprocess (scripted engine, a temporary SQLite file, two agents created with
-PUT /v1/agents, N memories each added with the batch memory API), then drives POST /v1/conversation/turn
-from 1, 10 and 50 concurrent clients for a fixed time each. Every client holds whole conversations (the
-history grows until the server ends the talk, then a new session starts), so the background work a real
-run causes (observation memories, importance ratings, reflections) is part of the load. It then does the
-same against a bare FastAPI endpoint that only validates the same request body and returns a fixed reply,
-and prints turns/s, p50/p99 latency and the ratio. Target: >= 30% of the bare endpoint's throughput.
+Each configuration is started with the real command on a fresh database (scripted engine, two agents created
+with PUT /v1/agents, N memories each added with the batch memory API):
 
-`--request-path-only` is a diagnostic: the server runs with nothing after the reply (no job runs, no
-observation, emotion or event work; the jobs are still committed with each turn, as that is request-path
-work), so the figures show what the request path alone can reach. A real server never runs like this: its
-characters would remember nothing.
+- `one process`: `machi serve --workers 0`, HTTP and the background jobs in one process (before issue 23, the
+  only way Machi ran);
+- `1 API + worker`: `machi serve`, the default: one API process and one `machi worker`;
+- `2 API + worker`: `machi serve --workers 2`: two API processes on one port, and the worker.
+
+on SQLite (one WAL file) and, given a PostgreSQL URL whose role may create databases, on PostgreSQL. Clients
+hold whole conversations (the history grows until the server ends the talk), so the background work a real
+run causes (observations, importance ratings, reflections, person memory) is part of the load. For each it
+prints turns/s, p50/p99 latency, and the server's CPU per turn summed over all its processes (split into API
+and worker), counted until the workers have caught up with the jobs the run committed. A bare FastAPI
+endpoint that only validates the same request body gives the machine's ceiling for reference.
+Targets (issue 23): CPU per turn no worse than one process's; with 2 API processes within 15% of 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -70,28 +79,6 @@ try:  # the bare endpoint, run by the second uvicorn subprocess as `turns:bare_a
                 "end_reason": None, "session_id": body.session_id, "turn_index": len(body.history),
                 "fallback": False}  # fmt: skip
 
-    def request_path_app() -> FastAPI:
-        """Machi with its after-turn work switched off once started (`--request-path-only`)."""
-        from contextlib import asynccontextmanager
-
-        from backend.app import create_app
-        from backend.conversation.aftermath import Aftermath
-
-        app = create_app()
-        started = app.router.lifespan_context
-        # This process serves the bench alone: the class itself can go quiet (events, emotion, observations).
-        Aftermath.after_turn = lambda *args, **kwargs: None  # type: ignore[method-assign]
-
-        @asynccontextmanager
-        async def lifespan(app: FastAPI) -> Any:
-            async with started(app) as state:
-                await app.state.jobs.stop()  # no poll for due jobs
-                app.state.jobs.submit = lambda jobs: None
-                app.state.jobs.submit_after = lambda first, then: None
-                yield state
-
-        app.router.lifespan_context = lifespan
-        return app
 except ImportError:  # pragma: no cover - only the subprocess needs it
     pass
 
@@ -102,11 +89,28 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(app: str, port: int, env: dict[str, str], app_dir: Path) -> subprocess.Popen[bytes]:
-    command = [sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1", "--port", str(port),
-               "--log-level", "warning", "--app-dir", str(app_dir)]  # fmt: skip
-    if app.endswith(("create_app", "request_path_app")):
-        command.append("--factory")
+@dataclass(frozen=True)
+class Config:
+    name: str
+    serve_args: tuple[str, ...]
+
+
+CONFIGS = [
+    Config("one process", ("--workers", "0")),
+    Config("1 API + worker", ()),
+    Config("2 API + worker", ("--workers", "2")),
+]
+
+
+def start_machi(config: Config, port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    command = [sys.executable, "-m", "backend.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
+               *config.serve_args]  # fmt: skip
+    return subprocess.Popen(command, env=env, cwd=str(ROOT))
+
+
+def start_bare(port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    command = [sys.executable, "-m", "uvicorn", "turns:bare_app", "--host", "127.0.0.1", "--port", str(port),
+               "--log-level", "warning", "--app-dir", str(ROOT / "bench")]  # fmt: skip
     return subprocess.Popen(command, env=env, cwd=str(ROOT))
 
 
@@ -123,7 +127,7 @@ async def wait_ready(url: str, path: str, timeout: float = 60.0) -> None:
     raise RuntimeError(f"{url} did not start within {timeout:g} s")
 
 
-async def setup_world(url: str, memories: int, *, background: bool = True) -> None:
+async def setup_world(url: str, memories: int) -> None:
     async with httpx.AsyncClient(base_url=url, timeout=120) as client:
         for agent_id, persona in AGENTS.items():
             (await client.put(f"/v1/agents/{agent_id}", json=persona)).raise_for_status()
@@ -136,8 +140,7 @@ async def setup_world(url: str, memories: int, *, background: bool = True) -> No
                 (
                     await client.post(f"/v1/agents/{agent_id}/memories", json={"memories": batch})
                 ).raise_for_status()
-        if background:
-            await settle(client)
+        await settle(client)
 
 
 async def settle(client: httpx.AsyncClient, timeout: float = 300.0) -> None:
@@ -203,6 +206,20 @@ async def measure(url: str, clients: int, seconds: float) -> dict[str, float]:
             "elapsed": elapsed}  # fmt: skip
 
 
+def process_tree(pid: int) -> list[int]:
+    """`pid` and its descendants (Linux /proc): the serve command, its uvicorn processes and its worker."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        for task in Path(f"/proc/{current}/task").glob("*"):
+            try:
+                todo += [int(child) for child in (task / "children").read_text().split()]
+            except OSError:
+                pass
+    return found
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process so far (Linux /proc), or NaN elsewhere."""
     try:
@@ -213,25 +230,39 @@ def cpu_seconds(pid: int) -> float:
         return float("nan")
 
 
+def is_worker(pid: int) -> bool:
+    try:
+        return b"worker" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+
+
+def cpu_by_kind(pid: int) -> dict[str, float]:
+    """CPU seconds so far of the server's API processes (the serve command included) and of its workers."""
+    totals = {"api": 0.0, "worker": 0.0}
+    for member in process_tree(pid):
+        totals["worker" if is_worker(member) else "api"] += cpu_seconds(member)
+    return totals
+
+
 async def model_calls(url: str) -> dict[str, int]:
     async with httpx.AsyncClient(base_url=url, timeout=60) as client:
         stats = (await client.get("/v1/llm-calls/stats")).json()
     return {p["purpose"]: int(p["calls"]) for p in stats.get("purposes", [])}
 
 
-async def measure_machi(
-    url: str, pid: int, clients: int, seconds: float, *, background: bool = True
-) -> dict[str, float]:
-    """`measure`, plus the server's CPU and model calls per turn, the background work included
-    (counted until the server has caught up with the work the run caused)."""
-    calls_before, cpu_before = await model_calls(url), cpu_seconds(pid)
-    result = await measure(url, clients, seconds)
-    if background:
-        async with httpx.AsyncClient(base_url=url, timeout=60) as client:
-            await settle(client)
-    calls_after, cpu_after = await model_calls(url), cpu_seconds(pid)
+async def measure_machi(url: str, pid: int, clients: int, seconds: float) -> dict[str, Any]:
+    """`measure`, plus the server's CPU (all its processes) and model calls per turn, the background work
+    included (counted until the workers have caught up with the jobs the run committed)."""
+    calls_before, cpu_before = await model_calls(url), cpu_by_kind(pid)
+    result: dict[str, Any] = dict(await measure(url, clients, seconds))
+    async with httpx.AsyncClient(base_url=url, timeout=60) as client:
+        await settle(client)
+    calls_after, cpu_after = await model_calls(url), cpu_by_kind(pid)
     turns = max(1.0, result["rps"] * result["elapsed"])
-    result["cpu_ms_per_turn"] = (cpu_after - cpu_before) * 1000 / turns
+    for kind in ("api", "worker"):
+        result[f"{kind}_cpu_ms"] = (cpu_after[kind] - cpu_before[kind]) * 1000 / turns
+    result["cpu_ms_per_turn"] = result["api_cpu_ms"] + result["worker_cpu_ms"]
     result["calls_per_turn"] = {
         purpose: (calls_after.get(purpose, 0) - calls_before.get(purpose, 0)) / turns
         for purpose in calls_after
@@ -239,80 +270,149 @@ async def measure_machi(
     return result
 
 
+@contextmanager
+def fresh_database(kind: str, tmp: Path, postgres: str | None) -> Iterator[str]:
+    """A new empty database for one configuration: a SQLite file, or a database created on `postgres`."""
+    if kind == "sqlite":
+        yield f"sqlite:///{tmp / f'bench-{uuid.uuid4().hex[:8]}.db'}"
+        return
+    from sqlalchemy import create_engine, make_url, text
+
+    assert postgres is not None
+    name = f"machi_bench_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(postgres, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(postgres).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+async def run_config(
+    config: Config, database: str, env: dict[str, str], args: argparse.Namespace
+) -> list[tuple[int, dict[str, Any]]]:
+    port = free_port()
+    machi = start_machi(config, port, {**env, "DATABASE_URL": database})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        await wait_ready(url, "/health")
+        began = time.perf_counter()
+        await setup_world(url, args.memories)
+        print(
+            f"  {config.name}: setup 2 agents x {args.memories} memories in {time.perf_counter() - began:.1f} s"
+        )
+        return [
+            (clients, await measure_machi(url, machi.pid, clients, args.seconds)) for clients in args.clients
+        ]
+    finally:
+        stop_tree(machi)
+
+
+def stop_tree(machi: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the serve command, then wait until every process it started has gone (its database is
+    dropped next)."""
+    members = process_tree(machi.pid)
+    machi.terminate()
+    try:
+        machi.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        machi.kill()
+    deadline = time.monotonic() + 30
+    while any(Path(f"/proc/{pid}").exists() and not _zombie(pid) for pid in members[1:]):
+        if time.monotonic() > deadline:
+            for pid in members[1:]:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            break
+        time.sleep(0.1)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
 async def run(args: argparse.Namespace) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="machi-bench-"))
     env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("MACHI_", "LLM_", "DATABASE_", "OLLAMA_"))
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("MACHI_", "LLM_", "DATABASE_", "OLLAMA_", "PROCESS_", "JOB_"))
     }
-    env.update({"DATABASE_URL": f"sqlite:///{tmp / 'bench.db'}", "LLM_PROVIDER": "scripted",
-                "LOAD_DEMO_WORLD": "false", "LOG_LEVEL": "warning", "EMBEDDING_PROVIDER": "local"})  # fmt: skip
-    machi_port, bare_port = free_port(), free_port()
-    background = not args.request_path_only
-    if background:
-        machi = start_server("backend.app:create_app", machi_port, env, ROOT)
-    else:
-        machi = start_server("turns:request_path_app", machi_port, env, ROOT / "bench")
-    bare = start_server("turns:bare_app", bare_port, env, ROOT / "bench")
-    machi_url, bare_url = f"http://127.0.0.1:{machi_port}", f"http://127.0.0.1:{bare_port}"
+    env.update({"LLM_PROVIDER": "scripted", "LOAD_DEMO_WORLD": "false", "LOG_LEVEL": "warning",
+                "EMBEDDING_PROVIDER": "local"})  # fmt: skip
+    databases = ["sqlite"] + (["postgresql"] if args.postgres else [])
+    if not args.postgres:
+        print("PostgreSQL: skipped (give --postgres URL or MACHI_BENCH_POSTGRES_URL)")
+    results: dict[tuple[str, str], list[tuple[int, dict[str, Any]]]] = {}
+    for kind in databases:
+        print(f"{kind}:")
+        for config in CONFIGS:
+            with fresh_database(kind, tmp, args.postgres) as database:
+                results[(kind, config.name)] = await run_config(config, database, env, args)
+    bare_port = free_port()
+    bare = start_bare(bare_port, env)
     try:
-        await wait_ready(machi_url, "/health")
-        await wait_ready(bare_url, "/docs")
-        began = time.perf_counter()
-        await setup_world(machi_url, args.memories, background=background)
-        print(f"setup: 2 agents x {args.memories} memories in {time.perf_counter() - began:.1f} s")
-        rows = []
-        for clients in args.clients:
-            machi_result = await measure_machi(
-                machi_url, machi.pid, clients, args.seconds, background=background
-            )
-            rows.append((clients, machi_result, await measure(bare_url, clients, args.seconds)))
-        report(rows, args)
+        await wait_ready(f"http://127.0.0.1:{bare_port}", "/docs")
+        bare_rows = {c: await measure(f"http://127.0.0.1:{bare_port}", c, args.seconds) for c in args.clients}
     finally:
-        for process in (machi, bare):
-            process.terminate()
-            process.wait(timeout=20)
+        bare.terminate()
+        bare.wait(timeout=20)
+    report(results, bare_rows, args)
 
 
-def report(rows: list[tuple[int, dict[str, float], dict[str, float]]], args: argparse.Namespace) -> None:
-    print(f"\nturns: scripted engine, {args.memories} memories per agent, {args.seconds:g} s per run")
-    if args.request_path_only:
-        print(
-            "REQUEST PATH ONLY (diagnostic): nothing runs after the reply; CPU per turn excludes background"
-        )
-    print(f"{'clients':>7} | {'turns/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>6} | "
-          f"{'bare/s':>8} {'p50 ms':>8} {'p99 ms':>8} | {'ratio':>6}")  # fmt: skip
-    for clients, machi, bare in rows:
-        ratio = machi["rps"] / bare["rps"] if bare["rps"] else float("nan")
-        print(f"{clients:>7} | {machi['rps']:>8.1f} {machi['p50']:>8.1f} {machi['p99']:>8.1f} {machi['errors']:>6.0f} | "
-              f"{bare['rps']:>8.1f} {bare['p50']:>8.1f} {bare['p99']:>8.1f} | {ratio:>6.1%}")  # fmt: skip
-    scope = "the request path alone" if args.request_path_only else "background work included"
-    print(f"\nwhere a turn's time goes: the server's CPU per turn, {scope}, and the model calls")
-    print("one turn causes (the dialogue itself, then ratings, emotion, person memory, reflections):")
-    for clients, machi, _ in rows:
-        calls = ", ".join(f"{purpose} {n:.2f}" for purpose, n in sorted(machi["calls_per_turn"].items()) if n)
-        print(
-            f"{clients:>7} clients: {machi['cpu_ms_per_turn']:6.1f} ms CPU per turn; calls per turn: {calls}"
-        )
-    best_machi = max(rows, key=lambda row: row[1]["rps"])
-    best_bare = max(rows, key=lambda row: row[2]["rps"])
+def report(
+    results: dict[tuple[str, str], list[tuple[int, dict[str, Any]]]],
+    bare: dict[int, dict[str, float]],
+    args: argparse.Namespace,
+) -> None:
     print(
-        f"\npeak against peak: {best_machi[1]['rps']:.1f} turns/s ({best_machi[0]} clients) vs "
-        f"{best_bare[2]['rps']:.1f} bare requests/s ({best_bare[0]} clients) = "
-        f"{best_machi[1]['rps'] / best_bare[2]['rps']:.1%} (the load generator shares the 2 cores: at 50 clients "
-        "it slows the bare endpoint most, which flatters that row's ratio)"
+        f"\nturns: scripted engine, {args.memories} memories per agent, {args.seconds:g} s per run; CPU per turn is"
     )
-    print("target: turn throughput >= 30% of the bare endpoint's")
+    print("every process of the server summed (API processes + worker), background work included")
+    print(f"{'database':<10} {'configuration':<15} {'clients':>7} | {'turns/s':>8} {'p50 ms':>8} {'p99 ms':>8} "
+          f"{'errors':>6} | {'CPU ms/turn':>11} {'(API':>6} {'+ worker)':>9} | {'of bare':>7}")  # fmt: skip
+    for (kind, name), rows in results.items():
+        for clients, r in rows:
+            share = r["rps"] / bare[clients]["rps"] if bare[clients]["rps"] else float("nan")
+            print(f"{kind:<10} {name:<15} {clients:>7} | {r['rps']:>8.1f} {r['p50']:>8.1f} {r['p99']:>8.1f} "
+                  f"{r['errors']:>6.0f} | {r['cpu_ms_per_turn']:>11.1f} {r['api_cpu_ms']:>6.1f} "
+                  f"{r['worker_cpu_ms']:>9.1f} | {share:>7.1%}")  # fmt: skip
+    for clients, r in bare.items():
+        print(
+            f"{'bare FastAPI endpoint':<26} {clients:>7} | {r['rps']:>8.1f} {r['p50']:>8.1f} {r['p99']:>8.1f}"
+        )
+    print(
+        "\nmodel calls one turn causes (the dialogue itself, then ratings, emotion, person memory, reflections):"
+    )
+    for (kind, name), rows in results.items():
+        for clients, r in rows:
+            calls = ", ".join(f"{p} {n:.2f}" for p, n in sorted(r["calls_per_turn"].items()) if n)
+            print(f"{kind:<10} {name:<15} {clients:>7}: {calls}")
+    print("\nratios (issue 23's targets: CPU per turn no worse than one process; 2 API within 15% of 1 API):")
+    for kind in dict.fromkeys(k for k, _ in results):
+        for index, clients in enumerate(args.clients):
+            one, split, two = (results[(kind, c.name)][index][1] for c in CONFIGS)
+            print(f"{kind:<10} {clients:>3} clients: CPU/turn 1 API+worker / one process = "
+                  f"{split['cpu_ms_per_turn'] / one['cpu_ms_per_turn']:.2f}, 2 API / 1 API = "
+                  f"{two['cpu_ms_per_turn'] / split['cpu_ms_per_turn']:.2f}; turns/s 1 API+worker / one process = "
+                  f"{split['rps'] / one['rps']:.2f}, 2 API / 1 API = {two['rps'] / split['rps']:.2f}")  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--clients", type=int, nargs="+", default=[1, 10, 50])
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 10])
     parser.add_argument("--memories", type=int, default=2000)
     parser.add_argument(
-        "--request-path-only",
-        action="store_true",
-        help="diagnostic: the server does nothing after the reply (module docstring)",
+        "--postgres",
+        default=os.environ.get("MACHI_BENCH_POSTGRES_URL"),
+        help="a PostgreSQL URL whose role may create databases (each configuration gets a fresh one)",
     )
     asyncio.run(run(parser.parse_args()))
 
