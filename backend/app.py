@@ -170,7 +170,11 @@ def _build_minds(state: Any, settings: Settings, engine: Any) -> None:
 
 @asynccontextmanager
 async def _running(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
-    engine = create_db_engine(settings.database_url)
+    engine = create_db_engine(
+        settings.database_url,
+        pool_size=settings.database_pool_size,
+        max_overflow=settings.database_max_overflow,
+    )
     migrated = init_db(engine)
     if migrated:
         log.warning("database schema upgraded (%d change(s)), no data dropped", len(migrated))

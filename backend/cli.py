@@ -49,8 +49,8 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     if args.reload:
         return _serve_reloading(args, settings)
     single = args.workers == 0 or settings.llm_provider == "llamacpp"
-    if single and args.workers != 0:
-        log.info("llamacpp runs the model inside the process: one process serves HTTP and runs the jobs")
+    if single and args.workers > 1:  # asked for several API processes: say why there is one
+        log.warning("llamacpp runs the model inside the process: one process serves HTTP and runs the jobs")
     role = "all" if single else "api"
     os.environ["PROCESS_ROLE"] = role  # uvicorn's worker processes build their settings from the environment
     settings = settings.model_copy(update={"process_role": role})

@@ -92,6 +92,11 @@ class Settings(BaseSettings):
 
     # --- storage ---
     database_url: str = "sqlite:///./data/machi.db"
+    # PostgreSQL only: connections each process keeps open (pool) and may open beyond them at a peak
+    # (overflow). Every process also holds two of its own (the event listener and the database lock), so
+    # processes x (pool + overflow + 2) must stay under the server's max_connections (README "Scaling out").
+    database_pool_size: int = Field(5, ge=1, le=200)
+    database_max_overflow: int = Field(10, ge=0, le=500)
     # Whether events cross processes (backend/events/README.md): "auto" relays them on PostgreSQL (NOTIFY)
     # always and on SQLite (an outbox table every process polls) when PROCESS_ROLE is not "all"; "on" also
     # relays on SQLite with PROCESS_ROLE=all; "off" never (each process's WebSockets hear only its events).
@@ -258,8 +263,9 @@ class Settings(BaseSettings):
     job_max_attempts: int = Field(5, ge=1, le=100)
     job_backoff_s: float = Field(2.0, ge=0, le=3600)
     job_backoff_max_s: float = Field(300.0, ge=0, le=86_400)
-    # How often the runner looks for jobs due again (retries, jobs left by a crash).
-    job_poll_s: float = Field(1.0, gt=0, le=60)
+    # How often a runner looks for due jobs: those API processes commit (a worker learns of them only so),
+    # retries, jobs a dead process left. One indexed query; a job waits at most this long for a worker.
+    job_poll_s: float = Field(0.25, gt=0, le=60)
     # Several processes (API processes, `machi worker`s) may share one database: a runner that claims a job
     # holds it for job_lease_s seconds and renews the lease every job_lease_s/3 while the job runs. A job whose
     # lease runs out (its process died or froze) is taken over by any runner; the late one's outcome is

@@ -56,8 +56,9 @@ def check_driver(url: str) -> None:
         ) from exc
 
 
-def create_db_engine(url: str, *, echo: bool = False) -> Engine:
-    """An engine for `url`. SQLite gets WAL, foreign keys and a busy timeout; its folder is created."""
+def create_db_engine(url: str, *, echo: bool = False, pool_size: int = 5, max_overflow: int = 10) -> Engine:
+    """An engine for `url`. SQLite gets WAL, foreign keys and a busy timeout; its folder is created.
+    `pool_size`/`max_overflow` size a PostgreSQL pool (DATABASE_POOL_SIZE, DATABASE_MAX_OVERFLOW)."""
     parsed = make_url(url)
     kwargs: dict[str, Any] = {"echo": echo}
     if parsed.get_backend_name() == "sqlite":
@@ -72,7 +73,7 @@ def create_db_engine(url: str, *, echo: bool = False) -> Engine:
         engine = create_engine(url, **kwargs)
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    kwargs["pool_pre_ping"] = True
+    kwargs.update(pool_pre_ping=True, pool_size=pool_size, max_overflow=max_overflow)
     return create_engine(url, **kwargs)
 
 
