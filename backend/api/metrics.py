@@ -49,7 +49,8 @@ class MachiCollector(Collector):
 
 
 def _relay_metric(relay: Any) -> Metric:
-    """Events this process relayed to the others, received from them, and dropped (queue full)."""
+    """Events this process relayed to the others, received from them (read only while a /v1/events socket is
+    open here), and dropped (queue full)."""
     relayed = CounterMetricFamily(
         "machi_events_relayed", "Events between this process and the others on its database.", labels=["way"]
     )

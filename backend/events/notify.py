@@ -1,9 +1,11 @@
 """Events across processes on PostgreSQL: NOTIFY to send, LISTEN to hear (see relay.py for the contract).
 
-Each event published on this process's bus is sent with `NOTIFY machi_events` (its JSON, wire.py); every
-other process LISTENs on its own connection and hands the event to its local subscribers. A notification
-carries at most 8,000 bytes: a larger event is written to the outbox table (repo.py) and the notification
-carries its row id. The sender and the listener each hold one connection and reconnect with a growing
+Each event published on this process's bus is sent with `NOTIFY machi_events` (its JSON, wire.py): the
+events queued while the previous notification went out share the next one, so a busy process sends a few
+notifications, not one per event. Every other process LISTENs on its own connection and hands the events to
+its local subscribers; one with no subscriber (a worker, an API process with no /v1/events socket open)
+does not read them. A notification carries at most 8,000 bytes: a larger event is written to the outbox
+table (repo.py) and the notification carries its row id. The sender and the listener each hold one connection and reconnect with a growing
 delay (RECONNECT_MIN_S doubling up to RECONNECT_MAX_S) when it drops; events published while the listener
 is away are lost to it (at most once).
 """
@@ -18,7 +20,7 @@ from typing import Any
 
 from backend.events import repo
 from backend.events.bus import Event, EventBus
-from backend.events.wire import decode, encode, new_origin
+from backend.events.wire import batch_body, decode, encode, event_json, new_origin
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +28,8 @@ CHANNEL = "machi_events"
 #: PostgreSQL refuses a notification payload of 8,000 bytes or more.
 MAX_NOTIFY_BYTES = 7_900
 QUEUE_SIZE = 10_000
+#: Events queued at once that one send works through (in as few notifications as they fit).
+SEND_BATCH = 200
 RECONNECT_MIN_S = 0.5
 RECONNECT_MAX_S = 30.0
 #: How long start() waits for LISTEN before going on (the listener keeps retrying in the background).
@@ -124,25 +128,44 @@ class PostgresRelay:
             try:
                 async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
                     while True:
-                        event = await self._queue.get()
+                        batch = [await self._queue.get()]
+                        while len(batch) < SEND_BATCH and not self._queue.empty():
+                            batch.append(self._queue.get_nowait())
                         try:
-                            await self._notify(conn, event)
-                            self.sent += 1
+                            await self._notify(conn, batch)
+                            self.sent += len(batch)
                             backoff.reset()
                         finally:
-                            self._queue.task_done()
+                            for _ in batch:
+                                self._queue.task_done()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - the database went away: reconnect, keep the publisher free
                 await backoff.wait("sending", exc)
 
-    async def _notify(self, conn: Any, event: Event[Any]) -> None:
-        body = encode(self.origin, event)
-        if len(body.encode()) > MAX_NOTIFY_BYTES:
-            cursor = await conn.execute(repo.PG_INSERT, (repo.OUTBOX_KEEP_S, repo.OUTBOX_KEEP_ROWS, body))
-            row = await cursor.fetchone()
-            body = json.dumps({"origin": self.origin, "ref": row[0]})
-        await conn.execute(repo.PG_NOTIFY, (self.channel, body))
+    async def _notify(self, conn: Any, events: list[Event[Any]]) -> None:
+        """Send `events` in order: as few notifications as fit them, an event too large for one by the outbox."""
+        group: list[str] = []
+        size = len(batch_body(self.origin, []).encode())
+        for event in events:
+            part = event_json(event)
+            grown = size + len(part.encode()) + 2
+            if group and grown > MAX_NOTIFY_BYTES:
+                await conn.execute(repo.PG_NOTIFY, (self.channel, batch_body(self.origin, group)))
+                group, grown = [], len(batch_body(self.origin, []).encode()) + len(part.encode()) + 2
+            if grown > MAX_NOTIFY_BYTES:  # alone too large: the outbox holds it, the notification its row id
+                body = encode(self.origin, event)
+                cursor = await conn.execute(repo.PG_INSERT, (repo.OUTBOX_KEEP_S, repo.OUTBOX_KEEP_ROWS, body))
+                row = await cursor.fetchone()
+                await conn.execute(
+                    repo.PG_NOTIFY, (self.channel, json.dumps({"origin": self.origin, "ref": row[0]}))
+                )
+                size = len(batch_body(self.origin, []).encode())
+                continue
+            group.append(part)
+            size = grown
+        if group:
+            await conn.execute(repo.PG_NOTIFY, (self.channel, batch_body(self.origin, group)))
 
     async def _listen(self) -> None:
         import psycopg
@@ -166,6 +189,8 @@ class PostgresRelay:
                 await backoff.wait("listening", exc)
 
     async def _receive(self, conn: Any, payload: str) -> None:
+        if not self.bus.subscriber_count:
+            return  # nobody here to hand them to: not even parsed (a worker never has anyone)
         data = json.loads(payload)
         if data.get("origin") == self.origin:
             return  # this process delivered it already, when it was published
@@ -176,7 +201,6 @@ class PostgresRelay:
                 log.warning("event relay: event %s left the outbox before it was read", data["ref"])
                 return
             payload = row[0]
-        event = decode(payload, self.origin)
-        if event is not None:
+        for event in decode(payload, self.origin):
             self.received += 1
             self.bus.deliver(event)

@@ -52,9 +52,8 @@ def open_engine(database_url: str) -> Engine:
 def create(conn: Connection) -> int:
     """Create the table if missing; returns the newest id (a starting process reads only what follows)."""
     conn.execute(text(_SQLITE_CREATE))
-    newest = conn.execute(text(f"SELECT max(id) FROM {TABLE}")).scalar()
     conn.commit()
-    return int(newest or 0)
+    return newest(conn)
 
 
 def append(conn: Connection, bodies: Sequence[str], now: float) -> None:
@@ -62,6 +61,13 @@ def append(conn: Connection, bodies: Sequence[str], now: float) -> None:
     rows = [{"body": body, "at": now} for body in bodies]
     conn.execute(text(f"INSERT INTO {TABLE} (body, created_at) VALUES (:body, :at)"), rows)
     conn.commit()
+
+
+def newest(conn: Connection) -> int:
+    """The newest row's id (0 when empty): where a process that skips what it has no reader for goes on."""
+    found = conn.execute(text(f"SELECT max(id) FROM {TABLE}")).scalar()
+    conn.commit()
+    return int(found or 0)
 
 
 def read_after(conn: Connection, last_id: int, limit: int) -> list[tuple[int, str]]:

@@ -1,4 +1,5 @@
-"""A relayed event as text: `{"origin": <sending process>, "event": <Event as JSON>}`.
+"""Relayed events as text: `{"origin": <sending process>, "events": [<Event as JSON>, ...]}` (one notification
+or outbox row carries what the sender had queued; `"event": <one Event>` is read too).
 
 The origin lets a process skip what it sent itself (its bus delivered those at once, when published).
 """
@@ -23,7 +24,17 @@ def new_origin() -> str:
 
 
 def encode(origin: str, event: Event[Any]) -> str:
-    return json.dumps({"origin": origin, "event": event.model_dump(mode="json")}, ensure_ascii=False)
+    return batch_body(origin, [event_json(event)])
+
+
+def event_json(event: Event[Any]) -> str:
+    """One event as JSON text, to go into a batch (`batch_body`)."""
+    return json.dumps(event.model_dump(mode="json"), ensure_ascii=False)
+
+
+def batch_body(origin: str, events: list[str]) -> str:
+    """The text that carries these events (each from `event_json`), in order."""
+    return f'{{"origin": {json.dumps(origin)}, "events": [{", ".join(events)}]}}'
 
 
 def parse_event(raw: dict[str, Any]) -> Event[Any] | None:
@@ -36,13 +47,14 @@ def parse_event(raw: dict[str, Any]) -> Event[Any] | None:
     return Event[topic.payload].model_validate(raw)  # type: ignore[name-defined]
 
 
-def decode(body: str, own_origin: str) -> Event[Any] | None:
-    """The event in `body`; None when this process sent it, or it cannot be read (logged)."""
+def decode(body: str, own_origin: str) -> list[Event[Any]]:
+    """The events in `body`, in order; none when this process sent them, or they cannot be read (logged)."""
     try:
         data = json.loads(body)
         if data.get("origin") == own_origin:
-            return None
-        return parse_event(data["event"])
+            return []
+        raws = data["events"] if "events" in data else [data["event"]]
+        return [event for event in map(parse_event, raws) if event is not None]
     except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
         log.warning("event relay: unreadable event ignored (%s)", exc)
-        return None
+        return []

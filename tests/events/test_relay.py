@@ -128,6 +128,33 @@ async def test_a_process_that_starts_later_hears_only_what_follows(make_relay: M
     assert _agents(heard) == ["after"]
 
 
+async def test_a_burst_arrives_whole_and_in_order_and_a_process_without_subscribers_reads_nothing(
+    make_relay: MakeRelay,
+) -> None:
+    """A burst published at once (a busy process) reaches the other process complete and in order, a large
+    event among small ones too; a third process with no subscriber (a worker, an API process with no
+    /v1/events socket open) does not read any of it, then reads what follows once it has one."""
+    a, b, idle = EventBus(), EventBus(), EventBus()
+    heard: list[Event[Any]] = []
+    b.subscribe(heard.append)
+    async with _relayed(make_relay, a, b, idle) as (relay_a, relay_b, relay_idle):
+        names = [f"agent-{i}" for i in range(300)]
+        for i, name in enumerate(names):
+            a.publish(AGENT_STATE, "w1", _state(name))
+            if i == 150:
+                a.publish(MEMORY_CREATED, "w1", MemoryPayload(agent_id="big", memory_id=1, type="observation",
+                                                              content="長い記憶。" * 2000, importance=5))  # fmt: skip
+        await _until(lambda: len(heard) == len(names) + 1)
+        assert [e.payload.agent_id for e in heard] == [*names[:151], "big", *names[151:]]
+        assert relay_a.sent == relay_b.received == len(names) + 1
+        assert relay_idle.received == 0  # not one was parsed where nobody wanted it
+        later: list[Event[Any]] = []
+        idle.subscribe(later.append)
+        a.publish(AGENT_STATE, "w1", _state("after"))
+        await _until(lambda: len(later) == 1)
+        assert _agents(later) == ["after"]  # only what followed its subscription
+
+
 async def test_the_outbox_is_pruned_to_its_row_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(poll.repo, "OUTBOX_KEEP_ROWS", 5)
     monkeypatch.setattr(poll, "PRUNE_EVERY_S", 0.0)
