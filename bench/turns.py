@@ -1,7 +1,8 @@
 """Conversation-turn benchmark: the real server's processes over HTTP, against a bare FastAPI endpoint.
 
-Run: `.venv/bin/python bench/turns.py` (options: `--seconds 10 --clients 1 10 --memories 2000
---postgres URL`; MACHI_BENCH_POSTGRES_URL works as --postgres).
+Run: `.venv/bin/python bench/turns.py` (options: `--seconds 10 --clients 1 10 --memories 2000 --rounds 1
+--postgres URL`; MACHI_BENCH_POSTGRES_URL works as --postgres). On a noisy machine use `--rounds 3`: the
+configurations are run in turn, round after round, and the medians printed.
 
 Each configuration is started with the real command on a fresh database (scripted engine, two agents created
 with PUT /v1/agents, N memories each added with the batch memory API):
@@ -15,8 +16,9 @@ on SQLite (one WAL file) and, given a PostgreSQL URL whose role may create datab
 hold whole conversations (the history grows until the server ends the talk), so the background work a real
 run causes (observations, importance ratings, reflections, person memory) is part of the load. For each it
 prints turns/s, p50/p99 latency, and the server's CPU per turn summed over all its processes (split into API
-and worker), counted until the workers have caught up with the jobs the run committed. A bare FastAPI
-endpoint that only validates the same request body gives the machine's ceiling for reference.
+and worker; a local PostgreSQL server's CPU apart), counted until the workers have caught up with the jobs
+the run committed. A bare FastAPI endpoint that only validates the same request body gives the machine's
+ceiling for reference.
 Targets (issue 23): CPU per turn no worse than one process's; with 2 API processes within 15% of 1.
 """
 
@@ -28,6 +30,7 @@ import contextlib
 import os
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -238,10 +241,17 @@ def is_worker(pid: int) -> bool:
 
 
 def cpu_by_kind(pid: int) -> dict[str, float]:
-    """CPU seconds so far of the server's API processes (the serve command included) and of its workers."""
-    totals = {"api": 0.0, "worker": 0.0}
+    """CPU seconds so far of the server's API processes (the serve command included), of its workers, and of
+    a PostgreSQL server on this machine (all its processes: the database's share of the work)."""
+    totals = {"api": 0.0, "worker": 0.0, "db": 0.0}
     for member in process_tree(pid):
         totals["worker" if is_worker(member) else "api"] += cpu_seconds(member)
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if (proc / "comm").read_text().strip() == "postgres":
+                totals["db"] += cpu_seconds(int(proc.name))
+        except OSError:
+            pass
     return totals
 
 
@@ -260,7 +270,7 @@ async def measure_machi(url: str, pid: int, clients: int, seconds: float) -> dic
         await settle(client)
     calls_after, cpu_after = await model_calls(url), cpu_by_kind(pid)
     turns = max(1.0, result["rps"] * result["elapsed"])
-    for kind in ("api", "worker"):
+    for kind in ("api", "worker", "db"):
         result[f"{kind}_cpu_ms"] = (cpu_after[kind] - cpu_before[kind]) * 1000 / turns
     result["cpu_ms_per_turn"] = result["api_cpu_ms"] + result["worker_cpu_ms"]
     result["calls_per_turn"] = {
@@ -337,6 +347,9 @@ def _zombie(pid: int) -> bool:
         return True
 
 
+Results = dict[tuple[str, str, int], list[dict[str, Any]]]
+
+
 async def run(args: argparse.Namespace) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="machi-bench-"))
     env = {
@@ -349,12 +362,15 @@ async def run(args: argparse.Namespace) -> None:
     databases = ["sqlite"] + (["postgresql"] if args.postgres else [])
     if not args.postgres:
         print("PostgreSQL: skipped (give --postgres URL or MACHI_BENCH_POSTGRES_URL)")
-    results: dict[tuple[str, str], list[tuple[int, dict[str, Any]]]] = {}
-    for kind in databases:
-        print(f"{kind}:")
-        for config in CONFIGS:
-            with fresh_database(kind, tmp, args.postgres) as database:
-                results[(kind, config.name)] = await run_config(config, database, env, args)
+    results: Results = {}
+    # Rounds interleave the configurations, so a slow spell of a shared machine falls on all of them.
+    for round_ in range(args.rounds):
+        for kind in databases:
+            print(f"round {round_ + 1}, {kind}:")
+            for config in CONFIGS:
+                with fresh_database(kind, tmp, args.postgres) as database:
+                    for clients, result in await run_config(config, database, env, args):
+                        results.setdefault((kind, config.name, clients), []).append(result)
     bare_port = free_port()
     bare = start_bare(bare_port, env)
     try:
@@ -366,42 +382,50 @@ async def run(args: argparse.Namespace) -> None:
     report(results, bare_rows, args)
 
 
-def report(
-    results: dict[tuple[str, str], list[tuple[int, dict[str, Any]]]],
-    bare: dict[int, dict[str, float]],
-    args: argparse.Namespace,
-) -> None:
-    print(
-        f"\nturns: scripted engine, {args.memories} memories per agent, {args.seconds:g} s per run; CPU per turn is"
-    )
-    print("every process of the server summed (API processes + worker), background work included")
+def median(runs: list[dict[str, Any]], key: str) -> float:
+    return float(statistics.median(run[key] for run in runs))
+
+
+def report(results: Results, bare: dict[int, dict[str, float]], args: argparse.Namespace) -> None:
+    print(f"\nturns: scripted engine, {args.memories} memories per agent, {args.seconds:g} s per run, median of "
+          f"{args.rounds} round(s). CPU per turn: every process of the server summed (API processes + worker),")  # fmt: skip
+    print("background work included; `db` is a PostgreSQL server's own processes on this machine, apart")
     print(f"{'database':<10} {'configuration':<15} {'clients':>7} | {'turns/s':>8} {'p50 ms':>8} {'p99 ms':>8} "
-          f"{'errors':>6} | {'CPU ms/turn':>11} {'(API':>6} {'+ worker)':>9} | {'of bare':>7}")  # fmt: skip
-    for (kind, name), rows in results.items():
-        for clients, r in rows:
-            share = r["rps"] / bare[clients]["rps"] if bare[clients]["rps"] else float("nan")
-            print(f"{kind:<10} {name:<15} {clients:>7} | {r['rps']:>8.1f} {r['p50']:>8.1f} {r['p99']:>8.1f} "
-                  f"{r['errors']:>6.0f} | {r['cpu_ms_per_turn']:>11.1f} {r['api_cpu_ms']:>6.1f} "
-                  f"{r['worker_cpu_ms']:>9.1f} | {share:>7.1%}")  # fmt: skip
+          f"{'errors':>6} | {'CPU ms/turn':>11} {'(API':>6} {'+ worker)':>9} {'db':>6} | {'of bare':>7}")  # fmt: skip
+    for (kind, name, clients), runs in results.items():
+        rps = median(runs, "rps")
+        share = rps / bare[clients]["rps"] if bare[clients]["rps"] else float("nan")
+        print(f"{kind:<10} {name:<15} {clients:>7} | {rps:>8.1f} {median(runs, 'p50'):>8.1f} "
+              f"{median(runs, 'p99'):>8.1f} {sum(r['errors'] for r in runs):>6.0f} | "
+              f"{median(runs, 'cpu_ms_per_turn'):>11.1f} {median(runs, 'api_cpu_ms'):>6.1f} "
+              f"{median(runs, 'worker_cpu_ms'):>9.1f} {median(runs, 'db_cpu_ms'):>6.1f} | {share:>7.1%}")  # fmt: skip
     for clients, r in bare.items():
         print(
             f"{'bare FastAPI endpoint':<26} {clients:>7} | {r['rps']:>8.1f} {r['p50']:>8.1f} {r['p99']:>8.1f}"
         )
+    if args.rounds > 1:
+        print("\neach round's turns/s and CPU ms per turn (the spread is this machine's noise):")
+        for (kind, name, clients), runs in results.items():
+            spread = ", ".join(f"{r['rps']:.1f}/{r['cpu_ms_per_turn']:.1f}" for r in runs)
+            print(f"{kind:<10} {name:<15} {clients:>7}: {spread}")
     print(
         "\nmodel calls one turn causes (the dialogue itself, then ratings, emotion, person memory, reflections):"
     )
-    for (kind, name), rows in results.items():
-        for clients, r in rows:
-            calls = ", ".join(f"{p} {n:.2f}" for p, n in sorted(r["calls_per_turn"].items()) if n)
-            print(f"{kind:<10} {name:<15} {clients:>7}: {calls}")
-    print("\nratios (issue 23's targets: CPU per turn no worse than one process; 2 API within 15% of 1 API):")
-    for kind in dict.fromkeys(k for k, _ in results):
-        for index, clients in enumerate(args.clients):
-            one, split, two = (results[(kind, c.name)][index][1] for c in CONFIGS)
-            print(f"{kind:<10} {clients:>3} clients: CPU/turn 1 API+worker / one process = "
-                  f"{split['cpu_ms_per_turn'] / one['cpu_ms_per_turn']:.2f}, 2 API / 1 API = "
-                  f"{two['cpu_ms_per_turn'] / split['cpu_ms_per_turn']:.2f}; turns/s 1 API+worker / one process = "
-                  f"{split['rps'] / one['rps']:.2f}, 2 API / 1 API = {two['rps'] / split['rps']:.2f}")  # fmt: skip
+    for (kind, name, clients), runs in results.items():
+        calls = runs[-1]["calls_per_turn"]
+        listed = ", ".join(f"{p} {n:.2f}" for p, n in sorted(calls.items()) if n)
+        print(f"{kind:<10} {name:<15} {clients:>7}: {listed}")
+    print(
+        "\nratios of medians (issue 23: CPU per turn no worse than one process; 2 API within 15% of 1 API):"
+    )
+    for kind in dict.fromkeys(k for k, _, _ in results):
+        for clients in args.clients:
+            one, split, two = (results[(kind, c.name, clients)] for c in CONFIGS)
+            cpu = [median(runs, "cpu_ms_per_turn") for runs in (one, split, two)]
+            rps = [median(runs, "rps") for runs in (one, split, two)]
+            print(f"{kind:<10} {clients:>3} clients: CPU/turn 1 API+worker / one process = {cpu[1] / cpu[0]:.2f}, "
+                  f"2 API / 1 API = {cpu[2] / cpu[1]:.2f}; turns/s 1 API+worker / one process = "
+                  f"{rps[1] / rps[0]:.2f}, 2 API / 1 API = {rps[2] / rps[1]:.2f}")  # fmt: skip
 
 
 def main() -> None:
@@ -409,6 +433,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 10])
     parser.add_argument("--memories", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=1, help="runs of every configuration, interleaved")
     parser.add_argument(
         "--postgres",
         default=os.environ.get("MACHI_BENCH_POSTGRES_URL"),
