@@ -36,13 +36,12 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
+from databases import fresh_database
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENTS = {
@@ -278,27 +277,6 @@ async def measure_machi(url: str, pid: int, clients: int, seconds: float) -> dic
         for purpose in calls_after
     }
     return result
-
-
-@contextmanager
-def fresh_database(kind: str, tmp: Path, postgres: str | None) -> Iterator[str]:
-    """A new empty database for one configuration: a SQLite file, or a database created on `postgres`."""
-    if kind == "sqlite":
-        yield f"sqlite:///{tmp / f'bench-{uuid.uuid4().hex[:8]}.db'}"
-        return
-    from sqlalchemy import create_engine, make_url, text
-
-    assert postgres is not None
-    name = f"machi_bench_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(postgres, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(postgres).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 async def run_config(

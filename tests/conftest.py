@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from fastapi.testclient import TestClient
 from backend.app import create_app
 from backend.config import Settings
 from backend.scripted import ScriptedLLM
+from bench.databases import fresh_database, fresh_postgres
 
 
 @pytest.fixture
@@ -78,16 +78,15 @@ def pg_url() -> Iterator[str]:
     """A fresh, empty PostgreSQL database for one test, dropped afterwards (skips without one)."""
     if not POSTGRES_URL:
         pytest.skip("set MACHI_TEST_POSTGRES_URL (see .ci/postgres.sh) to run the PostgreSQL tests")
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
+    with fresh_postgres(POSTGRES_URL) as url:
+        yield url
 
-    name = f"machi_test_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """One empty database for everything in the test to share (two apps, two runners, real processes): a
+    SQLite file (WAL), then a fresh PostgreSQL database (skipped without MACHI_TEST_POSTGRES_URL)."""
+    if request.param == "postgresql" and not POSTGRES_URL:
+        pytest.skip("set MACHI_TEST_POSTGRES_URL (see .ci/postgres.sh) to run the PostgreSQL case")
+    with fresh_database(request.param, tmp_path, POSTGRES_URL) as url:
+        yield url

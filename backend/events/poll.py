@@ -129,9 +129,12 @@ class PollingRelay:
 
     def _poll(self, conn: Connection) -> None:
         if not self.bus.subscriber_count:
-            # Nobody here to hand them to (a worker never has anyone): skip them unread.
-            self._last_id = max(self._last_id, repo.newest(conn))
-            return
+            # Nobody here to hand them to (a worker never has anyone): skip them unread. Asked again after
+            # reading the newest id, so rows written once a subscriber came are not skipped.
+            newest = repo.newest(conn)
+            if not self.bus.subscriber_count:
+                self._last_id = max(self._last_id, newest)
+                return
         arrived: list[Event[Any]] = []
         while True:
             rows = repo.read_after(conn, self._last_id, BATCH)

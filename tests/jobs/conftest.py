@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
-from sqlalchemy import text
-from sqlalchemy.engine import Engine, make_url
-from sqlmodel import Session, create_engine
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from backend.config import Settings
 from backend.jobs import repo
@@ -27,28 +24,11 @@ PG_URL = os.environ.get("MACHI_TEST_POSTGRES_URL")
 KIND = "count"
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """An empty database, initialised: a SQLite file (WAL), or a fresh PostgreSQL database dropped after."""
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'jobs.db'}"
-        _init(url)
-        yield url
-        return
-    if not PG_URL:
-        pytest.skip("set MACHI_TEST_POSTGRES_URL (see .ci/postgres.sh) to run the PostgreSQL tests")
-    name = f"machi_test_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        url = make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
-        _init(url)
-        yield url
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+@pytest.fixture
+def db_url(database_url: str) -> str:
+    """An empty database, initialised: a SQLite file (WAL), then a fresh PostgreSQL database."""
+    _init(database_url)
+    return database_url
 
 
 def _init(url: str) -> None:

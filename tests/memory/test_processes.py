@@ -4,15 +4,12 @@ one PostgreSQL database when MACHI_TEST_POSTGRES_URL is set). What one writes, t
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from contextlib import nullcontext
-from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import create_engine, make_url, text
 
 from backend.config import Settings
 from backend.memory.cache import IndexCache
@@ -26,26 +23,6 @@ URL = "/v1/agents/aoi/memories"
 POSTGRES = os.environ.get("MACHI_TEST_POSTGRES_URL")
 #: Rank by importance alone, so a rating decides the order.
 BY_IMPORTANCE = {"recency": 0.0, "importance": 1.0, "relevance": 0.0}
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """One database file / one fresh PostgreSQL database shared by both apps."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'shared.db'}"
-        return
-    if not POSTGRES:
-        pytest.skip("set MACHI_TEST_POSTGRES_URL (see .ci/postgres.sh) to run the PostgreSQL case")
-    name = f"machi_test_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(POSTGRES, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(POSTGRES).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 @pytest.fixture

@@ -14,14 +14,10 @@ import asyncio
 import json
 import os
 import time
-import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 from sqlalchemy import text
-from sqlalchemy.engine import make_url
 from sqlmodel import create_engine
 from websockets.sync.client import connect
 
@@ -38,23 +34,6 @@ PAIRS = [("aoi", "hikari"), ("ren", "yukino"), ("natsumi", "haruka"), ("hikari",
 CLIENTS = 6
 KILL_AFTER = 30
 MAX_TURNS_PER_CLIENT = 40
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'machi.db'}"
-        return
-    if not PG_URL:
-        pytest.skip("set MACHI_TEST_POSTGRES_URL (see .ci/postgres.sh) to run it")
-    name = f"machi_procs_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    yield make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
 
 
 def _turn(speaker: str, partner: str, session_id: str, history: list[str]) -> dict[str, object]:
@@ -134,7 +113,8 @@ async def _load_then_kill(apis: list[ServerProcess], worker: ServerProcess, acks
     await asyncio.wait_for(asyncio.gather(*clients), timeout=120)
 
 
-def test_two_api_processes_and_a_worker_share_one_database(database: str) -> None:
+def test_two_api_processes_and_a_worker_share_one_database(database_url: str) -> None:
+    database = database_url  # a SQLite file, then a PostgreSQL database (tests/conftest.py)
     apis = [ServerProcess(database, env=ENV, args=["--no-worker"]) for _ in range(2)]
     worker = ServerProcess(database, env=ENV, command="worker")
     for process in (*apis, worker):

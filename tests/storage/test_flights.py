@@ -5,14 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from sqlalchemy import text
-from sqlalchemy.engine import Engine, make_url
-from sqlmodel import create_engine
+from sqlalchemy.engine import Engine
 
 from backend.errors import Conflict
 from backend.storage.db import create_db_engine, init_db
@@ -21,26 +17,13 @@ from backend.storage.flights import Flights
 PG_URL = os.environ.get("MACHI_TEST_POSTGRES_URL")
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    if request.param == "sqlite":
-        engine = create_db_engine(f"sqlite:///{tmp_path / 'machi.db'}")
-        init_db(engine)
-        yield engine
-        engine.dispose()
-        return
-    if not PG_URL:
-        pytest.skip("set MACHI_TEST_POSTGRES_URL (see .ci/postgres.sh) to run it")
-    name = f"machi_flights_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    engine = create_db_engine(make_url(PG_URL).set(database=name).render_as_string(hide_password=False))
+@pytest.fixture
+def engine(database_url: str) -> Iterator[Engine]:
+    """An initialised database: a SQLite file, then a fresh PostgreSQL database (tests/conftest.py)."""
+    engine = create_db_engine(database_url)
     init_db(engine)
     yield engine
     engine.dispose()
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 async def test_a_second_process_waits_for_the_first_to_finish(engine: Engine) -> None:

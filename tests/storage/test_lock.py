@@ -8,20 +8,18 @@ import os
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import text
 from sqlalchemy.engine import make_url
-from sqlmodel import create_engine
 
 from backend.app import create_app
 from backend.config import Settings
 from backend.scripted import ScriptedLLM
 from backend.storage.lock import DatabaseInUse, hold_database
+from bench.databases import fresh_postgres
 from bench.serverproc import ROOT
 
 HOLDER = """
@@ -181,50 +179,39 @@ PG_URL = os.environ.get("MACHI_TEST_POSTGRES_URL")
 @pytest.mark.skipif(not PG_URL, reason="set MACHI_TEST_POSTGRES_URL (see .ci/postgres.sh) to run it")
 def test_postgres_second_process_is_refused_naming_the_holder() -> None:
     assert PG_URL
-    name = f"machi_lock_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    url = make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
-    proc = _hold_in_another_process(url, "server", shared=False)
-    try:
-        with pytest.raises(DatabaseInUse) as refused:
-            hold_database(url)
-        message = str(refused.value)
-        assert name in message and f"machi server pid {proc.pid}" in message
-        proc.kill()
-        proc.wait(timeout=30)
-        deadline = time.monotonic() + 30  # the server ends the dead client's session, and its lock
-        while True:
-            try:
-                hold_database(url).release()
-                break
-            except DatabaseInUse:
-                assert time.monotonic() < deadline
-                time.sleep(0.2)
-    finally:
-        proc.kill()
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with fresh_postgres(PG_URL, prefix="machi_lock") as url:
+        name = str(make_url(url).database)
+        proc = _hold_in_another_process(url, "server", shared=False)
+        try:
+            with pytest.raises(DatabaseInUse) as refused:
+                hold_database(url)
+            message = str(refused.value)
+            assert name in message and f"machi server pid {proc.pid}" in message
+            proc.kill()
+            proc.wait(timeout=30)
+            deadline = time.monotonic() + 30  # the server ends the dead client's session, and its lock
+            while True:
+                try:
+                    hold_database(url).release()
+                    break
+                except DatabaseInUse:
+                    assert time.monotonic() < deadline
+                    time.sleep(0.2)
+        finally:
+            proc.kill()
 
 
 @pytest.mark.skipif(not PG_URL, reason="set MACHI_TEST_POSTGRES_URL (see .ci/postgres.sh) to run it")
 def test_postgres_servers_share_the_database_and_exclude_a_rewrite() -> None:
     assert PG_URL
-    name = f"machi_lock_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    url = make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
-    proc = _hold_in_another_process(url, "server", shared=True)
-    try:
-        hold_database(url, role="worker", shared=True).release()
-        with pytest.raises(DatabaseInUse) as refused:
-            hold_database(url, role="world import")
-        assert name in str(refused.value) and "machi server" in str(refused.value)
-    finally:
-        proc.kill()
-        proc.wait(timeout=30)
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    with fresh_postgres(PG_URL, prefix="machi_lock") as url:
+        name = str(make_url(url).database)
+        proc = _hold_in_another_process(url, "server", shared=True)
+        try:
+            hold_database(url, role="worker", shared=True).release()
+            with pytest.raises(DatabaseInUse) as refused:
+                hold_database(url, role="world import")
+            assert name in str(refused.value) and "machi server" in str(refused.value)
+        finally:
+            proc.kill()
+            proc.wait(timeout=30)
