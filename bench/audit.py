@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
 from sqlmodel import Session, create_engine, select
 
 from backend.conversation.models import Turn
@@ -42,6 +43,37 @@ class Audit:
     @property
     def lost(self) -> int:
         return self.missing_turns + self.missing_memories
+
+
+async def converse(
+    urls: list[str], pair: tuple[str, str], names: dict[str, str], acks: list[Ack], *, label: str, turns: int
+) -> None:
+    """A Unity-like client of a load test: whole conversations of `pair` (a new session when the server ends
+    one), at most `turns` turns, each acknowledged turn appended to `acks`. Turn i goes to the next process of
+    `urls` in turn (a load balancer's round robin); one that no longer answers is dropped, and the client
+    stops when none is left."""
+    a, b = pair
+    async with httpx.AsyncClient(timeout=30) as http:
+        conversation, history, speaker, partner = 0, [], a, b
+        for turn in range(turns):
+            session_id = f"{label}-{conversation}"
+            url = urls[turn % len(urls)]
+            body = {"agent_id": speaker, "target_id": partner, "session_id": session_id, "history": history,
+                    "location_name": "中央カフェ", "time_of_day": 10 + conversation % 10}  # fmt: skip
+            try:
+                response = await http.post(f"{url}/v1/conversation/turn", json=body)
+            except httpx.HTTPError:
+                urls = [u for u in urls if u != url]  # that process is gone
+                if not urls:
+                    return
+                continue
+            assert response.status_code == 200, response.text
+            reply = response.json()
+            acks.append(Ack("default", session_id, reply["turn_index"], speaker, partner, reply["dialogue"]))
+            history = [*history, f"{names[speaker]}: {reply['dialogue']}"]
+            speaker, partner = partner, speaker
+            if reply["is_conversation_end"]:
+                conversation, history, speaker, partner = conversation + 1, [], a, b
 
 
 def audit(database: Path | str, acks: list[Ack]) -> Audit:

@@ -1,4 +1,4 @@
-"""A scripted model whose calls of one purpose wait at a gate the test opens (a slow or stuck model)."""
+"""A scripted model whose calls of one purpose (or all) wait at a gate the test opens (a slow or stuck model)."""
 
 from __future__ import annotations
 
@@ -10,19 +10,29 @@ from backend.scripted import ScriptedLLM
 
 
 class GatedLLM(ScriptedLLM):
-    """Calls of `purpose` wait until `open_gate`; every other call answers at once. `waiting` counts arrivals."""
+    """Calls of `purpose` (every call when None) wait until `open_gate`; the others answer at once. `waiting`
+    counts arrivals at the gate, `in_flight_max` the most that waited at once, `purposes` the calls answered."""
 
-    def __init__(self, purpose: str) -> None:
+    def __init__(self, purpose: str | None) -> None:
         super().__init__(seed=0)
         self.purpose = purpose
         self.gate: asyncio.Event | None = None
         self.waiting = 0
+        self.in_flight = 0
+        self.in_flight_max = 0
+        self.purposes: list[str] = []
 
     async def complete(self, messages, *, options, schema=None):  # type: ignore[no-untyped-def]
-        if options.purpose == self.purpose:
+        if self.purpose is None or options.purpose == self.purpose:
             self.gate = self.gate or asyncio.Event()  # made on the app's loop
             self.waiting += 1
-            await self.gate.wait()
+            self.in_flight += 1
+            self.in_flight_max = max(self.in_flight_max, self.in_flight)
+            try:
+                await self.gate.wait()
+            finally:
+                self.in_flight -= 1
+        self.purposes.append(options.purpose)
         return await super().complete(messages, options=options, schema=schema)
 
     def open_gate(self, client: TestClient) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 
 from backend.events import repo
 from backend.events.bus import Event, EventBus
-from backend.events.wire import batch_body, decode, encode, event_json, new_origin
+from backend.events.wire import batch_body, decode, event_json, new_origin
 
 log = logging.getLogger(__name__)
 
@@ -145,25 +145,29 @@ class PostgresRelay:
 
     async def _notify(self, conn: Any, events: list[Event[Any]]) -> None:
         """Send `events` in order: as few notifications as fit them, an event too large for one by the outbox."""
+        empty = len(batch_body(self.origin, []).encode())
         group: list[str] = []
-        size = len(batch_body(self.origin, []).encode())
+        size = empty
         for event in events:
             part = event_json(event)
-            grown = size + len(part.encode()) + 2
-            if group and grown > MAX_NOTIFY_BYTES:
-                await conn.execute(repo.PG_NOTIFY, (self.channel, batch_body(self.origin, group)))
-                group, grown = [], len(batch_body(self.origin, []).encode()) + len(part.encode()) + 2
-            if grown > MAX_NOTIFY_BYTES:  # alone too large: the outbox holds it, the notification its row id
-                body = encode(self.origin, event)
+            grows = len(part.encode()) + 2  # its bytes and the separator
+            if size + grows > MAX_NOTIFY_BYTES:
+                await self._notify_group(conn, group)
+                group, size = [], empty
+            if (
+                size + grows > MAX_NOTIFY_BYTES
+            ):  # alone too large: the outbox holds it, the notification its row id
+                body = batch_body(self.origin, [part])
                 cursor = await conn.execute(repo.PG_INSERT, (repo.OUTBOX_KEEP_S, repo.OUTBOX_KEEP_ROWS, body))
                 row = await cursor.fetchone()
-                await conn.execute(
-                    repo.PG_NOTIFY, (self.channel, json.dumps({"origin": self.origin, "ref": row[0]}))
-                )
-                size = len(batch_body(self.origin, []).encode())
+                ref = json.dumps({"origin": self.origin, "ref": row[0]})
+                await conn.execute(repo.PG_NOTIFY, (self.channel, ref))
                 continue
             group.append(part)
-            size = grown
+            size += grows
+        await self._notify_group(conn, group)
+
+    async def _notify_group(self, conn: Any, group: list[str]) -> None:
         if group:
             await conn.execute(repo.PG_NOTIFY, (self.channel, batch_body(self.origin, group)))
 

@@ -38,23 +38,24 @@ _DUE = or_(
         or_(_JOB.c.lease_until.is_(None), _JOB.c.lease_until < bindparam("now")),
     ),
 )
-# Claims run for every job: built once. SKIP LOCKED (PostgreSQL; SQLite has no row locks and drops the
-# clause, its one writer at a time does the same): a runner passes over the rows another runner is claiming
-# in the same instant instead of waiting for them.
-_PICK = (
-    select(_JOB.c.id)
-    .where(_DUE, _JOB.c.id.in_(bindparam("ids", expanding=True)))
-    .order_by(_JOB.c.id)
-    .limit(bindparam("limit"))
-    .with_for_update(skip_locked=True)
-)
-_PICK_ANY = (
-    select(_JOB.c.id)
-    .where(_DUE, _JOB.c.id.not_in(bindparam("exclude", expanding=True)))
-    .order_by(_JOB.c.id)
-    .limit(bindparam("limit"))
-    .with_for_update(skip_locked=True)
-)
+
+
+def _pick(which: Any) -> Any:
+    """The due jobs among `which`, oldest first. SKIP LOCKED (PostgreSQL; SQLite has no row locks and drops the
+    clause, its one writer at a time does the same): a runner passes over the rows another runner is claiming
+    in the same instant instead of waiting for them."""
+    return (
+        select(_JOB.c.id)
+        .where(_DUE, which)
+        .order_by(_JOB.c.id)
+        .limit(bindparam("limit"))
+        .with_for_update(skip_locked=True)
+    )
+
+
+# Claims run for every job: built once.
+_PICK = _pick(_JOB.c.id.in_(bindparam("ids", expanding=True)))
+_PICK_ANY = _pick(_JOB.c.id.not_in(bindparam("exclude", expanding=True)))
 # The UPDATE checks _DUE again: on SQLite the pick above took no lock. A claimed job of a merging kind gives
 # its key up: it becomes `key#id`, so a prefix still finds the job (see live_with_prefix) but new work takes
 # the key (a job taken over from a stopped runner gave it up already).

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from sqlalchemy.engine import Engine
@@ -59,17 +60,23 @@ async def test_two_runners_share_200_jobs_and_each_runs_once(runners: Callable[.
     assert repo.counts(a.engine) == {"pending": 0, "running": 0, "done": 200, "failed": 0}
 
 
+async def _a_runs_one_job(a: JobRunner, b: JobRunner, handler: Any) -> tuple[Job, list[tuple[str, int]]]:
+    """One job, started by runner a with `handler`; b (not started) records what it runs, returned with it."""
+    a.register(KIND, handler)
+    runs: list[tuple[str, int]] = []
+    b.register(KIND, _recorder(runs, "b"))  # type: ignore[arg-type]
+    [job] = add_jobs(a.engine, 1)
+    await a.start()
+    return job, runs
+
+
 async def test_a_dead_runners_job_is_taken_over_when_its_lease_runs_out(
     runners: Callable[..., JobRunner],
 ) -> None:
     a, b = runners(), runners()
     started, never = asyncio.Event(), asyncio.Event()
-    a.register(KIND, _blocker(started, never))  # type: ignore[arg-type]
-    runs: list[tuple[str, int]] = []
-    b.register(KIND, _recorder(runs, "b"))  # type: ignore[arg-type]
-    [job] = add_jobs(a.engine, 1)
+    job, runs = await _a_runs_one_job(a, b, _blocker(started, never))
     assert job.id is not None
-    await a.start()
     await wait_until(started.is_set, "runner a running the job")
     assert (row(a.engine, job.id).status, row(a.engine, job.id).owner) == ("running", a.owner)
 
@@ -118,12 +125,8 @@ async def test_a_runner_that_lost_its_lease_cannot_record_its_outcome(
 
     monkeypatch.setattr(repo, "renew", renew)
     started, release = asyncio.Event(), asyncio.Event()
-    a.register(KIND, _blocker(started, release, fail))  # type: ignore[arg-type]
-    runs: list[tuple[str, int]] = []
-    b.register(KIND, _recorder(runs, "b"))  # type: ignore[arg-type]
-    [job] = add_jobs(a.engine, 1)
+    job, runs = await _a_runs_one_job(a, b, _blocker(started, release, fail))
     assert job.id is not None
-    await a.start()
     await wait_until(started.is_set, "runner a running the job")
     await b.start()
     await wait_until(lambda: _done(b.engine) == 1, "runner b taking the job over and finishing it")

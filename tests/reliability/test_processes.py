@@ -21,7 +21,7 @@ from sqlalchemy import text
 from sqlmodel import create_engine
 from websockets.sync.client import connect
 
-from bench.audit import Ack, audit
+from bench.audit import Ack, audit, converse
 from bench.serverproc import ServerProcess
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
@@ -76,36 +76,19 @@ def _next_event(socket: object, wanted: object, timeout: float = 20.0) -> dict[s
             return event  # type: ignore[no-any-return]
 
 
-async def _client(urls: list[str], index: int, acks: list[Ack], names: dict[str, str]) -> None:
-    """Whole conversations, each turn sent to the next process in turn (a load balancer's round robin)."""
-    a, b = PAIRS[index % len(PAIRS)]
-    async with httpx.AsyncClient(timeout=30) as http:
-        conversation, history, speaker, partner = 0, [], a, b
-        for turn in range(MAX_TURNS_PER_CLIENT):
-            session_id = f"procs-{index}-{conversation}"
-            url = urls[(index + turn) % len(urls)]
-            try:
-                response = await http.post(
-                    f"{url}/v1/conversation/turn", json=_turn(speaker, partner, session_id, history)
-                )
-            except httpx.HTTPError:
-                urls = [u for u in urls if u != url]  # that process is gone: the balancer drops it
-                if not urls:
-                    return
-                continue
-            assert response.status_code == 200, response.text
-            reply = response.json()
-            acks.append(Ack("default", session_id, reply["turn_index"], speaker, partner, reply["dialogue"]))
-            history = [*history, f"{names[speaker]}: {reply['dialogue']}"]
-            speaker, partner = partner, speaker
-            if reply["is_conversation_end"]:
-                conversation, history, speaker, partner = conversation + 1, [], a, b
-
-
 async def _load_then_kill(apis: list[ServerProcess], worker: ServerProcess, acks: list[Ack]) -> None:
     names = {agent["id"]: agent["name"] for agent in httpx.get(f"{apis[0].url}/v1/agents", timeout=10).json()}
     urls = [api.url for api in apis]
-    clients = [asyncio.create_task(_client(urls, i, acks, names)) for i in range(CLIENTS)]
+    # Each client starts on another process, then goes round them (a load balancer's round robin).
+    rotated = [urls[i % len(urls) :] + urls[: i % len(urls)] for i in range(CLIENTS)]
+    clients = [
+        asyncio.create_task(
+            converse(
+                rotated[i], PAIRS[i % len(PAIRS)], names, acks, label=f"procs-{i}", turns=MAX_TURNS_PER_CLIENT
+            )
+        )
+        for i in range(CLIENTS)
+    ]
     while len(acks) < KILL_AFTER and not all(task.done() for task in clients):
         await asyncio.sleep(0.01)
     apis[0].kill()  # mid-load: its requests in flight are lost to their clients, never half-stored

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bench.audit import Ack, audit
+from bench.audit import Ack, audit, converse
 from bench.serverproc import ServerProcess
 
 CLIENTS = 8
@@ -25,31 +25,22 @@ PAIRS = [("aoi", "hikari"), ("ren", "yukino"), ("natsumi", "haruka"), ("hikari",
 ENV = {"MEMORY_DEDUP": "false", "JOB_POLL_S": "0.2", "JOB_LEASE_S": "2", "LLM_CONCURRENCY": "2"}
 
 
-async def _client(url: str, index: int, names: dict[str, str], acks: list[Ack]) -> None:
-    a, b = PAIRS[index % len(PAIRS)]
-    async with httpx.AsyncClient(base_url=url, timeout=30) as http:
-        conversation, history, speaker, partner = 0, [], a, b
-        for _ in range(MAX_TURNS_PER_CLIENT):
-            session_id = f"restart-{index}-{conversation}"
-            body = {"agent_id": speaker, "target_id": partner, "session_id": session_id, "history": history,
-                    "location_name": "中央カフェ", "time_of_day": 10 + conversation % 10}  # fmt: skip
-            try:
-                response = await http.post("/v1/conversation/turn", json=body)
-            except httpx.HTTPError:
-                return  # the server is gone
-            assert response.status_code == 200, response.text
-            reply = response.json()
-            acks.append(Ack("default", session_id, reply["turn_index"], speaker, partner, reply["dialogue"]))
-            history = [*history, f"{names[speaker]}: {reply['dialogue']}"]
-            speaker, partner = partner, speaker
-            if reply["is_conversation_end"]:
-                conversation, history, speaker, partner = conversation + 1, [], a, b
-
-
 async def _load_then_kill(server: ServerProcess, acks: list[Ack]) -> None:
     async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
         names = {agent["id"]: agent["name"] for agent in (await http.get("/v1/agents")).json()}
-    clients = [asyncio.create_task(_client(server.url, i, names, acks)) for i in range(CLIENTS)]
+    clients = [
+        asyncio.create_task(
+            converse(
+                [server.url],
+                PAIRS[i % len(PAIRS)],
+                names,
+                acks,
+                label=f"restart-{i}",
+                turns=MAX_TURNS_PER_CLIENT,
+            )
+        )
+        for i in range(CLIENTS)
+    ]
     while len(acks) < KILL_AFTER and not all(task.done() for task in clients):
         await asyncio.sleep(0.01)
     server.kill()  # mid-load: requests in flight, jobs pending and running

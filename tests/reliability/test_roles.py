@@ -4,7 +4,6 @@ backlog is stuck on the model never holds a turn up: the turn's call is the API 
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 from typing import Any
@@ -15,6 +14,7 @@ from backend.config import Settings
 from backend.scripted import ScriptedLLM
 from tests.conftest import make_client
 from tests.conversation.helpers import add_agents, talk, turn
+from tests.gated import GatedLLM
 
 #: The purposes of background work (jobs): an API process must never make such a call.
 BACKGROUND = {"importance", "reflection", "insight", "questions", "person", "plan"}
@@ -33,34 +33,6 @@ class RecordingLLM(ScriptedLLM):
         return await super().complete(messages, options=options, schema=schema)
 
 
-class StuckLLM(RecordingLLM):
-    """Every call waits until the test opens the gate (a model server busy for as long as the test likes);
-    `in_flight_max` is the most calls that waited at once."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.gate: asyncio.Event | None = None
-        self.in_flight = 0
-        self.in_flight_max = 0
-
-    async def complete(self, messages, *, options, schema=None):  # type: ignore[no-untyped-def]
-        self.gate = self.gate or asyncio.Event()  # made on the worker app's loop
-        self.in_flight += 1
-        self.in_flight_max = max(self.in_flight_max, self.in_flight)
-        try:
-            await self.gate.wait()
-        finally:
-            self.in_flight -= 1
-        return await super().complete(messages, options=options, schema=schema)
-
-    def open_gate(self, client: TestClient) -> None:
-        async def release() -> None:
-            self.gate = self.gate or asyncio.Event()
-            self.gate.set()
-
-        client.portal.call(release)  # type: ignore[union-attr]
-
-
 def _until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -74,7 +46,7 @@ def _jobs(client: TestClient) -> dict[str, Any]:
 
 def test_a_turn_is_not_held_up_by_a_worker_backlog_stuck_on_the_model(settings: Settings) -> None:
     shared = settings.model_copy(update={"job_poll_s": 0.05, "emotion_from_turn": True})
-    api_llm, worker_llm = RecordingLLM(), StuckLLM()
+    api_llm, worker_llm = RecordingLLM(), GatedLLM(None)  # the worker's model server: stuck
     with (
         make_client(shared, api_llm, process_role="api", llm_concurrency=1) as api,
         make_client(shared, worker_llm, process_role="worker", worker_llm_concurrency=1) as worker,

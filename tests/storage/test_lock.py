@@ -19,7 +19,6 @@ from backend.app import create_app
 from backend.config import Settings
 from backend.scripted import ScriptedLLM
 from backend.storage.lock import DatabaseInUse, hold_database
-from bench.databases import fresh_postgres
 from bench.serverproc import ROOT
 
 HOLDER = """
@@ -173,45 +172,45 @@ def test_db_vacuum_is_refused_while_a_server_runs(server: tuple[subprocess.Popen
     assert refused.stderr.startswith("config error: the database ") and "Machi servers" in refused.stderr
 
 
-PG_URL = os.environ.get("MACHI_TEST_POSTGRES_URL")
+@pytest.fixture
+def held_pg(pg_url: str, request: pytest.FixtureRequest) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """A fresh PostgreSQL database held by a server in another process (its lock shared when the test's
+    parameter is True); the process is killed afterwards."""
+    proc = _hold_in_another_process(pg_url, "server", shared=request.param)
+    try:
+        yield pg_url, proc
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
 
 
-@pytest.mark.skipif(not PG_URL, reason="set MACHI_TEST_POSTGRES_URL (see .ci/postgres.sh) to run it")
-def test_postgres_second_process_is_refused_naming_the_holder() -> None:
-    assert PG_URL
-    with fresh_postgres(PG_URL, prefix="machi_lock") as url:
-        name = str(make_url(url).database)
-        proc = _hold_in_another_process(url, "server", shared=False)
+@pytest.mark.parametrize("held_pg", [False], indirect=True, ids=["alone"])
+def test_postgres_second_process_is_refused_naming_the_holder(
+    held_pg: tuple[str, subprocess.Popen[bytes]],
+) -> None:
+    url, proc = held_pg
+    with pytest.raises(DatabaseInUse) as refused:
+        hold_database(url)
+    message = str(refused.value)
+    assert str(make_url(url).database) in message and f"machi server pid {proc.pid}" in message
+    proc.kill()
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 30  # the server ends the dead client's session, and its lock
+    while True:
         try:
-            with pytest.raises(DatabaseInUse) as refused:
-                hold_database(url)
-            message = str(refused.value)
-            assert name in message and f"machi server pid {proc.pid}" in message
-            proc.kill()
-            proc.wait(timeout=30)
-            deadline = time.monotonic() + 30  # the server ends the dead client's session, and its lock
-            while True:
-                try:
-                    hold_database(url).release()
-                    break
-                except DatabaseInUse:
-                    assert time.monotonic() < deadline
-                    time.sleep(0.2)
-        finally:
-            proc.kill()
+            hold_database(url).release()
+            break
+        except DatabaseInUse:
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
 
 
-@pytest.mark.skipif(not PG_URL, reason="set MACHI_TEST_POSTGRES_URL (see .ci/postgres.sh) to run it")
-def test_postgres_servers_share_the_database_and_exclude_a_rewrite() -> None:
-    assert PG_URL
-    with fresh_postgres(PG_URL, prefix="machi_lock") as url:
-        name = str(make_url(url).database)
-        proc = _hold_in_another_process(url, "server", shared=True)
-        try:
-            hold_database(url, role="worker", shared=True).release()
-            with pytest.raises(DatabaseInUse) as refused:
-                hold_database(url, role="world import")
-            assert name in str(refused.value) and "machi server" in str(refused.value)
-        finally:
-            proc.kill()
-            proc.wait(timeout=30)
+@pytest.mark.parametrize("held_pg", [True], indirect=True, ids=["shared"])
+def test_postgres_servers_share_the_database_and_exclude_a_rewrite(
+    held_pg: tuple[str, subprocess.Popen[bytes]],
+) -> None:
+    url, _ = held_pg
+    hold_database(url, role="worker", shared=True).release()
+    with pytest.raises(DatabaseInUse) as refused:
+        hold_database(url, role="world import")
+    assert str(make_url(url).database) in str(refused.value) and "machi server" in str(refused.value)
