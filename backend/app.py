@@ -19,6 +19,7 @@ from backend.config import Settings, load_settings
 from backend.conversation import jobs as conversation_jobs
 from backend.conversation.aftermath import Aftermath
 from backend.conversation.service import ConversationService
+from backend.conversation.visitor import VisitorTurns
 from backend.council.service import Councils, recover_councils
 from backend.emotion.service import EmotionService, EmotionSettings
 from backend.events import LLM_CALL, EventBus, LLMCallPayload
@@ -61,8 +62,10 @@ log = logging.getLogger("machi")
 ROUTERS = (
     "backend.api.conversation",
     "backend.api.agents",
+    "backend.api.players",
     "backend.api.intention",
     "backend.api.plan",
+    "backend.api.actions",
     "backend.api.health",
     "backend.api.llm_calls",
     "backend.api.council",
@@ -165,6 +168,8 @@ def _build_minds(state: Any, settings: Settings, engine: Any) -> None:
         flights=state.flights,
     )
     state.conversation = _conversation(state, settings)
+    state.visitors = VisitorTurns(service=state.conversation, settings=settings, moderator=None)
+    state.conversation.guard = state.visitors.guard_reply  # every model line a visitor hears is checked
     state.interview = InterviewService(engine=engine, llm=state.llm, memory=state.memory, settings=settings)
 
 

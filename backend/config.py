@@ -240,6 +240,17 @@ class Settings(BaseSettings):
     max_turns: int = Field(8, ge=2, le=64)
     turn_deadline_s: float = Field(20.0, gt=0, le=600)
     farewell_phrases: list[str] = Field(default_factory=lambda: list(DEFAULT_FAREWELLS))
+
+    # --- visitors (players: people at the booth talking with the characters) and groups ---
+    #: Characters a visitor's line may hold (a longer one is a 422 naming PLAYER_MAX_CHARS).
+    player_max_chars: int = Field(200, ge=1, le=2000)
+    #: Lines one visitor may say per minute (wall clock), and all visitors of a world together; past either,
+    #: a 429 naming the limit with Retry-After. Counted in the database, so every API process shares them.
+    player_lines_per_minute: int = Field(12, ge=1, le=10_000)
+    world_player_lines_per_minute: int = Field(240, ge=1, le=1_000_000)
+    #: A conversation with a visitor ends at this many lines (MAX_TURNS is for two characters; a visitor
+    #: queued at a booth gets a longer talk, still bounded so the next in line gets theirs).
+    player_max_turns: int = Field(20, ge=2, le=200)
     #: An interview (POST /v1/agents/{id}/interview) answers within this many seconds (retrieval and the
     #: model call; an in-character "I don't remember" with fallback=true when the model is late or fails).
     interview_deadline_s: float = Field(30.0, gt=0, le=600)
@@ -284,6 +295,34 @@ class Settings(BaseSettings):
     # Seconds between two prunings in the server (the first runs at start-up). `machi db vacuum` prunes at
     # once and gives the space back to the file system.
     prune_interval_s: float = Field(3600.0, gt=0, le=7 * 86_400)
+
+    # --- moderation (backend/moderation): a visitor's line before the model sees it, a reply before Unity ---
+    # Off: no word list, no provider, no prompt-echo check.
+    moderation: bool = True
+    # The operator's word list (one entry a line, `category:` prefix, `#` comments); it replaces the bundled
+    # backend/moderation/words.txt. None: the bundled list.
+    moderation_words_file: Path | None = None
+    # "openai": also the provider's /moderations endpoint (OPENAI_API_KEY, OPENAI_BASE_URL), after the word
+    # list. It fails open: an error or a call past MODERATION_TIMEOUT_S blocks nothing (the trace says why).
+    moderation_provider: Literal["none", "openai"] = "none"
+    moderation_model: str = Field("omni-moderation-latest", min_length=1)
+    moderation_timeout_s: float = Field(2.0, gt=0, le=60)
+
+    @field_validator("moderation_words_file")
+    @classmethod
+    def _check_words_file(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.expanduser().is_file():
+            raise ValueError(
+                f"MODERATION_WORDS_FILE must name an existing word list file (got {str(value)!r})"
+            )
+        return value.expanduser() if value is not None else None
+
+    @model_validator(mode="after")
+    def _check_moderation_provider(self) -> Settings:
+        key = self.openai_api_key.get_secret_value() if self.openai_api_key else ""
+        if self.moderation and self.moderation_provider == "openai" and not key:
+            raise ValueError("OPENAI_API_KEY is required when MODERATION_PROVIDER is openai")
+        return self
 
     @field_validator("database_url")
     @classmethod

@@ -36,6 +36,13 @@ class InvalidInput(MachiError):
     code = "invalid_input"
 
 
+class RateLimited(MachiError):
+    """Too many requests for a limit (named in `details.limit`); `details.retry_after_s` says when to retry."""
+
+    status_code = 429
+    code = "too_many_requests"
+
+
 class PayloadTooLarge(MachiError):
     status_code = 413
     code = "payload_too_large"

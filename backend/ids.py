@@ -5,6 +5,10 @@ Ids travel in URL paths (`/v1/agents/{agent_id}`, `/v1/conversations/{session_id
 characters need no escaping and come back as the same string, where `/`, `%`, `?`, `#`, spaces, non-ASCII
 letters and the path segments `.` and `..` do not (an id `a/b` was stored, then its URL matched no route).
 
+A visitor (a player: a person at the booth, not an agent) is `player:` and an id (`player:guest-0042`); the
+colon needs no escaping in a URL path either. Agents can never take such an id, so a participant list tells
+the two apart by the prefix alone (`is_player`).
+
 Server-made ids (council records, memories, jobs, model calls) are the server's own and need no rule here.
 """
 
@@ -84,4 +88,50 @@ SessionId = Annotated[
     StringConstraints(min_length=1, max_length=MAX_SESSION_ID_CHARS),
     _checked(MAX_SESSION_ID_CHARS),
     Field(json_schema_extra={"pattern": ID_PATTERN}),
+]
+
+
+#: What starts every player id (a visitor talking with the characters): `player:` and an id.
+PLAYER_PREFIX = "player:"
+#: A player id as a JSON Schema pattern.
+PLAYER_PATTERN = r"^player:[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"
+#: An agent or a player: what a conversation's participants may be.
+PARTICIPANT_PATTERN = r"^(player:)?[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$"
+
+
+def is_player(participant_id: str) -> bool:
+    """Whether a participant id names a player (a visitor), not an agent."""
+    return participant_id.startswith(PLAYER_PREFIX)
+
+
+def player_id(value: str) -> str:
+    """A player id from `value`, with or without its `player:` prefix.
+
+    Raises:
+        InvalidInput: what follows the prefix is no id (a 422 naming `player_id`).
+    """
+    bare = value[len(PLAYER_PREFIX) :] if is_player(value) else value
+    require_id(bare, "player_id", MAX_ID_CHARS - len(PLAYER_PREFIX))
+    return PLAYER_PREFIX + bare
+
+
+def _participant(value: str) -> str:
+    if is_player(value):
+        bare = value[len(PLAYER_PREFIX) :]
+        problem = id_problem(bare, MAX_ID_CHARS - len(PLAYER_PREFIX))
+        if problem is not None:
+            raise PydanticCustomError("invalid_id", "{problem}", {"problem": f"after 'player:', {problem}"})
+        return value
+    problem = id_problem(value)
+    if problem is not None:
+        raise PydanticCustomError("invalid_id", "{problem}", {"problem": problem})
+    return value
+
+
+#: An agent id, or a player id (`player:` + an id): a conversation participant.
+ParticipantId = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=MAX_ID_CHARS),
+    AfterValidator(_participant),
+    Field(json_schema_extra={"pattern": PARTICIPANT_PATTERN}),
 ]

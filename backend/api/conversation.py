@@ -10,10 +10,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from backend.api.deps import AgentsDep, ConversationDep, SessionDep, WorldDep
+from backend.api.deps import AgentsDep, ConversationDep, SessionDep, VisitorsDep, WorldDep
 from backend.api.errors import error_body
 from backend.conversation import repo
 from backend.conversation.models import Conversation
+from backend.conversation.people import read_people
 from backend.conversation.schemas import (
     ConversationDetail,
     ConversationList,
@@ -21,13 +22,16 @@ from backend.conversation.schemas import (
     EndRequest,
     EndResult,
     Participant,
+    PlayerTurnRequest,
+    PlayerTurnResult,
     TurnPublic,
     TurnRequest,
     TurnResult,
 )
 from backend.conversation.stream import Event, turn_events
+from backend.conversation.visitor import VisitorLine, with_line
 from backend.errors import MachiError
-from backend.ids import StoredSessionId
+from backend.ids import StoredSessionId, is_player
 from backend.world.cache import AgentCache
 
 log = logging.getLogger(__name__)
@@ -58,6 +62,35 @@ async def stream_turn(body: TurnRequest, service: ConversationDep, world: WorldD
     )
 
 
+@router.post("/v1/conversation/player-turn", response_model=PlayerTurnResult)
+async def player_turn(body: PlayerTurnRequest, visitors: VisitorsDep, world: WorldDep) -> JSONResponse:
+    """A visitor's line to `agent_id`, and the agent's reply (streamed: /player-turn/stream). The line is
+    checked (PLAYER_MAX_CHARS: 422; the rate limits: 429 naming the limit, with Retry-After; moderation: a
+    held-back line gets an in-character deflection), stored at index len(history), and answered as a turn
+    at the next index. A retry with the same history gets the stored reply."""
+    return JSONResponse(await visitors.take(world, body))
+
+
+@router.post("/v1/conversation/player-turn/stream")
+async def stream_player_turn(
+    body: PlayerTurnRequest, visitors: VisitorsDep, world: WorldDep
+) -> StreamingResponse:
+    """The visitor's turn with the agent's reply as server-sent events (as /turn/stream); the `reply`
+    event carries the PlayerTurnResult."""
+    prepared, said = await visitors.prepare(world, body)
+    events = _with_line(turn_events(visitors.service, prepared), said)
+    return StreamingResponse(
+        _sse(events, body.session_id),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+async def _with_line(events: AsyncIterator[Event], said: VisitorLine) -> AsyncIterator[Event]:
+    async for event, data in events:
+        yield event, with_line(data, said) if event == "reply" else data
+
+
 @router.post("/v1/conversation/end", response_model=EndResult)
 async def end_conversation(body: EndRequest, service: ConversationDep, world: WorldDep) -> EndResult:
     """Unity ended the conversation (distance, interrupted...). Idempotent; reflections happen once."""
@@ -82,14 +115,20 @@ async def _sse(events: AsyncIterator[Event], session_id: str) -> AsyncIterator[s
 
 
 def _names(session: Any, agents: AgentCache, world: str, ids: set[str]) -> dict[str, str]:
-    """The participants' display names (world's agent rows; a deleted agent has none)."""
-    return {agent_id: agent.name for agent_id, agent in agents.get_many(session, world, sorted(ids)).items()}
+    """The participants' display names (agents' rows, a deleted agent has none; players' names)."""
+    return {who: person.name for who, person in read_people(session, agents, world, sorted(ids)).items()}
 
 
 def _summary(conv: Conversation, names: dict[str, str]) -> dict[str, Any]:
+    gone = set(conv.left or [])
     return {
         "session_id": conv.session_id,
-        "participants": [Participant(id=a, name=names.get(a)) for a in (conv.agent_a, conv.agent_b)],
+        "participants": [
+            Participant(
+                id=who, name=names.get(who), kind="player" if is_player(who) else "agent", left=who in gone
+            )
+            for who in repo.participants(conv)
+        ],
         "location_name": conv.location_name,
         "start_day": conv.start_day,
         "start_time_of_day": conv.start_time_of_day,
@@ -113,7 +152,7 @@ def list_conversations(
 ) -> ConversationList:
     """Conversations, most recently active first; with `agent_id`, only those it took part in."""
     rows = repo.list_conversations(session, world, agent_id, limit)
-    names = _names(session, agents, world, {a for c in rows for a in (c.agent_a, c.agent_b)})
+    names = _names(session, agents, world, {a for c in rows for a in repo.participants(c)})
     return ConversationList(conversations=[ConversationSummary(**_summary(c, names)) for c in rows])
 
 
@@ -123,7 +162,7 @@ def get_conversation(
 ) -> ConversationDetail:
     """One conversation with every turn (emotion and fallback flag included). 404 if unknown."""
     conv = repo.get_conversation(session, world, session_id)
-    names = _names(session, agents, world, {conv.agent_a, conv.agent_b})
+    names = _names(session, agents, world, set(repo.participants(conv)))
     turns = [
         TurnPublic.model_validate(t, from_attributes=True)
         for t in repo.conversation_turns(session, world, session_id)

@@ -18,6 +18,7 @@ from backend.world.models import DEFAULT_WORLD
 
 if TYPE_CHECKING:
     from backend.conversation.service import ConversationService
+    from backend.conversation.visitor import VisitorTurns
     from backend.council.service import Councils
     from backend.emotion.service import EmotionService
     from backend.events import EventBus
@@ -136,6 +137,13 @@ def get_conversation(request: Request) -> ConversationService:
 
 
 ConversationDep = Annotated["ConversationService", Depends(get_conversation)]
+
+
+def get_visitors(request: Request) -> VisitorTurns:
+    return request.app.state.visitors
+
+
+VisitorsDep = Annotated["VisitorTurns", Depends(get_visitors)]
 
 
 def get_interview(request: Request) -> InterviewService:

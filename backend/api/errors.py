@@ -7,6 +7,7 @@ A 4xx names the field it is about (`details[].field`); a body that cannot be rea
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -63,7 +64,12 @@ async def _machi_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, MachiError)
     if exc.status_code >= 500:
         log.error("server error: %s", exc.message)
-    return JSONResponse(error_body(exc.code, exc.message, exc.details), status_code=exc.status_code)
+    headers = None
+    if exc.status_code == 429 and isinstance(exc.details, dict) and "retry_after_s" in exc.details:
+        headers = {"Retry-After": str(max(1, math.ceil(float(exc.details["retry_after_s"]))))}
+    return JSONResponse(
+        error_body(exc.code, exc.message, exc.details), status_code=exc.status_code, headers=headers
+    )
 
 
 async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:

@@ -8,13 +8,15 @@ from fastapi import APIRouter, Path
 
 from backend.api.deps import MemoryDep, SessionDep, WorldDep
 from backend.errors import NotFound
-from backend.ids import ID_RULE, Id
+from backend.ids import ID_RULE, Id, ParticipantId
 from backend.memory.models import PersonList, PersonMemory, PersonPublic
 from backend.world.service import get_agent
 
 router = APIRouter(prefix="/v1/agents/{agent_id}/people", tags=["memory"])
 AgentId = Annotated[Id, Path(description=f"the agent's id: {ID_RULE}")]
-OtherId = Annotated[Id, Path(description=f"the other agent's id: {ID_RULE}")]
+OtherId = Annotated[
+    ParticipantId, Path(description=f"the other agent's id ({ID_RULE}), or a player's (`player:` and an id)")
+]
 
 
 def public(row: PersonMemory) -> PersonPublic:

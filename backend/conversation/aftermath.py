@@ -11,8 +11,9 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
+from backend.conversation import group, repo
 from backend.conversation import jobs as turn_jobs
-from backend.conversation import repo
+from backend.conversation.people import read_people_apart
 from backend.conversation.prompts import TurnContext, observation_texts
 from backend.errors import LLMError
 from backend.events import (
@@ -22,6 +23,7 @@ from backend.events import (
     EventBus,
     TurnPayload,
 )
+from backend.ids import is_player
 from backend.jobs import repo as job_repo
 from backend.jobs.models import Job
 from backend.jobs.runner import NotReady
@@ -97,7 +99,7 @@ class Aftermath:
     def _turn_emotion(self, ctx: TurnContext, dialogue: str, feeling: str | None) -> None:
         assert self.emotion is not None
         lines = [*ctx.history, f"{ctx.speaker.name}: {dialogue}"][-EMOTION_LINES:]
-        evaluate = [ctx.speaker, ctx.partner]
+        evaluate = [agent for agent in (ctx.speaker, ctx.partner) if not is_player(agent.id)]
         if self.emotion.settings.emotion_from_turn:
             evaluate = [] if feeling else [ctx.speaker]
             if feeling:
@@ -144,39 +146,51 @@ class Aftermath:
             raise RuntimeError(f"the conversation reflection for {job.payload['agent_id']} failed")
 
     async def observe(self, world_id: str, payload: dict[str, Any], *, rerun: bool = True) -> None:
-        """The `conversation.observe` job: both observations of each of its lines, each stored once, with one
-        memory write per participant for all the lines.
+        """The `conversation.observe` job: every listener's and the speaker's observation of each of its
+        lines (players have no memory stream: only agents remember), each stored once, with one memory
+        write per agent for all the lines.
 
         On a `rerun` (the job ran before, and a crash or an error may have cut it short), a line already in
         an agent's memories for this session is skipped; a first run has nothing to skip, so it does not ask.
         """
         session_id = str(payload["session_id"])
         lines = turn_jobs.lines_of(payload)
-        ids = sorted({str(line[role]) for line in lines for role in ("speaker_id", "partner_id")})
-        agents = await asyncio.to_thread(self.memory.agents.read, self.engine, world_id, ids)
+        ids = sorted(
+            {str(who) for line in lines for who in (line["speaker_id"], *turn_jobs.listeners_of(line))}
+        )
+        people = await asyncio.to_thread(read_people_apart, self.engine, self.memory.agents, world_id, ids)
         items: dict[str, list[MemoryCreate]] = {}
         news: dict[str, list[MemoryCreate]] = {}
         for line in lines:
-            speaker, partner = agents.get(line["speaker_id"]), agents.get(line["partner_id"])
-            if speaker is None or partner is None:
-                continue  # an agent deleted since: nothing to remember into
-            for agent, content in observation_texts(speaker, partner, str(line["dialogue"])):
-                if agent.id in line.get("forgotten", ()):
-                    continue  # deleted since the line was said (conversation/jobs.py forget_agent)
+            for agent, content, heard in self._line_observations(line, people):
                 if rerun and await asyncio.to_thread(
                     self.memory.repo.has_observation, (world_id, agent.id), session_id, content
                 ):
                     continue
-                heard_news = bool(line.get("news")) and agent is partner
+                heard_news = bool(line.get("news")) and heard
                 item = _observation(
                     content, line.get("location_name"), int(line["day"]), float(line["time_of_day"]),
                     news=heard_news,
                 )  # fmt: skip
                 (news if heard_news else items).setdefault(agent.id, []).append(item)
-        if items:  # both speakers' memories of the lines in one write
+        if items:  # every agent's memories of the lines in one write
             await self.memory.add_for(world_id, items, session_id=session_id, rated_later=True)
         if news:  # news the listener heard is rated on its own, not with the conversation's small talk
             await self.memory.add_for(world_id, news, session_id=session_id)
+
+    @staticmethod
+    def _line_observations(line: dict[str, Any], people: dict[str, Agent]) -> list[tuple[Agent, str, bool]]:
+        """(agent, what it remembers, whether it heard rather than said) for one line, agents only."""
+        speaker, target = people.get(line["speaker_id"]), people.get(line["partner_id"])
+        if speaker is None:
+            return []  # an agent deleted since: nothing to remember into
+        listeners = [people[who] for who in turn_jobs.listeners_of(line) if who in people]
+        out = []
+        for agent, content in observation_texts(speaker, target or speaker, listeners, str(line["dialogue"])):
+            if is_player(agent.id) or agent.id in line.get("forgotten", ()):
+                continue  # a visitor remembers nothing here; a deleted agent forgot (jobs.forget_agent)
+            out.append((agent, content, agent is not speaker))
+        return out
 
     def ended(self, world_id: str, session_id: str, participants: list[str], reason: str, turns: int) -> None:
         if self.events is not None:
@@ -191,21 +205,26 @@ class Aftermath:
     async def reflect_participant(self, world_id: str, session_id: str, agent_id: str) -> bool:
         """One participant's end-of-conversation call (reflection, person memory, feeling) and threshold check.
 
+        The call is about the participant it talked with most (in a conversation of two, the other one); in
+        a group, what it learnt of each other participant who spoke is folded into person memory too.
         Idempotent (the `conversation.reflect` job runs it again after a crash): the call is asked only while
         the session's reflection or its fold into person memory is missing, and only the missing one is
         written (backend/memory/afterthought.py).
         Returns False when the model failed to reflect (the caller may retry), True otherwise.
         """
         conv = await asyncio.to_thread(repo.read_conversation, self.engine, world_id, session_id)
-        ids = [conv.agent_a, conv.agent_b]
-        agents = await asyncio.to_thread(self.memory.agents.read, self.engine, world_id, ids)
-        me = agents.get(agent_id)
-        partner = agents.get(conv.agent_b if agent_id == conv.agent_a else conv.agent_a)
-        if me is None or partner is None:
+        members = repo.participants(conv)
+        people = await asyncio.to_thread(
+            read_people_apart, self.engine, self.memory.agents, world_id, members
+        )
+        me = people.get(agent_id)
+        transcript = list(conv.transcript or [])
+        others = _by_lines(agent_id, members, people, transcript)
+        if me is None or not others:
             return True  # an agent deleted mid-conversation has nothing left to reflect into
+        partner = others[0]
         day = conv.end_day or conv.start_day
         time_of_day = conv.end_time_of_day if conv.end_time_of_day is not None else conv.start_time_of_day
-        transcript = list(conv.transcript or [])
         made = await asyncio.to_thread(
             self.memory.repo.conversation_reflection, (world_id, me.id), session_id
         )
@@ -216,6 +235,11 @@ class Aftermath:
         made = await self._afterthought(me, partner, about, made)
         if made is not None:  # the lines are rated with their conversation (again after a crash: idempotent)
             await self.memory.rate_lines((world_id, me.id), session_id, evidence, int(made.importance))
+        for other in others[1:]:  # the rest of a group: what it learnt of each (background calls)
+            await self.memory.people.update(
+                (world_id, me.id), other_id=other.id, other_name=other.name, transcript=transcript,
+                session_id=session_id, day=day, time_of_day=time_of_day, language=me.language,
+            )  # fmt: skip
         await self.memory.maybe_reflect(world_id, me.id, day=day, time_of_day=time_of_day)
         return made is not None
 
@@ -253,6 +277,19 @@ class Aftermath:
             return
         lines = about.transcript[-EMOTION_LINES:]
         self.emotion.schedule(me, lines=lines, cause=cause, day=day, time_of_day=time_of_day)
+
+
+def _by_lines(
+    agent_id: str, members: list[str], people: dict[str, Agent], transcript: list[str]
+) -> list[Agent]:
+    """The other participants who still exist, the one who said most lines first (then in joining order);
+    in a group, only those who said something (a silent bystander teaches nothing)."""
+    names = {member: people[member].name for member in members if member in people}
+    said = group.speakers(transcript, names)
+    others = [people[m] for m in members if m != agent_id and m in people]
+    counts = {other.id: said.count(other.id) for other in others}
+    ranked = sorted(others, key=lambda other: -counts[other.id])
+    return ranked if len(others) == 1 else [other for other in ranked if counts[other.id]]
 
 
 def _observation(

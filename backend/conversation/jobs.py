@@ -12,9 +12,11 @@ idempotent, so a job run again after a crash does no work twice.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from backend.conversation.schemas import TurnRequest
+from backend.ids import is_player
 from backend.jobs import repo as job_store
 from backend.jobs.models import Job, new_job
 
@@ -26,7 +28,14 @@ def observe_prefix(world_id: str, session_id: str) -> str:
     return f"{OBSERVE}:{world_id}:{session_id}:"
 
 
-def observe_job(world_id: str, req: TurnRequest, reply: dict[str, Any], *, news: bool = False) -> Job:
+def observe_job(
+    world_id: str,
+    req: TurnRequest,
+    reply: dict[str, Any],
+    *,
+    news: bool = False,
+    listeners: Sequence[str] = (),
+) -> Job:
     """The turn's observation job row (repo.commit_turn adds it, merged into the session's pending one when
     there is one, so a busy runner stores several lines of a conversation in one run). A line that told the
     listener news (`news`) is flagged: the listener's memory of it is rated on its own.
@@ -42,6 +51,8 @@ def observe_job(world_id: str, req: TurnRequest, reply: dict[str, Any], *, news:
     }
     if news:  # the line told the listener something: its observation gets a rating of its own
         line["news"] = True
+    if listeners:  # a group: everyone still in it hears the line (else the partner alone)
+        line["listeners"] = list(listeners)
     return new_job(
         world_id,
         OBSERVE,
@@ -64,6 +75,11 @@ def lines_of(payload: dict[str, Any]) -> list[dict[str, Any]]:
     return list(payload["lines"]) if "lines" in payload else [payload]
 
 
+def listeners_of(line: dict[str, Any]) -> list[str]:
+    """Who heard a line: everyone still in its group, or (a line of two, or stored before groups) the partner."""
+    return list(line.get("listeners") or [line["partner_id"]])
+
+
 def forget_agent(session: Any, world_id: str, agent_id: str) -> int:
     """A deleted agent's pending conversation jobs, in the caller's transaction: its reflections are dropped;
     the lines it spoke or heard stay in their observation jobs for the partner, marked `forgotten` for it, so
@@ -77,7 +93,7 @@ def forget_agent(session: Any, world_id: str, agent_id: str) -> int:
     ]
     for job_id, kind, payload in pending:
         lines = [dict(line) for line in lines_of(payload)] if kind == OBSERVE else []
-        marked = [line for line in lines if agent_id in (line["speaker_id"], line["partner_id"])]
+        marked = [line for line in lines if agent_id in (line["speaker_id"], *listeners_of(line))]
         for line in marked:
             line["forgotten"] = sorted({*line.get("forgotten", []), agent_id})
         if marked:
@@ -85,14 +101,15 @@ def forget_agent(session: Any, world_id: str, agent_id: str) -> int:
     return job_store.drop_pending(session, reflections)
 
 
-def reflection_jobs(world_id: str, session_id: str, agent_a: str, agent_b: str) -> list[Job]:
-    """One reflection job row per participant of an ended conversation."""
+def reflection_jobs(world_id: str, session_id: str, members: Sequence[str]) -> list[Job]:
+    """One reflection job row per agent of an ended conversation (players have no memory stream)."""
     return [
         new_job(
             world_id,
             REFLECT,
-            {"session_id": session_id, "agent_id": me, "partner_id": other},
+            {"session_id": session_id, "agent_id": me},
             dedupe_key=f"{REFLECT}:{world_id}:{session_id}:{me}",
         )
-        for me, other in ((agent_a, agent_b), (agent_b, agent_a))
+        for me in members
+        if not is_player(me)
     ]

@@ -15,8 +15,14 @@ from backend.world.models import DEFAULT_WORLD
 class Conversation(SQLModel, table=True):
     world_id: str = Field(default=DEFAULT_WORLD, primary_key=True, max_length=64)
     session_id: str = Field(primary_key=True, max_length=128)
+    #: The first two participants (the speaker and the target of the first turn; either may be a player).
     agent_a: str = Field(max_length=64)
     agent_b: str = Field(max_length=64)
+    #: Every participant in the order they joined (agents and players, 2-6); None: a conversation stored
+    #: before groups, whose participants are agent_a and agent_b.
+    participants: list[str] | None = Field(default=None, sa_type=JSON)
+    #: Participants who left with a goodbye (a group goes on while two remain), in the order they left.
+    left: list[str] | None = Field(default=None, sa_type=JSON)
     location_name: str | None = Field(default=None, max_length=200)
     start_day: int = 1
     start_time_of_day: float = 0.0
@@ -58,6 +64,10 @@ class Turn(SQLModel, table=True):
     end_reason: str | None = Field(default=None, max_length=32)
     fallback: bool = False
     reply: dict[str, Any] = Field(default_factory=dict, sa_type=JSON)
+    #: What moderation held back in this turn, for the operator (not sent to Unity): the stage ("line": a
+    #: visitor's line; "reply": the model's reply), the check that held it ("word_list", "provider",
+    #: "prompt_echo") and its category. None when nothing was held back.
+    moderation: dict[str, Any] | None = Field(default=None, sa_type=JSON)
     day: int = 1
     time_of_day: float = 0.0
     created_at: datetime = Field(default_factory=utcnow)

@@ -8,12 +8,13 @@ against the models' own tables.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, func, insert, update
+from sqlalchemy import Connection, String, bindparam, cast, func, insert, update
 from sqlalchemy import select as core_select
 from sqlalchemy.engine import RowMapping
 from sqlalchemy.exc import IntegrityError
@@ -21,7 +22,7 @@ from sqlmodel import Session, col, or_, select
 
 from backend.conversation import jobs as turn_jobs
 from backend.conversation.models import Conversation, Turn
-from backend.conversation.schemas import TurnRequest
+from backend.conversation.schemas import MAX_PARTICIPANTS, TurnRequest
 from backend.conversation.transcript import after_turn, check_not_behind
 from backend.errors import Conflict, NotFound
 from backend.gametime import utcnow
@@ -52,6 +53,8 @@ _CONVERSATION = core_select(
         for name in (
             "agent_a",
             "agent_b",
+            "participants",
+            "left",
             "ended",
             "end_reason",
             "transcript",
@@ -80,6 +83,10 @@ class StoredTurn:
     watermark: int | None = None
     #: The speaker's standing memory ids for this conversation, once it has spoken in it.
     standing: list[int] | None = None
+    #: The conversation's participants in the order they joined (the request's for a first turn, joiners
+    #: added), and those who left it.
+    members: list[str] = field(default_factory=list)
+    left: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -91,6 +98,8 @@ class Said:
     language: str
     watermark: int | None = None
     standing: list[int] | None = None
+    #: What moderation held back in the turn (the turn row's `moderation`), None when nothing.
+    moderation: dict[str, Any] | None = None
 
 
 @dataclass
@@ -104,10 +113,11 @@ class Committed:
 
 
 def read_turn(session: Session, world_id: str, req: TurnRequest) -> StoredTurn:
-    """The stored reply of this turn (a retry), else the conversation's transcript and kept memories.
+    """The stored reply of this turn (a retry), else the conversation's transcript, participants and kept
+    memories.
 
     Raises:
-        Conflict: the conversation has ended, or this turn index belongs to another pair.
+        Conflict: the conversation has ended, the speaker left it, or this turn index belongs to another pair.
     """
     conn = session.connection()
     turn_index = len(req.history)
@@ -120,12 +130,24 @@ def read_turn(session: Session, world_id: str, req: TurnRequest) -> StoredTurn:
         return StoredTurn(reply=reply)
     conv = conn.execute(_CONVERSATION, {"w": world_id, "s": req.session_id}).mappings().first()
     if conv is None:
-        return StoredTurn()
-    _check_open(req, conv["ended"], conv["end_reason"], conv["agent_a"], conv["agent_b"])
+        return StoredTurn(members=req.members())
+    members, left = members_of(conv), list(conv["left"] or [])
+    _check_open(req, conv["ended"], conv["end_reason"], members, left)
     lines = list(conv["transcript"] or [])
     check_not_behind(req.session_id, turn_index, len(lines))
     standing = (conv["standing"] or {}).get(req.agent_id)
-    return StoredTurn(None, lines, conv["memory_watermark"], standing)
+    return StoredTurn(None, lines, conv["memory_watermark"], standing, joined(members, req), left)
+
+
+def members_of(conv: Any) -> list[str]:
+    """A stored conversation's participants (one stored before groups: its two agents)."""
+    return list(conv["participants"] or [conv["agent_a"], conv["agent_b"]])
+
+
+def joined(members: Sequence[str], req: TurnRequest) -> list[str]:
+    """The participants once this request's joiners (in its `participants`, not yet in the conversation)
+    are added, in the order they joined."""
+    return [*members, *(member for member in req.members() if member not in members)]
 
 
 def check_pair(req: TurnRequest, turn_index: int, spoken_by: str, spoken_to: str) -> None:
@@ -144,16 +166,34 @@ def check_pair(req: TurnRequest, turn_index: int, spoken_by: str, spoken_to: str
     )
 
 
-def _check_open(req: TurnRequest, ended: bool, end_reason: str | None, agent_a: str, agent_b: str) -> None:
+def _check_open(
+    req: TurnRequest, ended: bool, end_reason: str | None, members: Sequence[str], left: Sequence[str]
+) -> None:
+    """The conversation is open to this request: not ended, the speaker and target among its participants
+    (or joining it through the request's `participants`, up to MAX_PARTICIPANTS), the speaker still in it."""
     if ended:
         raise Conflict(
             f"conversation {req.session_id!r} has ended ({end_reason}); start a new session_id",
             details={"field": "session_id", "end_reason": end_reason},
         )
-    if {agent_a, agent_b} != {req.agent_id, req.target_id}:
+    everyone = joined(members, req) if req.participants else list(members)
+    outside = [who for who in (req.agent_id, req.target_id) if who not in everyone]
+    if outside:
         raise Conflict(
-            f"session {req.session_id!r} is a conversation between {agent_a!r} and {agent_b!r}",
-            details={"field": "session_id"},
+            f"session {req.session_id!r} is a conversation of {', '.join(map(repr, members))}; "
+            f"{', '.join(map(repr, outside))} is not in it (list newcomers in `participants` to join them, "
+            "or start another session_id)",
+            details={"field": "session_id", "participants": list(members)},
+        )
+    if len(everyone) > MAX_PARTICIPANTS:
+        raise Conflict(
+            f"session {req.session_id!r} would have {len(everyone)} participants; at most {MAX_PARTICIPANTS}",
+            details={"field": "participants", "participants": list(members)},
+        )
+    if req.agent_id in left:
+        raise Conflict(
+            f"{req.agent_id!r} left conversation {req.session_id!r} (said goodbye); it cannot speak in it again",
+            details={"field": "agent_id", "left": list(left)},
         )
 
 
@@ -235,13 +275,13 @@ def _store_turn(
     conn = session.connection()
     now = utcnow()
     # The unique (world, session, turn_index) constraint fires here for a retry.
-    conn.execute(_INSERT_TURN, _turn_values(world_id, req, reply, now))
-    agent_a, agent_b, ended = _upsert_conversation(conn, world_id, req, reply, said, now)
+    conn.execute(_INSERT_TURN, {**_turn_values(world_id, req, reply, now), "moderation": said.moderation})
+    members, ended = _upsert_conversation(conn, world_id, req, reply, said, now)
     if told is not None:
         intention_repo.record_told(session, told)
     added = job_repo.add(session, jobs, merge=turn_jobs.merge_lines) if jobs else []
     if ended and _claim_reflection(conn, world_id, req.session_id):
-        added += job_repo.add(session, turn_jobs.reflection_jobs(world_id, req.session_id, agent_a, agent_b))
+        added += job_repo.add(session, turn_jobs.reflection_jobs(world_id, req.session_id, members))
     return added
 
 
@@ -266,27 +306,32 @@ def _turn_values(world_id: str, req: TurnRequest, reply: dict[str, Any], now: da
 
 def _upsert_conversation(
     conn: Connection, world_id: str, req: TurnRequest, reply: dict[str, Any], said: Said, now: datetime
-) -> tuple[str, str, bool]:
-    """Create the conversation on its first turn, or bring it up to this turn (transcript, count, end, the
-    speaker's standing memories). Returns its two participants and whether it has ended."""
+) -> tuple[list[str], bool]:
+    """Create the conversation on its first turn, or bring it up to this turn (transcript, count, joiners,
+    who left, end, the speaker's standing memories). Returns its participants and whether it has ended."""
     key = {"w": world_id, "s": req.session_id}
     found = conn.execute(_CONVERSATION, key).mappings().first()
     ends = bool(reply["is_conversation_end"])
     if found is None:
         # A concurrent first turn inserting the same key raises IntegrityError: the caller tries again.
         conn.execute(_INSERT_CONVERSATION, _first_turn_values(world_id, req, reply, said, now))
-        return req.agent_id, req.target_id, ends
-    agent_a, agent_b, ended = found["agent_a"], found["agent_b"], bool(found["ended"])
-    if {agent_a, agent_b} != {req.agent_id, req.target_id}:
-        _check_open(req, False, None, agent_a, agent_b)  # another pair's first turn won the race: a 409
+        return req.members(), ends
+    members, left, ended = members_of(found), list(found["left"] or []), bool(found["ended"])
+    # Another first turn may have won the race, or someone left meanwhile: a 409 as read_turn gives.
+    _check_open(req, False, None, members, left)
     values = _turn_update(found, req, said, now)
+    everyone = joined(members, req)
+    if everyone != members or (found["participants"] is None and req.participants):
+        values["participants"] = everyone
+    if reply.get("left"):
+        values["left"] = [*left, *(who for who in reply["left"] if who not in left)]
     if ends and not ended:
         values.update(
             ended=True, end_reason=reply["end_reason"], end_day=req.day, end_time_of_day=req.time_of_day
         )
         ended = True
     conn.execute(_UPDATE_CONVERSATION.values(**values), key)
-    return agent_a, agent_b, ended
+    return everyone, ended
 
 
 def _turn_update(found: RowMapping, req: TurnRequest, said: Said, now: datetime) -> dict[str, Any]:
@@ -314,6 +359,8 @@ def _first_turn_values(
         "session_id": req.session_id,
         "agent_a": req.agent_id,
         "agent_b": req.target_id,
+        "participants": req.members(),
+        "left": list(reply.get("left") or []),
         "location_name": req.location_name,
         "start_day": req.day,
         "start_time_of_day": req.time_of_day,
@@ -362,7 +409,7 @@ def claim_reflection(engine: Any, world_id: str, session_id: str) -> list[Job]:
         added: list[Job] = []
         if _claim_reflection(session.connection(), world_id, session_id):
             conv = get_conversation(session, world_id, session_id)
-            rows = turn_jobs.reflection_jobs(world_id, session_id, conv.agent_a, conv.agent_b)
+            rows = turn_jobs.reflection_jobs(world_id, session_id, participants(conv))
             added = job_repo.add(session, rows)
         session.commit()
         return added
@@ -383,6 +430,11 @@ def get_conversation(session: Session, world_id: str, session_id: str) -> Conver
     return conv
 
 
+def participants(conv: Conversation) -> list[str]:
+    """A conversation's participants in the order they joined (one stored before groups: its two)."""
+    return list(conv.participants or [conv.agent_a, conv.agent_b])
+
+
 def read_conversation(engine: Any, world_id: str, session_id: str) -> Conversation:
     """`get_conversation` in a session of its own."""
     with Session(engine, expire_on_commit=False) as session:
@@ -399,7 +451,15 @@ def list_conversations(
 ) -> list[Conversation]:
     query = select(Conversation).where(Conversation.world_id == world_id)
     if agent_id:
-        query = query.where(or_(Conversation.agent_a == agent_id, Conversation.agent_b == agent_id))
+        # A group's third to sixth participants are only in the JSON list: matched as its quoted item.
+        quoted = f"%{json.dumps(agent_id)}%"
+        query = query.where(
+            or_(
+                Conversation.agent_a == agent_id,
+                Conversation.agent_b == agent_id,
+                cast(col(Conversation.participants), String).like(quoted),
+            )
+        )
     return list(session.exec(query.order_by(col(Conversation.updated_at).desc()).limit(limit)))
 
 

@@ -17,7 +17,7 @@ from pydantic import (
 )
 
 from backend.emotion.schemas import LABEL_MAX_CHARS, label_vocabulary
-from backend.ids import ID_RULE, Id, SessionId, StoredSessionId
+from backend.ids import ID_RULE, Id, ParticipantId, SessionId, StoredSessionId, is_player
 from backend.text import one_line
 
 #: The VRM 1.0 expression presets: Unity maps these 1:1 onto the avatar's face.
@@ -27,16 +27,20 @@ EndReason = Literal["model", "max_turns", "farewell"]
 
 MAX_HISTORY_LINES = 64
 MAX_LINE_CHARS = 2000
+#: The most participants (agents and players) one conversation may have.
+MAX_PARTICIPANTS = 6
 
 #: A line Unity relays: one line, as a dialogue line is (a newline in it would forge a speaker's line).
 HistoryLine = Annotated[str, StringConstraints(max_length=MAX_LINE_CHARS), AfterValidator(one_line)]
 
 
 class TurnRequest(BaseModel):
-    """A turn request exactly as Unity sends it (`day` and `language` are optional extras)."""
+    """A turn request exactly as Unity sends it (`day`, `language` and `participants` are optional extras)."""
 
     agent_id: Id = Field(description="The agent who speaks now.")
-    target_id: Id = Field(description="The agent spoken to.")
+    target_id: ParticipantId = Field(
+        description="The participant spoken to: an agent, or a player (`player:` and an id)."
+    )
     session_id: SessionId = Field(
         description="Unity's id for this conversation: 1-128 characters of " + ID_RULE + ", so that "
         "GET /v1/conversations/{session_id} reads it back."
@@ -51,12 +55,87 @@ class TurnRequest(BaseModel):
     time_of_day: float = Field(ge=0, lt=24, description="Hours into the game day, e.g. 14.5.")
     day: int = Field(1, ge=1, le=100_000)
     language: Literal["ja", "en"] | None = Field(None, description="Overrides the speaker's language.")
+    participants: list[ParticipantId] | None = Field(
+        None,
+        min_length=2,
+        max_length=MAX_PARTICIPANTS,
+        description="A group conversation's participants (2-6 agents and players, `agent_id` and `target_id` "
+        "among them), the same on every turn of it; a participant may join later by being added. Unset: "
+        "the two of `agent_id` and `target_id`.",
+    )
 
     @field_validator("target_id")
     @classmethod
     def _not_self(cls, value: str, info: ValidationInfo) -> str:
         if value == info.data.get("agent_id"):
             raise ValueError("an agent cannot talk to itself: target_id must differ from agent_id")
+        return value
+
+    @field_validator("participants")
+    @classmethod
+    def _has_both(cls, value: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        if value is None:
+            return None
+        if len(set(value)) != len(value):
+            raise ValueError("participants must not repeat an id")
+        missing = [key for key in ("agent_id", "target_id") if info.data.get(key) not in value]
+        if missing:
+            raise ValueError(f"participants must include {' and '.join(missing)}")
+        return value
+
+    def members(self) -> list[str]:
+        """Everyone in the conversation by this request: `participants`, or the speaker and the target."""
+        return list(self.participants) if self.participants else [self.agent_id, self.target_id]
+
+
+#: Unity's visitor text: one line (a newline in it would forge a speaker's line); its length is a setting.
+PlayerText = Annotated[
+    str, StringConstraints(min_length=1, max_length=MAX_LINE_CHARS), AfterValidator(one_line)
+]
+
+
+class PlayerTurnRequest(BaseModel):
+    """A visitor's line to an agent, and the agent's reply (POST /v1/conversation/player-turn[/stream])."""
+
+    session_id: SessionId = Field(description="Unity's id for this conversation (as for /turn).")
+    player_id: ParticipantId = Field(description="The visitor: `player:` and an id (PUT /v1/players/{id}).")
+    agent_id: Id = Field(description="The agent the visitor speaks to, who answers.")
+    text: PlayerText = Field(
+        description="What the visitor said (typed or transcribed): untrusted, quoted to the model as data, "
+        "checked by moderation; at most PLAYER_MAX_CHARS characters (a setting, 200 by default)."
+    )
+    location_name: str | None = Field(None, max_length=200)
+    history: list[HistoryLine] = Field(
+        default_factory=list,
+        max_length=MAX_HISTORY_LINES,
+        description="Earlier lines of this conversation, oldest first, as for /turn (the visitor's line "
+        "takes index len(history), the agent's reply the next): a retry with the same history gets the "
+        "stored reply.",
+    )
+    time_of_day: float = Field(ge=0, lt=24)
+    day: int = Field(1, ge=1, le=100_000)
+    language: Literal["ja", "en"] | None = Field(None, description="Overrides the agent's language.")
+    participants: list[ParticipantId] | None = Field(
+        None, min_length=2, max_length=MAX_PARTICIPANTS, description="A group's participants, as for /turn."
+    )
+
+    @field_validator("player_id")
+    @classmethod
+    def _a_player(cls, value: str) -> str:
+        if not is_player(value):
+            raise ValueError(f"a player id starts with 'player:' (e.g. 'player:{value[:40]}')")
+        return value
+
+    @field_validator("participants")
+    @classmethod
+    def _has_both(cls, value: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        if value is None:
+            return None
+        if len(set(value)) != len(value):
+            raise ValueError("participants must not repeat an id")
+        missing = [key for key in ("player_id", "agent_id") if info.data.get(key) not in value]
+        if missing:
+            raise ValueError(f"participants must include {' and '.join(missing)}")
         return value
 
 
@@ -164,6 +243,44 @@ class TurnResult(BaseModel):
         "stored transcript is the server's: the turn was answered from the stored lines, which stay; copy "
         "each `line` into your history at its `index`. Empty when the history matched.",
     )
+    participants: list[str] = Field(
+        default_factory=list,
+        description="Who is still in the conversation after this line (agents and players), in the order "
+        "they joined. Empty in a reply stored before protocol 2.",
+    )
+    left: list[str] = Field(
+        default_factory=list,
+        description="Who left the conversation with this line (a participant's goodbye in a group): Unity "
+        "can walk them away. The conversation ends when fewer than two remain.",
+    )
+    next_speaker: str | None = Field(
+        None,
+        description="Who should speak next (an agent: ask its turn; a player: wait for their line): the "
+        "participant this line named or addressed, or in a group the one who has waited longest. None "
+        "once the conversation has ended.",
+    )
+    actions: list[dict[str, Any]] = Field(  # backend.action.schemas.Action
+        default_factory=list,
+        description="What the speaker does with this line, for Unity to perform (GET /v1/world/actions "
+        "lists the vocabulary); each names only things the world has. Report the outcome with "
+        "POST /v1/agents/{agent_id}/action-result.",
+    )
+    deflected: bool = Field(
+        False,
+        description="True when the line is an in-character deflection: moderation held back the visitor's "
+        "line or the model's reply (the server recorded why).",
+    )
+
+
+class PlayerTurnResult(TurnResult):
+    """The agent's reply to a visitor's line, with what was stored of that line."""
+
+    player_turn_index: int = Field(description="The visitor's line's place in the transcript.")
+    player_line: str = Field(
+        description='The visitor\'s line as stored ("Name: text"); a line moderation held back is stored '
+        "as a neutral marker, never as typed. Put it in your history before the reply's line."
+    )
+    player_blocked: bool = Field(description="True when moderation held back the visitor's line.")
 
 
 class EndRequest(BaseModel):
@@ -193,6 +310,9 @@ class EndResult(BaseModel):
 class Participant(BaseModel):
     id: str
     name: str | None
+    #: "agent" or "player" (a visitor).
+    kind: Literal["agent", "player"] = "agent"
+    left: bool = False
 
 
 class TurnPublic(BaseModel):
@@ -207,6 +327,10 @@ class TurnPublic(BaseModel):
     day: int
     time_of_day: float
     created_at: datetime
+    moderation: dict[str, Any] | None = Field(
+        None,
+        description="What moderation held back in this turn (stage, source, category), for the operator.",
+    )
 
 
 class ConversationSummary(BaseModel):

@@ -12,14 +12,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from backend.config import Settings
+from backend.conversation import group, repo, rules
 from backend.conversation import jobs as turn_jobs
-from backend.conversation import repo, rules
 from backend.conversation.aftermath import Aftermath
+from backend.conversation.people import read_people
 from backend.conversation.prompts import TurnContext, build_facts, build_messages, read_ahead_part
 from backend.conversation.schemas import (
     MAX_REPLY_CHARS,
@@ -32,6 +33,7 @@ from backend.conversation.schemas import (
 )
 from backend.conversation.transcript import check_history
 from backend.errors import LLMError, MachiError, NotFound
+from backend.ids import is_player
 from backend.intention import service as intentions
 from backend.intention.telling import told_in
 from backend.jobs.runner import JobRunner
@@ -65,6 +67,10 @@ QUERY_LINES = 3
 #: How many memories the last lines may bring up besides the conversation's standing ones (RETRIEVAL_K).
 LINE_MEMORIES = 3
 
+#: Checks a model line of a conversation with a visitor before Unity gets it (conversation/visitor.py):
+#: (prepared turn, dialogue) -> the deflection to say instead, or None when the line may be said.
+ReplyGuard = Callable[["PreparedTurn", str], Awaitable["str | None"]]
+
 #: The speaker's stored plan item at a time, read in the turn's session (planning's, passed in by the app):
 #: (session, world_id, agent_id, day, time_of_day) -> the item, or None.
 PlanItemAt = Callable[[Any, str, str, int, float], "dict[str, Any] | None"]
@@ -78,6 +84,8 @@ class TurnState:
     partner: Agent
     stored: repo.StoredTurn
     plan_activity: str | None = None
+    #: Every participant by id (agents, and players as visitor records: conversation/people.py).
+    people: dict[str, Agent] = field(default_factory=dict)
 
 
 @dataclass
@@ -98,6 +106,17 @@ class PreparedTurn:
     standing: list[int] | None = None
     #: A look ahead (`prefill_next`): nothing is marked accessed, and what the last lines bring up is skipped.
     dry: bool = False
+    #: The conversation's participants (joiners included) and who has left it, before this line.
+    members: list[str] = field(default_factory=list)
+    left: list[str] = field(default_factory=list)
+    #: Display names of the participants, by id (who said which transcript line; who a line names).
+    names: dict[str, str] = field(default_factory=dict)
+    #: A reply decided without the model (a visitor's line moderation held back: the deflection).
+    forced: TurnReply | None = None
+    #: The reply is an in-character deflection (moderation): told to Unity as `deflected`.
+    deflected: bool = False
+    #: What moderation held back in this turn (kept on its turn row), None when nothing.
+    moderation: dict[str, Any] | None = None
 
     @property
     def turn_index(self) -> int:
@@ -130,6 +149,8 @@ class ConversationService:
         self.emotion = emotion
         self.after = after
         self.plan_item = plan_item
+        # Checks model lines of conversations with a visitor (set by the app: conversation/visitor.py).
+        self.guard: ReplyGuard | None = None
         # (world, agent, partner) opening read-aheads running in this process: in-flight work, not state
         # another process can change (a read-ahead only warms this process's model server cache)
         self._opening: set[tuple[str, str, str]] = set()
@@ -144,7 +165,7 @@ class ConversationService:
         prepared = await self.prepare(world_id, req)
         if prepared.stored is not None:
             return prepared.stored
-        reply = await self._ask(prepared)
+        reply = prepared.forced if prepared.forced is not None else await self._ask(prepared)
         return await self.finish(prepared, reply)
 
     async def prepare(self, world_id: str, req: TurnRequest, *, dry: bool = False) -> PreparedTurn:
@@ -156,6 +177,8 @@ class ConversationService:
         if state.stored.reply is not None:
             prepared.stored = state.stored.reply
             return prepared
+        prepared.members, prepared.left = state.stored.members, state.stored.left
+        prepared.names = {member: person.name for member, person in state.people.items()}
         req = self._check_history(prepared, state)
         language = rules.lang_key(req.language or state.speaker.language)
         partner_last = rules.line_text(req.history[-1]) if req.history else None
@@ -174,7 +197,7 @@ class ConversationService:
             time_of_day=req.time_of_day,
             history=list(req.history),
             turn_index=prepared.turn_index,
-            max_turns=self.settings.max_turns,
+            max_turns=self.max_lines(prepared.members),
             plan_activity=state.plan_activity,
             memories=[text for _, text in standing],
             memory_ids=[memory_id for memory_id, _ in standing],
@@ -186,6 +209,12 @@ class ConversationService:
             ask_feeling=self.emotion is not None and self.settings.emotion_from_turn,
             intentions=mind.lines if mind else [],
             tell=mind.tell if mind else None,
+            others=[
+                state.people[member]
+                for member in group.active(prepared.members, prepared.left)
+                if member in state.people and member not in (req.agent_id, req.target_id)
+            ],
+            visitor=any(is_player(member) for member in prepared.members),
         )
         if feeling is not None:
             prepared.ctx.emotion = feeling.model_dump(mode="json")
@@ -198,7 +227,7 @@ class ConversationService:
         req = prepared.request
         # Unity may name a speaker by id or display name; the transcript and the prompt use display names.
         checked = check_history(
-            rules.named_lines(req.history, (state.speaker, state.partner)), state.stored.transcript
+            rules.named_lines(req.history, list(state.people.values())), state.stored.transcript
         )
         if checked.fixes:
             log.warning(
@@ -247,15 +276,20 @@ class ConversationService:
             NotFound: the agent or the target does not exist.
             Conflict: the conversation has ended, or this turn index belongs to another pair.
         """
-        found = self.memory.agents.get_many(session, world_id, [req.agent_id, req.target_id])
+        found = read_people(session, self.memory.agents, world_id, [req.agent_id, req.target_id])
         speaker = _agent(found, world_id, req.agent_id, "agent_id")
         partner = _agent(found, world_id, req.target_id, "target_id")
         stored = repo.read_turn(session, world_id, req)
         if stored.reply is not None:
             return TurnState(speaker, partner, stored)
+        rest = [member for member in stored.members if member not in found]
+        people = {**found, **read_people(session, self.memory.agents, world_id, rest)}
+        missing = [member for member in rest if member not in people and member not in stored.left]
+        if missing and req.participants and missing[0] in req.participants:
+            _agent(people, world_id, missing[0], "participants")  # a joiner who is no agent: 404
         item = self.plan_item(session, world_id, req.agent_id, req.day, req.time_of_day)
         activity = str(item["activity"]) if item and item.get("activity") else None
-        return TurnState(speaker, partner, stored, activity)
+        return TurnState(speaker, partner, stored, activity, people)
 
     async def _memories(
         self, prepared: PreparedTurn, state: TurnState, partner_last: str | None
@@ -387,14 +421,15 @@ class ConversationService:
             dialogue = rules.ensure_farewell(
                 dialogue, ctx.speaker.id, ctx.language, settings.farewell_phrases
             )
-        end_reason = rules.decide_end(
-            model_flag=bool(reply and reply.is_conversation_end),
-            new_line=dialogue,
-            partner_last=rules.line_text(req.history[-1]) if req.history else None,
-            turn_count=prepared.turn_index + 1,
-            max_turns=settings.max_turns,
-            phrases=settings.farewell_phrases,
-        )
+        leaving = self._leaving(prepared, dialogue, bool(reply and reply.is_conversation_end))
+        end_reason = leaving.end_reason
+        left = [*prepared.left, *leaving.left]
+        still = [] if end_reason else group.active(prepared.members, left)
+        spoken = [*group.speakers(req.history, prepared.names), req.agent_id]
+        following = group.next_speaker(
+            speaker=req.agent_id, target=req.target_id, line=dialogue, still=still, names=prepared.names,
+            spoken=spoken,
+        )  # fmt: skip
         return TurnResult(
             dialogue=dialogue,
             emotion=emotion,
@@ -410,12 +445,42 @@ class ConversationService:
             if ctx.emotion
             else None,
             history_fixes=prepared.fixes,
+            participants=still,
+            left=leaving.left,
+            next_speaker=following,
+            deflected=prepared.deflected,
         ).model_dump(mode="json")
+
+    def _leaving(self, prepared: PreparedTurn, dialogue: str, model_flag: bool) -> group.Leaving:
+        """The end rules: those of two (rules.decide_end) while two talk, a group's (group.leaving) else."""
+        req, settings = prepared.request, self.settings
+        turn_count, limit = prepared.turn_index + 1, self.max_lines(prepared.members)
+        if len(group.active(prepared.members, prepared.left)) < 3:
+            end_reason = rules.decide_end(
+                model_flag=model_flag,
+                new_line=dialogue,
+                partner_last=rules.line_text(req.history[-1]) if req.history else None,
+                turn_count=turn_count,
+                max_turns=limit,
+                phrases=settings.farewell_phrases,
+            )
+            return group.Leaving([], end_reason)
+        return group.leaving(
+            speaker=req.agent_id, target=req.target_id, members=prepared.members, left=prepared.left,
+            line=dialogue, model_flag=model_flag, turn_count=turn_count, limit=limit,
+            phrases=settings.farewell_phrases,
+        )  # fmt: skip
+
+    def max_lines(self, members: list[str]) -> int:
+        """The conversation's line limit (group.max_lines: MAX_TURNS, groups, PLAYER_MAX_TURNS)."""
+        settings = self.settings
+        return group.max_lines(members or ["", ""], settings.max_turns, settings.player_max_turns)
 
     async def finish(self, prepared: PreparedTurn, reply: TurnReply | None) -> dict[str, Any]:
         """Compose, commit (before replying) and schedule the after-turn work. Returns the stored reply."""
         ctx, req = prepared.ctx, prepared.request
         assert ctx is not None
+        reply = await self._guarded(prepared, reply)
         if reply is None or not reply.dialogue.strip():
             # Only a fallback needs the speaker's last expression: skip the query on the usual path.
             prepared.last_emotion = await asyncio.to_thread(
@@ -424,14 +489,32 @@ class ConversationService:
         result = self.compose(prepared, reply)
         line = f"{ctx.speaker.name}: {result['dialogue']}"
         told = self._told(prepared, result)
-        observe = turn_jobs.observe_job(prepared.world_id, req, result, news=told is not None)
-        said = repo.Said(line, ctx.language, prepared.watermark, prepared.standing)
+        listeners = [m for m in group.active(prepared.members, prepared.left) if m != req.agent_id]
+        observe = turn_jobs.observe_job(
+            prepared.world_id, req, result, news=told is not None,
+            listeners=listeners if len(prepared.members) > 2 else (),
+        )  # fmt: skip
+        said = repo.Said(line, ctx.language, prepared.watermark, prepared.standing, prepared.moderation)
         committed = await asyncio.to_thread(
             repo.commit_turn, self.engine, prepared.world_id, req, result, said, [observe], told
         )
         if committed.created:
             self._after_commit(prepared, reply, result, committed, line)
         return committed.reply
+
+    async def _guarded(self, prepared: PreparedTurn, reply: TurnReply | None) -> TurnReply | None:
+        """The model's reply, or a deflection in its place when the reply guard holds it back (only in a
+        conversation with a visitor)."""
+        ctx = prepared.ctx
+        if self.guard is None or ctx is None or not ctx.visitor or prepared.deflected or reply is None:
+            return reply
+        if not reply.dialogue.strip():
+            return reply
+        instead = await self.guard(prepared, reply.dialogue)
+        if instead is None:
+            return reply
+        prepared.deflected = True
+        return TurnReply(dialogue=instead, emotion="neutral")
 
     def _after_commit(
         self,
@@ -452,20 +535,21 @@ class ConversationService:
         felt = getattr(reply, "feeling", None) if reply is not None and not result["fallback"] else None
         self.after.after_turn(prepared.world_id, ctx, result, req.location_name, feeling=felt)
         if not result["is_conversation_end"]:
-            self._look_ahead(prepared, line)
+            self._look_ahead(prepared, line, result["next_speaker"])
         else:
-            participants = [req.agent_id, req.target_id]
             turns = prepared.turn_index + 1
-            self.after.ended(prepared.world_id, req.session_id, participants, result["end_reason"], turns)
+            members = prepared.members or [req.agent_id, req.target_id]
+            self.after.ended(prepared.world_id, req.session_id, members, result["end_reason"], turns)
 
-    def _look_ahead(self, prepared: PreparedTurn, line: str) -> None:
-        """On a model that can read a prompt ahead (llama.cpp in process), read the partner's next turn
-        prompt up to the end of its history while Unity shows this line: that turn then reads only its tail."""
-        if not self.llm.can_prefill:
+    def _look_ahead(self, prepared: PreparedTurn, line: str, following: str | None) -> None:
+        """On a model that can read a prompt ahead (llama.cpp in process), read the next speaker's turn
+        prompt up to the end of its history while Unity shows this line: that turn then reads only its tail.
+        Nothing when a visitor speaks next (their line is not the model's)."""
+        if not self.llm.can_prefill or following is None or is_player(following):
             return
         req = prepared.request
         ahead = req.model_copy(
-            update={"agent_id": req.target_id, "target_id": req.agent_id, "history": [*req.history, line]}
+            update={"agent_id": following, "target_id": req.agent_id, "history": [*req.history, line]}
         )
         self.tasks.spawn(self._prefill(prepared.world_id, ahead), name=f"prefill:{req.session_id}")
 
@@ -545,7 +629,7 @@ class ConversationService:
             self.after.ended(
                 world_id,
                 conv.session_id,
-                [conv.agent_a, conv.agent_b],
+                repo.participants(conv),
                 conv.end_reason or body.reason,
                 conv.turn_count,
             )

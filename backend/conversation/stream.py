@@ -46,8 +46,9 @@ async def turn_events(service: ConversationService, prepared: PreparedTurn) -> A
         yield "reply", prepared.stored
         return
     shown: list[str] = []
-    reply: TurnReply | None = None
-    async for text in _dialogue_pieces(service, prepared):
+    reply: TurnReply | None = prepared.forced
+    pieces = _dialogue_pieces(service, prepared) if prepared.forced is None else _nothing()
+    async for text in pieces:
         if isinstance(text, TurnReply):
             reply = text
         else:
@@ -62,6 +63,12 @@ async def turn_events(service: ConversationService, prepared: PreparedTurn) -> A
         yield "reset", {}
         yield "delta", {"text": final}
     yield "reply", stored
+
+
+async def _nothing() -> AsyncIterator[Any]:
+    """No pieces: a reply decided without the model (a deflection) is sent whole when it is stored."""
+    return
+    yield
 
 
 async def _dialogue_pieces(service: ConversationService, prepared: PreparedTurn) -> AsyncIterator[Any]:

@@ -23,6 +23,7 @@ DRIVER_EXTRAS: dict[str, str] = {"postgresql": "postgres"}
 #: Modules whose tables make up the schema. A new concept adds its models module here.
 MODEL_MODULES = (
     "backend.world.models",
+    "backend.player.models",
     "backend.memory.models",
     "backend.conversation.models",
     "backend.planning.models",

@@ -29,7 +29,10 @@ def test_list_filter_and_detail(client: TestClient, scripted: ScriptedLLM) -> No
     assert len(client.get("/v1/conversations", params={"limit": 1}).json()["conversations"]) == 1
 
     detail = client.get("/v1/conversations/s-a").json()
-    assert detail["participants"] == [{"id": "aoi", "name": "葵"}, {"id": "hikari", "name": "ひかり"}]
+    assert detail["participants"] == [
+        {"id": "aoi", "name": "葵", "kind": "agent", "left": False},
+        {"id": "hikari", "name": "ひかり", "kind": "agent", "left": False},
+    ]
     assert detail["location_name"] == "中央カフェ"
     assert (detail["start_day"], detail["start_time_of_day"]) == (3, 9.25)
     assert (detail["end_day"], detail["end_time_of_day"], detail["end_reason"]) == (3, 9.5, "distance")

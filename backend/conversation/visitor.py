@@ -1,0 +1,264 @@
+"""Visitors' turns: a player's line to an agent and the agent's reply, guarded as untrusted text.
+
+A visitor's line is checked before anything is stored or asked: its length (PLAYER_MAX_CHARS, a 422 naming
+it), the rate limits (per visitor and per world, counted in the database: a 429 naming the limit) and
+moderation (backend/moderation: the operator's word list, and the provider's endpoint where configured).
+It is then stored as a line of the conversation (its own turn row, index len(history)) and the agent's reply
+is an ordinary turn (index len(history) + 1) with the visitor as its target: end rules, idempotent retries,
+the deadline and the fallback hold as for any turn. A line moderation held back is stored as a neutral
+marker (never as typed) and answered with an in-character deflection, without asking the model; a reply
+moderation holds back, or one that repeats the system prompt, is replaced by a deflection too. Each is
+recorded on its turn row (`moderation`) and logged.
+
+In the prompt a visitor's words are the quoted transcript's (data the model is told not to obey, which a
+line cannot close), and the system prompt gains a rule that no visitor's line changes who the speaker is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from backend.config import Settings
+from backend.conversation import group, repo, rules
+from backend.conversation import jobs as turn_jobs
+from backend.conversation.people import read_people
+from backend.conversation.prompts import system_message
+from backend.conversation.schemas import PlayerTurnRequest, TurnReply, TurnRequest
+from backend.conversation.transcript import check_history
+from backend.errors import InvalidInput, NotFound
+from backend.player import repo as players
+
+if TYPE_CHECKING:
+    from backend.conversation.service import ConversationService, PreparedTurn
+    from backend.moderation import Moderator, Verdict
+
+log = logging.getLogger(__name__)
+
+#: What a held-back visitor line is stored (and remembered) as, in the conversation's language.
+HELD_BACK = {"ja": "（聞かなかったことにした言葉）", "en": "(something best left unheard)"}
+
+
+@dataclass
+class VisitorLine:
+    """The visitor's line as stored: its place, its transcript line, and whether moderation held it back."""
+
+    turn_index: int
+    line: str
+    blocked: bool
+
+
+class VisitorTurns:
+    """Players' lines and the agents' replies to them; also the reply guard of every visitor conversation."""
+
+    def __init__(
+        self, *, service: ConversationService, settings: Settings, moderator: Moderator | None = None
+    ) -> None:
+        self.service = service
+        self.engine = service.engine
+        self.settings = settings
+        self.moderator = moderator
+        self.limits = players.Limits(settings.player_lines_per_minute, settings.world_player_lines_per_minute)
+
+    async def take(self, world_id: str, body: PlayerTurnRequest) -> dict[str, Any]:
+        """The visitor's line stored (or found stored: a retry) and the agent's reply to it.
+
+        Raises:
+            InvalidInput: the text is longer than PLAYER_MAX_CHARS.  RateLimited: a rate limit.
+            NotFound: unknown agent.  Conflict: the conversation ended, or is another's.
+        """
+        prepared, said = await self.prepare(world_id, body)
+        if prepared.stored is not None:
+            return with_line(prepared.stored, said)
+        reply = prepared.forced if prepared.forced is not None else await self.service._ask(prepared)
+        return with_line(await self.service.finish(prepared, reply), said)
+
+    async def prepare(self, world_id: str, body: PlayerTurnRequest) -> tuple[PreparedTurn, VisitorLine]:
+        """The visitor's line stored, and the agent's turn prepared (its stored reply on a retry)."""
+        if len(body.text) > self.settings.player_max_chars:
+            raise InvalidInput(
+                f"text has {len(body.text)} characters; PLAYER_MAX_CHARS={self.settings.player_max_chars} "
+                "(a server setting) is the most one visitor line may hold: shorten it or split it",
+                details={
+                    "field": "text",
+                    "limit": "PLAYER_MAX_CHARS",
+                    "value": self.settings.player_max_chars,
+                },
+            )
+        said = await self._line(world_id, body)
+        turn = TurnRequest(
+            agent_id=body.agent_id, target_id=body.player_id, session_id=body.session_id,
+            location_name=body.location_name, history=[*body.history, said.line],
+            time_of_day=body.time_of_day, day=body.day, language=body.language, participants=body.participants,
+        )  # fmt: skip
+        prepared = await self.service.prepare(world_id, turn)
+        if prepared.stored is None and said.blocked and prepared.ctx is not None:
+            line = self.deflection(prepared)
+            prepared.forced, prepared.deflected = TurnReply(dialogue=line, emotion="neutral"), True
+        return prepared, said
+
+    async def _line(self, world_id: str, body: PlayerTurnRequest) -> VisitorLine:
+        """The visitor's line: found stored (a retry), or checked (rate, moderation) and stored."""
+        line_req = TurnRequest.model_construct(
+            agent_id=body.player_id, target_id=body.agent_id, session_id=body.session_id,
+            location_name=body.location_name, history=list(body.history), time_of_day=body.time_of_day,
+            day=body.day, language=body.language, participants=body.participants,
+        )  # fmt: skip
+        state = await asyncio.to_thread(self._read, world_id, line_req)
+        if state.stored.reply is not None:  # a retry: the line was stored; the reply may be too
+            stored = state.stored.reply
+            return VisitorLine(stored["turn_index"], str(stored.get("line", "")), bool(stored.get("blocked")))
+        await asyncio.to_thread(players.note_line, self.engine, world_id, body.player_id, self.limits)
+        verdict = await self._check(body.text)
+        return await self._store(world_id, line_req, state, body, verdict)
+
+    def _read(self, world_id: str, line_req: TurnRequest) -> LineState:
+        with repo.read_session(self.engine) as session:
+            people = read_people(
+                session, self.service.memory.agents, world_id, [line_req.agent_id, line_req.target_id]
+            )
+            agent = people.get(line_req.target_id)
+            if agent is None:
+                raise NotFound(
+                    f"no agent {line_req.target_id!r} in world {world_id!r}", details={"field": "agent_id"}
+                )
+            stored = repo.read_turn(session, world_id, line_req)
+            rest = [m for m in stored.members if m not in people]
+            people.update(read_people(session, self.service.memory.agents, world_id, rest))
+        return LineState(stored, people)
+
+    async def _check(self, text: str) -> Verdict | None:
+        """Moderation's verdict on a visitor's line (None: moderation is off)."""
+        if self.moderator is None:
+            return None
+        verdict = await self.moderator.check(text)
+        if verdict.error:
+            log.warning(
+                "moderation provider failed on a visitor line (the word list still held): %s", verdict.error
+            )
+        return verdict
+
+    async def _store(
+        self,
+        world_id: str,
+        line_req: TurnRequest,
+        state: LineState,
+        body: PlayerTurnRequest,
+        verdict: Verdict | None,
+    ) -> VisitorLine:
+        """Store the visitor's line as a turn of the conversation (its observation job with it)."""
+        player, agent = state.people[body.player_id], state.people[body.agent_id]
+        language = rules.lang_key(body.language or agent.language)
+        blocked = verdict is not None and not verdict.allowed
+        text = HELD_BACK[language] if blocked else body.text
+        named = rules.named_lines(line_req.history, list(state.people.values()))
+        history = check_history(named, state.stored.transcript).history
+        line_req = line_req.model_copy(update={"history": history})
+        index = len(history)
+        members = state.stored.members or line_req.members()
+        leaving = self._leaving(line_req, members, state.stored.left, text, index)
+        line = f"{player.name}: {text}"
+        reply = {
+            "dialogue": text, "emotion": "neutral", "is_conversation_end": False, "end_reason": None,
+            "session_id": body.session_id, "turn_index": index, "fallback": False,
+            "speaker_id": body.player_id, "target_id": body.agent_id,
+            "participants": group.active(members, [*state.stored.left, *leaving]), "left": leaving,
+            "next_speaker": body.agent_id, "actions": [], "deflected": False, "line": line, "blocked": blocked,
+        }  # fmt: skip
+        moderation = _trace("line", verdict) if blocked else None
+        if blocked:
+            log.warning(
+                "visitor %s's line in %s held back by moderation (%s, %s)",
+                body.player_id, body.session_id, verdict.source if verdict else None, verdict.category if verdict else None,
+            )  # fmt: skip
+        fresh = not state.stored.transcript
+        watermark = (
+            await asyncio.to_thread(self.service.memory.watermark) if fresh else state.stored.watermark
+        )
+        listeners = [m for m in group.active(members, state.stored.left) if m != body.player_id]
+        observe = turn_jobs.observe_job(
+            world_id, line_req, reply, listeners=listeners if len(members) > 2 else ()
+        )
+        said = repo.Said(line, language, watermark, None, moderation)
+        committed = await asyncio.to_thread(
+            repo.commit_turn, self.engine, world_id, line_req, reply, said, [observe]
+        )
+        if committed.created:
+            self.service.jobs.submit(committed.jobs)
+        stored = committed.reply
+        return VisitorLine(stored["turn_index"], str(stored.get("line", line)), bool(stored.get("blocked")))
+
+    def _leaving(
+        self, line_req: TurnRequest, members: list[str], left: list[str], text: str, index: int
+    ) -> list[str]:
+        """In a group of three or more, a visitor's goodbye removes the visitor (with two, the agent's reply
+        ends the conversation by the end rules of two)."""
+        if len(group.active(members, left)) < 3:
+            return []
+        limit = self.service.max_lines(members)
+        outcome = group.leaving(
+            speaker=line_req.agent_id, target=line_req.target_id, members=members, left=left, line=text,
+            model_flag=False, turn_count=index + 1, limit=limit + 1, phrases=self.settings.farewell_phrases,
+        )  # fmt: skip
+        return outcome.left
+
+    # --- the reply guard (every turn of a conversation with a visitor) ---
+    async def guard_reply(self, prepared: PreparedTurn, dialogue: str) -> str | None:
+        """A deflection to say instead of `dialogue` when moderation holds it back or it repeats the system
+        prompt; None when it may be said. Recorded on the turn row by the caller."""
+        from backend.moderation import echoes_prompt
+
+        ctx = prepared.ctx
+        assert ctx is not None
+        system = system_message(ctx.speaker, ctx.language, ask_feeling=ctx.ask_feeling, visitor=True)
+        reasons: dict[str, Any] | None = None
+        if echoes_prompt(dialogue, [system, ctx.speaker.backstory or ""]):
+            reasons = {"stage": "reply", "source": "prompt_echo", "category": None}
+        elif self.moderator is not None:
+            verdict = await self.moderator.check(dialogue)
+            if not verdict.allowed:
+                reasons = _trace("reply", verdict)
+        if reasons is None:
+            return None
+        prepared.moderation = reasons
+        log.warning(
+            "reply of %s in %s held back by moderation: %s",
+            ctx.speaker.id,
+            prepared.request.session_id,
+            reasons,
+        )
+        return self.deflection(prepared)
+
+    @staticmethod
+    def deflection(prepared: PreparedTurn) -> str:
+        from backend.moderation import deflection
+
+        ctx = prepared.ctx
+        assert ctx is not None
+        return deflection(ctx.speaker.id, ctx.language, attempt=prepared.turn_index)
+
+
+@dataclass
+class LineState:
+    stored: repo.StoredTurn
+    people: dict[str, Any]
+
+
+def _trace(stage: str, verdict: Verdict | None) -> dict[str, Any]:
+    return {
+        "stage": stage,
+        "source": verdict.source if verdict else None,
+        "category": verdict.category if verdict else None,
+    }
+
+
+def with_line(reply: dict[str, Any], said: VisitorLine) -> dict[str, Any]:
+    """The agent's reply with what was stored of the visitor's line (PlayerTurnResult)."""
+    return {
+        **reply,
+        "player_turn_index": said.turn_index,
+        "player_line": said.line,
+        "player_blocked": said.blocked,
+    }
