@@ -45,6 +45,7 @@ from backend.memory.retriever import Retriever
 from backend.memory.service import MemoryParts, MemoryService
 from backend.memory.settings import MemorySettings
 from backend.memory.writer import MemoryWriter
+from backend.moderation import build_moderator
 from backend.planning.planner import Planner
 from backend.planning.service import current_item_of_stored_plan
 from backend.security import install as install_security
@@ -168,8 +169,10 @@ def _build_minds(state: Any, settings: Settings, engine: Any) -> None:
         flights=state.flights,
     )
     state.conversation = _conversation(state, settings)
-    state.visitors = VisitorTurns(service=state.conversation, settings=settings, moderator=None)
+    state.moderator = build_moderator(settings)  # the word list is read (and checked) here, once
+    state.visitors = VisitorTurns(service=state.conversation, settings=settings, moderator=state.moderator)
     state.conversation.guard = state.visitors.guard_reply  # every model line a visitor hears is checked
+    state.conversation.stream_check = state.visitors.may_show
     state.interview = InterviewService(engine=engine, llm=state.llm, memory=state.memory, settings=settings)
 
 
@@ -232,6 +235,7 @@ async def _stop(app: FastAPI, watchers: list[asyncio.Task[None]]) -> None:
     await app.state.tasks.cancel_all()
     await app.state.llm.aclose()
     await app.state.embedder.aclose()
+    await app.state.moderator.aclose()
 
 
 def _conversation(state: Any, settings: Settings) -> ConversationService:

@@ -151,6 +151,8 @@ class ConversationService:
         self.plan_item = plan_item
         # Checks model lines of conversations with a visitor (set by the app: conversation/visitor.py).
         self.guard: ReplyGuard | None = None
+        # Whether a partial streamed line of a visitor conversation may be shown yet (the word list).
+        self.stream_check: Callable[[str], bool] | None = None
         # (world, agent, partner) opening read-aheads running in this process: in-flight work, not state
         # another process can change (a read-ahead only warms this process's model server cache)
         self._opening: set[tuple[str, str, str]] = set()

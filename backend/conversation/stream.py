@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from backend.conversation.extract import FieldExtractor
@@ -48,6 +48,8 @@ async def turn_events(service: ConversationService, prepared: PreparedTurn) -> A
     shown: list[str] = []
     reply: TurnReply | None = prepared.forced
     pieces = _dialogue_pieces(service, prepared) if prepared.forced is None else _nothing()
+    if prepared.ctx is not None and prepared.ctx.visitor and service.stream_check is not None:
+        pieces = _checked(pieces, service.stream_check)
     async for text in pieces:
         if isinstance(text, TurnReply):
             reply = text
@@ -63,6 +65,30 @@ async def turn_events(service: ConversationService, prepared: PreparedTurn) -> A
         yield "reset", {}
         yield "delta", {"text": final}
     yield "reply", stored
+
+
+#: Where a visitor conversation's streamed line may be shown up to (a sentence checked whole).
+_SENTENCE_END = "。！？!?…."
+
+
+async def _checked(pieces: AsyncIterator[Any], may_show: Callable[[str], bool]) -> AsyncIterator[Any]:
+    """A visitor conversation's stream: dialogue shown a whole sentence at a time, each checked with the
+    line so far (the word list) first; from a sentence that fails, nothing more is shown, and the stored
+    reply (a deflection, moderation having held the line back) replaces what was shown with a `reset`."""
+    shown, pending, stopped = "", "", False
+    async for piece in pieces:
+        if not isinstance(piece, str):
+            yield piece
+            continue
+        pending += piece
+        cut = max(pending.rfind(mark) for mark in _SENTENCE_END)
+        if stopped or cut < 0:
+            continue
+        if not may_show(shown + pending[: cut + 1]):
+            stopped = True
+            continue
+        shown, sentence, pending = shown + pending[: cut + 1], pending[: cut + 1], pending[cut + 1 :]
+        yield sentence
 
 
 async def _nothing() -> AsyncIterator[Any]:

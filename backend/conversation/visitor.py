@@ -29,11 +29,11 @@ from backend.conversation.prompts import system_message
 from backend.conversation.schemas import PlayerTurnRequest, TurnReply, TurnRequest
 from backend.conversation.transcript import check_history
 from backend.errors import InvalidInput, NotFound
+from backend.moderation import Moderator, Verdict, deflection
 from backend.player import repo as players
 
 if TYPE_CHECKING:
     from backend.conversation.service import ConversationService, PreparedTurn
-    from backend.moderation import Moderator, Verdict
 
 log = logging.getLogger(__name__)
 
@@ -207,34 +207,33 @@ class VisitorTurns:
     # --- the reply guard (every turn of a conversation with a visitor) ---
     async def guard_reply(self, prepared: PreparedTurn, dialogue: str) -> str | None:
         """A deflection to say instead of `dialogue` when moderation holds it back or it repeats the system
-        prompt; None when it may be said. Recorded on the turn row by the caller."""
-        from backend.moderation import echoes_prompt
-
+        prompt; None when it may be said. What held it back is kept on the turn row."""
         ctx = prepared.ctx
-        assert ctx is not None
-        system = system_message(ctx.speaker, ctx.language, ask_feeling=ctx.ask_feeling, visitor=True)
-        reasons: dict[str, Any] | None = None
-        if echoes_prompt(dialogue, [system, ctx.speaker.backstory or ""]):
-            reasons = {"stage": "reply", "source": "prompt_echo", "category": None}
-        elif self.moderator is not None:
-            verdict = await self.moderator.check(dialogue)
-            if not verdict.allowed:
-                reasons = _trace("reply", verdict)
-        if reasons is None:
+        if self.moderator is None or ctx is None:
             return None
-        prepared.moderation = reasons
+        system = system_message(ctx.speaker, ctx.language, ask_feeling=ctx.ask_feeling, visitor=True)
+        verdict = await self.moderator.check_reply(
+            dialogue, [system, ctx.speaker.backstory or ""], names=[ctx.speaker.name, ctx.speaker.id]
+        )
+        if verdict.allowed:
+            return None
+        prepared.moderation = _trace("reply", verdict)
         log.warning(
             "reply of %s in %s held back by moderation: %s",
-            ctx.speaker.id,
-            prepared.request.session_id,
-            reasons,
-        )
+            ctx.speaker.id, prepared.request.session_id, prepared.moderation,
+        )  # fmt: skip
         return self.deflection(prepared)
+
+    def may_show(self, text: str) -> bool:
+        """Whether a visitor conversation's streamed line may be shown so far (the word list alone: the
+        provider's check runs once the line is whole)."""
+        moderator = self.moderator
+        if moderator is None or not moderator.enabled or moderator.words is None:
+            return True
+        return moderator.words.find(text) is None
 
     @staticmethod
     def deflection(prepared: PreparedTurn) -> str:
-        from backend.moderation import deflection
-
         ctx = prepared.ctx
         assert ctx is not None
         return deflection(ctx.speaker.id, ctx.language, attempt=prepared.turn_index)
