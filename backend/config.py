@@ -251,6 +251,10 @@ class Settings(BaseSettings):
     #: A conversation with a visitor ends at this many lines (MAX_TURNS is for two characters; a visitor
     #: queued at a booth gets a longer talk, still bounded so the next in line gets theirs).
     player_max_turns: int = Field(20, ge=2, le=200)
+    #: Whether a turn's reply may carry actions for Unity to perform (go_to, follow, give, gesture, look_at,
+    #: end_conversation; GET /v1/world/actions): the prompt then lists the world's places, people and
+    #: gestures. Off: shorter prompts and replies, for the smallest models.
+    actions_in_turns: bool = True
     #: An interview (POST /v1/agents/{id}/interview) answers within this many seconds (retrieval and the
     #: model call; an in-character "I don't remember" with fallback=true when the model is late or fails).
     interview_deadline_s: float = Field(30.0, gt=0, le=600)

@@ -32,6 +32,9 @@ def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
                 "DATABASE_",
                 "PROCESS_",
                 "EVENTS_",
+                "PLAYER_",
+                "WORLD_PLAYER_",
+                "MODERATION",
             )
         ):
             monkeypatch.delenv(key, raising=False)

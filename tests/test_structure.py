@@ -25,8 +25,8 @@ LAYERS: list[set[str]] = [
     {"api"},  # HTTP routes and their dependencies (api/deps.py)
     {"security"},  # HTTP middleware, keys, throttles: under the routes that use them
     {"conversation", "council", "planning", "interview", "transfer", "scripted"},  # what characters do
-    {"intention", "memory", "emotion", "world"},  # the state of a mind and of the town
-    {"llm", "events", "jobs"},  # infrastructure
+    {"intention", "memory", "emotion", "world", "player", "action"},  # the state of a mind and of the town
+    {"llm", "events", "jobs", "moderation"},  # infrastructure (moderation: config and errors only)
     {"storage"},  # engine, sessions, migrations, retention
     {"config", "errors", "gametime", "text", "ids", "logs", "tasks", "backend"},  # basics
 ]

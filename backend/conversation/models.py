@@ -68,6 +68,9 @@ class Turn(SQLModel, table=True):
     #: visitor's line; "reply": the model's reply), the check that held it ("word_list", "provider",
     #: "prompt_echo") and its category. None when nothing was held back.
     moderation: dict[str, Any] | None = Field(default=None, sa_type=JSON)
+    #: Actions of the model's reply dropped for naming a place, person or gesture the world lacks (each
+    #: `{action, reason}`): the trace of what was never sent to Unity.
+    dropped_actions: list[dict[str, Any]] | None = Field(default=None, sa_type=JSON)
     day: int = 1
     time_of_day: float = 0.0
     created_at: datetime = Field(default_factory=utcnow)

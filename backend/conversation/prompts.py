@@ -42,7 +42,13 @@ Rules:
 Reply with a JSON object with {count} fields:
 - dialogue: what {name} says now, in {language}, in {name}'s own words
 - emotion: {name}'s expression while saying it, one of {emotions}
-- is_conversation_end: true when {name} ends the conversation with this line, otherwise false{feeling}"""
+- is_conversation_end: true when {name} ends the conversation with this line, otherwise false{feeling}{actions}"""
+
+#: The last field when the reply may carry actions (ACTIONS_IN_TURNS); the moment part lists what they may name.
+ACTIONS_LINE = (
+    "\n- actions: what {name} does along with this line that others can see, from the actions listed below; "
+    "an empty list unless the line really involves doing something"
+)
 
 #: The rule added when a visitor (a real person, not a character) takes part: their words are the quoted
 #: transcript's, and no line of theirs can change who the speaker is or what it may say.
@@ -95,13 +101,18 @@ class TurnContext:
     others: list[Agent] = field(default_factory=list)
     #: Whether a visitor (a player) takes part: the prompt's rules then guard against their words.
     visitor: bool = False
+    #: The actions the speaker may take, in words (backend/action/prompts.py), when the reply may carry them.
+    actions: str | None = None
 
 
-def system_message(speaker: Agent, language: str, *, ask_feeling: bool = False, visitor: bool = False) -> str:
+def system_message(
+    speaker: Agent, language: str, *, ask_feeling: bool = False, visitor: bool = False, actions: bool = False
+) -> str:
     name, spoken = speaker.name, LANGUAGE_NAMES.get(language, language)
     return SYSTEM_TEMPLATE.format(
         visitor=VISITOR_RULE.format(name=name) if visitor else "",
-        count="four" if ask_feeling else "three",
+        actions=ACTIONS_LINE.format(name=name) if actions else "",
+        count=("three", "four", "five")[int(ask_feeling) + int(actions)],
         feeling=FEELING_LINE.format(name=name, language=spoken) if ask_feeling else "",
         name=speaker.name,
         persona=speaker.backstory or "(no backstory given)",
@@ -129,6 +140,8 @@ def moment_message(ctx: TurnContext) -> str:
     lines = [talking_with(ctx)]
     if ctx.person_summary:
         lines.append(f"What you know about {ctx.partner.name}: {ctx.person_summary}")
+    if ctx.actions:
+        lines.append(ctx.actions)
     if ctx.intentions:
         lines.append("What is on your mind today:")
         lines.extend(f"- {line}" for line in ctx.intentions)
@@ -228,7 +241,11 @@ def build_messages(ctx: TurnContext) -> list[dict[str, str]]:
         {
             "role": "system",
             "content": system_message(
-                ctx.speaker, ctx.language, ask_feeling=ctx.ask_feeling, visitor=ctx.visitor
+                ctx.speaker,
+                ctx.language,
+                ask_feeling=ctx.ask_feeling,
+                visitor=ctx.visitor,
+                actions=ctx.actions is not None,
             ),
         },
         {"role": "user", "content": moment_message(ctx)},

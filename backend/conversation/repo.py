@@ -100,6 +100,8 @@ class Said:
     standing: list[int] | None = None
     #: What moderation held back in the turn (the turn row's `moderation`), None when nothing.
     moderation: dict[str, Any] | None = None
+    #: The reply's actions dropped for naming what the world lacks (the turn row's `dropped_actions`).
+    dropped_actions: list[dict[str, Any]] | None = None
 
 
 @dataclass
@@ -275,7 +277,8 @@ def _store_turn(
     conn = session.connection()
     now = utcnow()
     # The unique (world, session, turn_index) constraint fires here for a retry.
-    conn.execute(_INSERT_TURN, {**_turn_values(world_id, req, reply, now), "moderation": said.moderation})
+    trace = {"moderation": said.moderation, "dropped_actions": said.dropped_actions}
+    conn.execute(_INSERT_TURN, {**_turn_values(world_id, req, reply, now), **trace})
     members, ended = _upsert_conversation(conn, world_id, req, reply, said, now)
     if told is not None:
         intention_repo.record_told(session, told)

@@ -9,13 +9,14 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     AfterValidator,
     BaseModel,
-    ConfigDict,
     Field,
     StringConstraints,
     ValidationInfo,
+    create_model,
     field_validator,
 )
 
+from backend.action.schemas import ActionChoices, AgentAction
 from backend.emotion.schemas import LABEL_MAX_CHARS, label_vocabulary
 from backend.ids import ID_RULE, Id, ParticipantId, SessionId, StoredSessionId, is_player
 from backend.text import one_line
@@ -183,29 +184,34 @@ class TurnReply(BaseModel):
 
 
 @functools.cache
-def turn_reply_for(language: str | None) -> type[TurnReply]:
+def turn_reply_for(language: str | None, actions: bool = False) -> type[TurnReply]:
     """The TurnReply asked for: with `language`, it also asks for the speaker's `feeling` after the line, one
-    word of the Plutchik wheel in that language (EMOTION_FROM_TURN); with None, the plain reply.
+    word of the Plutchik wheel in that language (EMOTION_FROM_TURN); with `actions`, for what the speaker
+    does with the line (backend/action: ACTIONS_IN_TURNS); with neither, the plain reply.
 
     Only the schema lists the words: a word outside them still validates, and the emotion service then asks
-    the emotion model instead (backend/conversation/aftermath.py).
+    the emotion model instead (backend/conversation/aftermath.py). Actions are checked against the world
+    after the reply (backend/action/validate.py).
     """
-    if language is None:
+    if language is None and not actions:
         return TurnReply
-    words = label_vocabulary(language)
-
-    class TurnReplyFor(TurnReply):
-        __doc__ = TurnReply.__doc__  # the schema's description
-        model_config = ConfigDict(title="TurnReply")
-
-        feeling: str | None = Field(
-            None,
-            description="How the speaker feels after saying it: one word of Plutchik's wheel.",
-            max_length=LABEL_MAX_CHARS,
-            json_schema_extra={"enum": list(words)},
+    fields: dict[str, Any] = {}
+    if language is not None:
+        fields["feeling"] = (
+            str | None,
+            Field(
+                None,
+                description="How the speaker feels after saying it: one word of Plutchik's wheel.",
+                max_length=LABEL_MAX_CHARS,
+                json_schema_extra={"enum": list(label_vocabulary(language))},
+            ),
         )
-
-    return TurnReplyFor
+    if actions:
+        fields["actions"] = (ActionChoices, Field(default_factory=list))
+    model: type[TurnReply] = create_model(  # the schema's title and description stay the plain reply's
+        "TurnReply", __base__=TurnReply, __doc__=TurnReply.__doc__, **fields
+    )
+    return model
 
 
 class HistoryFix(BaseModel):
@@ -259,7 +265,7 @@ class TurnResult(BaseModel):
         "participant this line named or addressed, or in a group the one who has waited longest. None "
         "once the conversation has ended.",
     )
-    actions: list[dict[str, Any]] = Field(  # backend.action.schemas.Action
+    actions: list[AgentAction] = Field(
         default_factory=list,
         description="What the speaker does with this line, for Unity to perform (GET /v1/world/actions "
         "lists the vocabulary); each names only things the world has. Report the outcome with "
@@ -330,6 +336,9 @@ class TurnPublic(BaseModel):
     moderation: dict[str, Any] | None = Field(
         None,
         description="What moderation held back in this turn (stage, source, category), for the operator.",
+    )
+    dropped_actions: list[dict[str, Any]] | None = Field(
+        None, description="Actions of the model's reply dropped (each with its reason): never sent to Unity."
     )
 
 

@@ -16,6 +16,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from backend.action.prompts import describe_actions
+from backend.action.schemas import AgentAction
+from backend.action.validate import WorldFacts, read_world_facts, validate_actions
 from backend.config import Settings
 from backend.conversation import group, repo, rules
 from backend.conversation import jobs as turn_jobs
@@ -86,6 +89,8 @@ class TurnState:
     plan_activity: str | None = None
     #: Every participant by id (agents, and players as visitor records: conversation/people.py).
     people: dict[str, Agent] = field(default_factory=dict)
+    #: What an action of the reply may name (ACTIONS_IN_TURNS), None when replies carry no actions.
+    facts: WorldFacts | None = None
 
 
 @dataclass
@@ -117,6 +122,9 @@ class PreparedTurn:
     deflected: bool = False
     #: What moderation held back in this turn (kept on its turn row), None when nothing.
     moderation: dict[str, Any] | None = None
+    #: What an action of the reply may name; the actions dropped for naming something else (kept on the row).
+    facts: WorldFacts | None = None
+    dropped: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def turn_index(self) -> int:
@@ -180,6 +188,7 @@ class ConversationService:
             prepared.stored = state.stored.reply
             return prepared
         prepared.members, prepared.left = state.stored.members, state.stored.left
+        prepared.facts = state.facts
         prepared.names = {member: person.name for member, person in state.people.items()}
         req = self._check_history(prepared, state)
         language = rules.lang_key(req.language or state.speaker.language)
@@ -217,10 +226,28 @@ class ConversationService:
                 if member in state.people and member not in (req.agent_id, req.target_id)
             ],
             visitor=any(is_player(member) for member in prepared.members),
+            actions=self._actions_text(prepared, state),
         )
         if feeling is not None:
             prepared.ctx.emotion = feeling.model_dump(mode="json")
         return prepared
+
+    @staticmethod
+    def _actions_text(prepared: PreparedTurn, state: TurnState) -> str | None:
+        """The actions the speaker may take, in words, when the reply may carry them (ACTIONS_IN_TURNS)."""
+        facts = state.facts
+        if facts is None:
+            return None
+        speaker = prepared.request.agent_id
+        people = [
+            (member, state.people[member].name)
+            for member in group.active(prepared.members, prepared.left)
+            if member != speaker and member in state.people
+        ]
+        # In English, as the rest of the prompt's instructions are (the speaker still speaks its language).
+        return describe_actions(
+            "en", pois=list(facts.pois.items()), gestures=list(facts.gestures), people=people
+        )
 
     @staticmethod
     def _check_history(prepared: PreparedTurn, state: TurnState) -> TurnRequest:
@@ -291,7 +318,12 @@ class ConversationService:
             _agent(people, world_id, missing[0], "participants")  # a joiner who is no agent: 404
         item = self.plan_item(session, world_id, req.agent_id, req.day, req.time_of_day)
         activity = str(item["activity"]) if item and item.get("activity") else None
-        return TurnState(speaker, partner, stored, activity, people)
+        facts = (
+            read_world_facts(session, world_id, participants=stored.members)
+            if self.settings.actions_in_turns
+            else None
+        )
+        return TurnState(speaker, partner, stored, activity, people, facts)
 
     async def _memories(
         self, prepared: PreparedTurn, state: TurnState, partner_last: str | None
@@ -353,7 +385,7 @@ class ConversationService:
         """The reply asked for: with the speaker's feeling when it rides on the turn (EMOTION_FROM_TURN)."""
         ctx = prepared.ctx
         assert ctx is not None
-        return turn_reply_for(ctx.language if ctx.ask_feeling else None)
+        return turn_reply_for(ctx.language if ctx.ask_feeling else None, actions=ctx.actions is not None)
 
     def messages(self, prepared: PreparedTurn) -> list[dict[str, str]]:
         """The turn prompt, fitted to the model's prompt budget: the oldest history lines go first (the
@@ -423,7 +455,9 @@ class ConversationService:
             dialogue = rules.ensure_farewell(
                 dialogue, ctx.speaker.id, ctx.language, settings.farewell_phrases
             )
-        leaving = self._leaving(prepared, dialogue, bool(reply and reply.is_conversation_end))
+        actions = self._kept_actions(prepared, reply) if not fallback else []
+        ends = any(action.type == "end_conversation" for action in actions)
+        leaving = self._leaving(prepared, dialogue, bool(reply and reply.is_conversation_end) or ends)
         end_reason = leaving.end_reason
         left = [*prepared.left, *leaving.left]
         still = [] if end_reason else group.active(prepared.members, left)
@@ -450,8 +484,21 @@ class ConversationService:
             participants=still,
             left=leaving.left,
             next_speaker=following,
+            actions=actions,
             deflected=prepared.deflected,
         ).model_dump(mode="json")
+
+    @staticmethod
+    def _kept_actions(prepared: PreparedTurn, reply: TurnReply | None) -> list[AgentAction]:
+        """The reply's actions that name only what the world has (the rest dropped and kept on the turn row;
+        a deflection does nothing)."""
+        raw = getattr(reply, "actions", None)
+        if not raw or prepared.facts is None or prepared.deflected:
+            return []
+        kept, prepared.dropped = validate_actions(
+            raw, known=prepared.facts, speaker_id=prepared.request.agent_id
+        )
+        return kept
 
     def _leaving(self, prepared: PreparedTurn, dialogue: str, model_flag: bool) -> group.Leaving:
         """The end rules: those of two (rules.decide_end) while two talk, a group's (group.leaving) else."""
@@ -496,7 +543,14 @@ class ConversationService:
             prepared.world_id, req, result, news=told is not None,
             listeners=listeners if len(prepared.members) > 2 else (),
         )  # fmt: skip
-        said = repo.Said(line, ctx.language, prepared.watermark, prepared.standing, prepared.moderation)
+        said = repo.Said(
+            line,
+            ctx.language,
+            prepared.watermark,
+            prepared.standing,
+            prepared.moderation,
+            prepared.dropped or None,
+        )
         committed = await asyncio.to_thread(
             repo.commit_turn, self.engine, prepared.world_id, req, result, said, [observe], told
         )

@@ -192,6 +192,13 @@ STEPS: list[dict[str, Any]] = [
         "method": "GET", "path": "/v1/agents", "schema": "array of AgentPublic",
     },
     {
+        "title": "Declare the gestures",
+        "why": "The names your animator can play, for `gesture` actions (`GET /v1/world/actions` reads the "
+        "vocabulary; until a world declares its gestures, a default list is used).",
+        "method": "PUT", "path": "/v1/world/gestures", "schema": "GesturesUpdate -> WorldActions",
+        "body": {"gestures": ["wave", "bow", "nod", "laugh"]},
+    },
+    {
         "title": "Report the first state",
         "why": "Every state change is reported (StateReport).",
         "method": "POST", "path": "/v1/agents/aoi/state", "schema": "StateAccepted",
@@ -260,6 +267,15 @@ STEPS: list[dict[str, Any]] = [
         "after": _drain,
     },
     {
+        "title": "Report what an action did",
+        "why": "A turn reply may carry `actions` (AgentAction) to perform: walk somewhere, follow, give, a "
+        "gesture. Report each outcome (`done`, `failed`, `interrupted`): the agent remembers it.",
+        "method": "POST", "path": "/v1/agents/aoi/action-result", "schema": "ActionResult -> ActionResultAccepted",
+        "body": {"action": {"type": "give", "target": "hikari", "item": "本"}, "outcome": "done",
+                 "session_id": SESSION, "day": 1, "time_of_day": 9.4},
+        "status": 201,
+    },
+    {
         "title": "Cool down",
         "why": "After a conversation the agent does not start another for a while.",
         "method": "POST", "path": "/v1/agents/aoi/state", "schema": "StateAccepted",
@@ -273,7 +289,7 @@ STEPS: list[dict[str, Any]] = [
     },
     {
         "title": "Ask again after the cooldown",
-        "why": "Back to `waiting_for_replan`, then plan/now as in step 5.",
+        "why": "Back to `waiting_for_replan`, then plan/now as in step 6.",
         "method": "GET", "path": "/v1/agents/aoi/plan/now?day=1&time_of_day=9.6", "schema": "PlanNow",
     },
     {

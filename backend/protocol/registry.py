@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from backend.action.schemas import ActionResult, ActionResultAccepted, AgentAction, WorldActions
 from backend.conversation.schemas import (
     ConversationDetail,
     ConversationList,
@@ -35,6 +36,7 @@ from backend.world.schemas import (
     AgentDetail,
     AgentPublic,
     AgentUpsert,
+    GesturesUpdate,
     PoiPublic,
     PoiUpsert,
     StateAccepted,
@@ -66,6 +68,11 @@ PROTOCOL_MODELS: tuple[WireModel, ...] = (
     WireModel(PoiPublic, "reply", "GET /v1/pois (array), GET|PUT /v1/pois/{poi_id}"),
     WireModel(StateReport, "request", "POST /v1/agents/{agent_id}/state"),
     WireModel(StateAccepted, "reply", "POST /v1/agents/{agent_id}/state"),
+    WireModel(WorldActions, "reply", "GET /v1/world/actions, PUT /v1/world/gestures"),
+    WireModel(GesturesUpdate, "request", "PUT /v1/world/gestures"),
+    WireModel(AgentAction, "request", "the `action` of POST /v1/agents/{agent_id}/action-result"),
+    WireModel(ActionResult, "request", "POST /v1/agents/{agent_id}/action-result"),
+    WireModel(ActionResultAccepted, "reply", "POST /v1/agents/{agent_id}/action-result"),
     WireModel(PlanRequest, "request", "POST /v1/agents/{agent_id}/plan"),
     WireModel(PlanPublic, "reply", "GET|POST /v1/agents/{agent_id}/plan"),
     WireModel(PlanNow, "reply", "GET /v1/agents/{agent_id}/plan/now"),

@@ -61,9 +61,12 @@ class PointOfInterest(SQLModel, table=True):
 
 
 class WorldMeta(SQLModel, table=True):
-    """Facts about a world as a whole (so the demo world is loaded once, not on every start)."""
+    """Facts about a world as a whole (so the demo world is loaded once, not on every start; its gestures)."""
 
     world_id: str = Field(primary_key=True, max_length=64)
     demo_loaded_at: datetime | None = None
     imported_at: datetime | None = None
     created_at: datetime = Field(default_factory=utcnow)
+    #: The gesture names Unity's animator knows (`PUT /v1/world/gestures`); None: the world declared none, so
+    #: its characters use DEFAULT_GESTURES (world/schemas.py).
+    gestures: list[str] | None = Field(default=None, sa_type=JSON)

@@ -56,6 +56,27 @@ def names(session: Session, world_id: str, ids: Sequence[str]) -> dict[str, str]
     return dict(session.exec(query).all())
 
 
+def action_targets(
+    session: Session, world_id: str
+) -> tuple[list[tuple[str, str]], list[str], list[str] | None]:
+    """What an action may name in the world: (id, name) of each point of interest, the agents' ids, and the
+    declared gestures (None: the world declared none). Narrow reads (no persona, no description)."""
+    pois = select(PointOfInterest.id, PointOfInterest.name).where(PointOfInterest.world_id == world_id)
+    agent_ids = select(Agent.id).where(Agent.world_id == world_id)
+    return (
+        [(poi_id, name) for poi_id, name in session.exec(pois.order_by(col(PointOfInterest.id)))],
+        list(session.exec(agent_ids.order_by(col(Agent.id)))),
+        gestures(session, world_id),
+    )
+
+
+def gestures(session: Session, world_id: str) -> list[str] | None:
+    """The gestures the world declared, or None when it declared none."""
+    query = select(WorldMeta.gestures).where(WorldMeta.world_id == world_id)
+    declared = session.exec(query).first()
+    return list(declared) if declared is not None else None
+
+
 def has_agents(session: Session, world_id: str) -> bool:
     return session.exec(select(Agent.id).where(Agent.world_id == world_id).limit(1)).first() is not None
 

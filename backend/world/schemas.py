@@ -5,12 +5,26 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationInfo, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationInfo,
+    field_validator,
+)
+from pydantic_core import PydanticCustomError
 
-from backend.ids import Id
+from backend.ids import ID_PATTERN, ID_RULE, Id, id_problem
 
 AgentState = Literal["moving_to_poi", "wandering_in_poi", "talking", "cooldown", "waiting_for_replan"]
 MAX_TRAITS = 20
+#: The gestures of a world that declared none: names a humanoid animator usually has.
+DEFAULT_GESTURES = ("wave", "bow", "nod", "shake_head", "laugh", "think", "point")
+MAX_GESTURES = 32
+MAX_GESTURE_CHARS = 32
+GESTURE_RULE = f"a gesture name is 1-{MAX_GESTURE_CHARS} characters of {ID_RULE}, e.g. 'wave' or 'shake_head'"
 #: An agent is awake at least this many hours a day: a shorter window leaves no room for a plan (a 7:00 to
 #: 7:001 day made the plan routes fail).
 MIN_AWAKE_HOURS = 1.0
@@ -159,3 +173,40 @@ class StateAccepted(BaseModel):
     location_name: str | None
     arrived: bool
     observation_id: int | None = None
+
+
+def _gesture_name(value: str) -> str:
+    problem = id_problem(value, MAX_GESTURE_CHARS)
+    if problem is not None:
+        shown = value[:40] + ("..." if len(value) > 40 else "")
+        what = f"has {len(value)} characters" if len(value) > MAX_GESTURE_CHARS else "is not a gesture name"
+        # The message goes in the context: a brace in the value must not read as a template field.
+        raise PydanticCustomError(
+            "invalid_gesture", "{problem}", {"problem": f"{shown!r} {what}; {GESTURE_RULE}"}
+        )
+    return value
+
+
+#: A gesture's name as Unity's animator knows it (a trigger or state name).
+GestureName = Annotated[
+    str,
+    AfterValidator(_gesture_name),
+    Field(json_schema_extra={"minLength": 1, "maxLength": MAX_GESTURE_CHARS, "pattern": ID_PATTERN}),
+]
+
+
+class GesturesUpdate(BaseModel):
+    """Body of `PUT /v1/world/gestures`: the gestures this world's characters can make."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gestures: Annotated[list[GestureName], Field(max_length=MAX_GESTURES)] | None = Field(
+        description=f"The names Unity's animator knows, at most {MAX_GESTURES} ({GESTURE_RULE}); they replace "
+        "the world's list. `[]`: the characters make no gestures; null: back to the default list "
+        f"({', '.join(DEFAULT_GESTURES)}). A name given twice counts once.",
+    )
+
+    @field_validator("gestures")
+    @classmethod
+    def _once_each(cls, value: list[str] | None) -> list[str] | None:
+        return None if value is None else list(dict.fromkeys(value))

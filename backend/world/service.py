@@ -12,8 +12,9 @@ from backend.errors import NotFound
 from backend.events import AGENT_STATE, AgentStatePayload, EventBus
 from backend.gametime import utcnow
 from backend.world import repo
-from backend.world.models import Agent, AgentStateEvent, PointOfInterest
+from backend.world.models import Agent, AgentStateEvent, PointOfInterest, WorldMeta
 from backend.world.schemas import (
+    DEFAULT_GESTURES,
     AgentDetail,
     AgentPublic,
     AgentUpsert,
@@ -165,3 +166,16 @@ def state_history(
 ) -> list[AgentStateEvent]:
     get_agent(session, world_id, agent_id)
     return repo.state_events(session, world_id, agent_id, limit)
+
+
+def gestures(declared: list[str] | None) -> list[str]:
+    """A world's gestures: as declared (`PUT /v1/world/gestures`), else DEFAULT_GESTURES."""
+    return list(DEFAULT_GESTURES) if declared is None else list(declared)
+
+
+def declare_gestures(session: Session, world_id: str, names: list[str] | None) -> list[str]:
+    """Replace the world's gestures (None: back to the default) and commit. Returns the gestures now in use."""
+    meta = repo.meta(session, world_id) or WorldMeta(world_id=world_id)
+    meta.gestures = None if names is None else list(names)
+    repo.save(session, meta)
+    return gestures(meta.gestures)

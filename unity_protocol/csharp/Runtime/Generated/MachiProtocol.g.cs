@@ -4,6 +4,9 @@
 //
 //    using Machi.Protocol;
 //
+//    var actionResult = ActionResult.FromJson(jsonString);
+//    var actionResultAccepted = ActionResultAccepted.FromJson(jsonString);
+//    var agentAction = AgentAction.FromJson(jsonString);
 //    var agentDetail = AgentDetail.FromJson(jsonString);
 //    var agentPublic = AgentPublic.FromJson(jsonString);
 //    var agentUpsert = AgentUpsert.FromJson(jsonString);
@@ -15,6 +18,7 @@
 //    var endResult = EndResult.FromJson(jsonString);
 //    var errorBody = ErrorBody.FromJson(jsonString);
 //    var errorInfo = ErrorInfo.FromJson(jsonString);
+//    var gesturesUpdate = GesturesUpdate.FromJson(jsonString);
 //    var healthPublic = HealthPublic.FromJson(jsonString);
 //    var historyFix = HistoryFix.FromJson(jsonString);
 //    var intentionLine = IntentionLine.FromJson(jsonString);
@@ -47,6 +51,7 @@
 //    var turnResult = TurnResult.FromJson(jsonString);
 //    var whisperRequest = WhisperRequest.FromJson(jsonString);
 //    var whisperResult = WhisperResult.FromJson(jsonString);
+//    var worldActions = WorldActions.FromJson(jsonString);
 
 namespace Machi.Protocol
 {
@@ -58,6 +63,108 @@ namespace Machi.Protocol
     using Newtonsoft.Json.Converters;
 
     /// <summary>
+    /// Body of `POST /v1/agents/{agent_id}/action-result`: what became of an action a reply gave.
+    /// </summary>
+    public partial class ActionResult
+    {
+        /// <summary>
+        /// The action as the reply gave it.
+        /// </summary>
+        [JsonProperty("action")]
+        public AgentAction Action { get; set; }
+
+        /// <summary>
+        /// Game day of the outcome (1-based).
+        /// </summary>
+        [JsonProperty("day", NullValueHandling = NullValueHandling.Ignore)]
+        public long? Day { get; set; }
+
+        /// <summary>
+        /// Why it failed or stopped, in a few words the agent will remember (any language).
+        /// </summary>
+        [JsonProperty("detail")]
+        [JsonConverter(typeof(TentacledMinMaxLengthCheckConverter))]
+        public string Detail { get; set; }
+
+        /// <summary>
+        /// done, failed (could not), or interrupted (began, did not finish).
+        /// </summary>
+        [JsonProperty("outcome")]
+        public Outcome Outcome { get; set; }
+
+        /// <summary>
+        /// The conversation the action came from (1-128 characters of letters A-Z a-z, digits 0-9,
+        /// '_', '-' and '.' (not only dots)), if any.
+        /// </summary>
+        [JsonProperty("session_id")]
+        [JsonConverter(typeof(StickyMinMaxLengthCheckConverter))]
+        public string SessionId { get; set; }
+
+        /// <summary>
+        /// Hours into the game day of the outcome, e.g. 14.5.
+        /// </summary>
+        [JsonProperty("time_of_day")]
+        [JsonConverter(typeof(PurpleMinMaxValueCheckConverter))]
+        public double TimeOfDay { get; set; }
+    }
+
+    /// <summary>
+    /// The action as the reply gave it.
+    ///
+    /// One thing a character does with its line, for Unity to perform: flat fields, so any JSON
+    /// reader
+    /// (JsonUtility too) maps it. Unity reports how it went with `POST
+    /// /v1/agents/{agent_id}/action-result`.
+    /// </summary>
+    public partial class AgentAction
+    {
+        /// <summary>
+        /// give only: what is handed over, a few words of free text (at most 60 characters); null
+        /// for the other types.
+        /// </summary>
+        [JsonProperty("item")]
+        [JsonConverter(typeof(PurpleMinMaxLengthCheckConverter))]
+        public string Item { get; set; }
+
+        /// <summary>
+        /// What the action is about: go_to: a point of interest's id; follow and look_at: an agent's
+        /// id or a player's id (`player:` and an id); give: the recipient's id (an agent or a
+        /// player); gesture: the gesture's name (`GET /v1/world/actions`); end_conversation: none
+        /// (null).
+        /// </summary>
+        [JsonProperty("target")]
+        [JsonConverter(typeof(FluffyMinMaxLengthCheckConverter))]
+        public string Target { get; set; }
+
+        /// <summary>
+        /// go_to (walk to a place), follow (walk along with someone), give (hand something to
+        /// someone), gesture (play an animation), look_at (turn to someone), end_conversation (leave
+        /// the talk).
+        /// </summary>
+        [JsonProperty("type")]
+        public AgentActionType Type { get; set; }
+    }
+
+    /// <summary>
+    /// Reply of `POST /v1/agents/{agent_id}/action-result`: the observation the agent now
+    /// remembers.
+    /// </summary>
+    public partial class ActionResultAccepted
+    {
+        /// <summary>
+        /// Its text, in the agent's language.
+        /// </summary>
+        [JsonProperty("content")]
+        public string Content { get; set; }
+
+        /// <summary>
+        /// The memory (an earlier near-identical one when it was merged into it).
+        /// </summary>
+        [JsonProperty("memory_id")]
+        public long MemoryId { get; set; }
+    }
+
+    /// <summary>
     /// `GET /v1/agents/{agent_id}`: also the current plan item and emotion (null when there is
     /// none).
     /// </summary>
@@ -67,7 +174,7 @@ namespace Machi.Protocol
         public long? Age { get; set; }
 
         [JsonProperty("backstory", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(PurpleMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(IndigoMinMaxLengthCheckConverter))]
         public string Backstory { get; set; }
 
         [JsonProperty("council_role")]
@@ -80,7 +187,7 @@ namespace Machi.Protocol
         public EmotionNow Emotion { get; set; }
 
         [JsonProperty("home_poi")]
-        [JsonConverter(typeof(FluffyMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(IndecentMinMaxLengthCheckConverter))]
         public string HomePoi { get; set; }
 
         [JsonProperty("id")]
@@ -96,18 +203,18 @@ namespace Machi.Protocol
         public string LocationName { get; set; }
 
         [JsonProperty("name")]
-        [JsonConverter(typeof(TentacledMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(HilariousMinMaxLengthCheckConverter))]
         public string Name { get; set; }
 
         [JsonProperty("position")]
         public Position Position { get; set; }
 
         [JsonProperty("sleep_hour", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(FluffyMinMaxValueCheckConverter))]
+        [JsonConverter(typeof(TentacledMinMaxValueCheckConverter))]
         public double? SleepHour { get; set; }
 
         [JsonProperty("speaking_style", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(StickyMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(AmbitiousMinMaxLengthCheckConverter))]
         public string SpeakingStyle { get; set; }
 
         [JsonProperty("state")]
@@ -127,7 +234,7 @@ namespace Machi.Protocol
         public DateTimeOffset? UpdatedAt { get; set; }
 
         [JsonProperty("wake_hour", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(FluffyMinMaxValueCheckConverter))]
+        [JsonConverter(typeof(TentacledMinMaxValueCheckConverter))]
         public double? WakeHour { get; set; }
     }
 
@@ -155,15 +262,15 @@ namespace Machi.Protocol
     public partial class Position
     {
         [JsonProperty("x")]
-        [JsonConverter(typeof(PurpleMinMaxValueCheckConverter))]
+        [JsonConverter(typeof(FluffyMinMaxValueCheckConverter))]
         public double X { get; set; }
 
         [JsonProperty("y", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(PurpleMinMaxValueCheckConverter))]
+        [JsonConverter(typeof(FluffyMinMaxValueCheckConverter))]
         public double? Y { get; set; }
 
         [JsonProperty("z")]
-        [JsonConverter(typeof(PurpleMinMaxValueCheckConverter))]
+        [JsonConverter(typeof(FluffyMinMaxValueCheckConverter))]
         public double Z { get; set; }
     }
 
@@ -176,14 +283,14 @@ namespace Machi.Protocol
         public long? Age { get; set; }
 
         [JsonProperty("backstory", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(PurpleMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(IndigoMinMaxLengthCheckConverter))]
         public string Backstory { get; set; }
 
         [JsonProperty("council_role")]
         public CouncilRole? CouncilRole { get; set; }
 
         [JsonProperty("home_poi")]
-        [JsonConverter(typeof(FluffyMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(IndecentMinMaxLengthCheckConverter))]
         public string HomePoi { get; set; }
 
         [JsonProperty("id")]
@@ -196,18 +303,18 @@ namespace Machi.Protocol
         public string LocationName { get; set; }
 
         [JsonProperty("name")]
-        [JsonConverter(typeof(TentacledMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(HilariousMinMaxLengthCheckConverter))]
         public string Name { get; set; }
 
         [JsonProperty("position")]
         public Position Position { get; set; }
 
         [JsonProperty("sleep_hour", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(FluffyMinMaxValueCheckConverter))]
+        [JsonConverter(typeof(TentacledMinMaxValueCheckConverter))]
         public double? SleepHour { get; set; }
 
         [JsonProperty("speaking_style", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(StickyMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(AmbitiousMinMaxLengthCheckConverter))]
         public string SpeakingStyle { get; set; }
 
         [JsonProperty("state")]
@@ -227,7 +334,7 @@ namespace Machi.Protocol
         public DateTimeOffset? UpdatedAt { get; set; }
 
         [JsonProperty("wake_hour", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(FluffyMinMaxValueCheckConverter))]
+        [JsonConverter(typeof(TentacledMinMaxValueCheckConverter))]
         public double? WakeHour { get; set; }
     }
 
@@ -240,29 +347,29 @@ namespace Machi.Protocol
         public long? Age { get; set; }
 
         [JsonProperty("backstory", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(PurpleMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(IndigoMinMaxLengthCheckConverter))]
         public string Backstory { get; set; }
 
         [JsonProperty("council_role")]
         public CouncilRole? CouncilRole { get; set; }
 
         [JsonProperty("home_poi")]
-        [JsonConverter(typeof(FluffyMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(IndecentMinMaxLengthCheckConverter))]
         public string HomePoi { get; set; }
 
         [JsonProperty("language", NullValueHandling = NullValueHandling.Ignore)]
         public Language? Language { get; set; }
 
         [JsonProperty("name")]
-        [JsonConverter(typeof(TentacledMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(HilariousMinMaxLengthCheckConverter))]
         public string Name { get; set; }
 
         [JsonProperty("sleep_hour", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(FluffyMinMaxValueCheckConverter))]
+        [JsonConverter(typeof(TentacledMinMaxValueCheckConverter))]
         public double? SleepHour { get; set; }
 
         [JsonProperty("speaking_style", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(StickyMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(AmbitiousMinMaxLengthCheckConverter))]
         public string SpeakingStyle { get; set; }
 
         [JsonProperty("traits", NullValueHandling = NullValueHandling.Ignore)]
@@ -270,7 +377,7 @@ namespace Machi.Protocol
         public List<string> Traits { get; set; }
 
         [JsonProperty("wake_hour", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(FluffyMinMaxValueCheckConverter))]
+        [JsonConverter(typeof(TentacledMinMaxValueCheckConverter))]
         public double? WakeHour { get; set; }
     }
 
@@ -327,6 +434,12 @@ namespace Machi.Protocol
         [JsonProperty("id")]
         public string Id { get; set; }
 
+        [JsonProperty("kind", NullValueHandling = NullValueHandling.Ignore)]
+        public Kind? Kind { get; set; }
+
+        [JsonProperty("left", NullValueHandling = NullValueHandling.Ignore)]
+        public bool? Left { get; set; }
+
         [JsonProperty("name")]
         public string Name { get; set; }
     }
@@ -353,6 +466,12 @@ namespace Machi.Protocol
 
         [JsonProperty("is_conversation_end")]
         public bool IsConversationEnd { get; set; }
+
+        /// <summary>
+        /// What moderation held back in this turn (stage, source, category), for the operator.
+        /// </summary>
+        [JsonProperty("moderation")]
+        public Dictionary<string, object> Moderation { get; set; }
 
         [JsonProperty("speaker_id")]
         public string SpeakerId { get; set; }
@@ -424,18 +543,18 @@ namespace Machi.Protocol
         /// e.g. distance, interrupted.
         /// </summary>
         [JsonProperty("reason", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(IndecentMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(MagentaMinMaxLengthCheckConverter))]
         public string Reason { get; set; }
 
         /// <summary>
         /// The conversation's session_id, as its turns sent it.
         /// </summary>
         [JsonProperty("session_id")]
-        [JsonConverter(typeof(HilariousMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(FriskyMinMaxLengthCheckConverter))]
         public string SessionId { get; set; }
 
         [JsonProperty("time_of_day")]
-        [JsonConverter(typeof(TentacledMinMaxValueCheckConverter))]
+        [JsonConverter(typeof(PurpleMinMaxValueCheckConverter))]
         public double? TimeOfDay { get; set; }
     }
 
@@ -480,6 +599,23 @@ namespace Machi.Protocol
         /// </summary>
         [JsonProperty("message")]
         public string Message { get; set; }
+    }
+
+    /// <summary>
+    /// Body of `PUT /v1/world/gestures`: the gestures this world's characters can make.
+    /// </summary>
+    public partial class GesturesUpdate
+    {
+        /// <summary>
+        /// The names Unity's animator knows, at most 32 (a gesture name is 1-32 characters of
+        /// letters A-Z a-z, digits 0-9, '_', '-' and '.' (not only dots), e.g. 'wave' or
+        /// 'shake_head'); they replace the world's list. `[]`: the characters make no gestures;
+        /// null: back to the default list (wave, bow, nod, shake_head, laugh, think, point). A name
+        /// given twice counts once.
+        /// </summary>
+        [JsonProperty("gestures")]
+        [JsonConverter(typeof(FluffyDecodeArrayConverter))]
+        public List<string> Gestures { get; set; }
     }
 
     /// <summary>
@@ -635,7 +771,7 @@ namespace Machi.Protocol
     public partial class MemoryCreate
     {
         [JsonProperty("content")]
-        [JsonConverter(typeof(AmbitiousMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(BraggadociousMinMaxLengthCheckConverter))]
         public string Content { get; set; }
 
         [JsonProperty("day", NullValueHandling = NullValueHandling.Ignore)]
@@ -648,15 +784,15 @@ namespace Machi.Protocol
         public long? Importance { get; set; }
 
         [JsonProperty("location_name")]
-        [JsonConverter(typeof(CunningMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(TentacledMinMaxLengthCheckConverter))]
         public string LocationName { get; set; }
 
         [JsonProperty("tags")]
-        [JsonConverter(typeof(FluffyDecodeArrayConverter))]
+        [JsonConverter(typeof(TentacledDecodeArrayConverter))]
         public List<string> Tags { get; set; }
 
         [JsonProperty("time_of_day", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(FluffyMinMaxValueCheckConverter))]
+        [JsonConverter(typeof(TentacledMinMaxValueCheckConverter))]
         public double? TimeOfDay { get; set; }
 
         [JsonProperty("type")]
@@ -785,36 +921,36 @@ namespace Machi.Protocol
     public partial class PlanItem
     {
         [JsonProperty("activity")]
-        [JsonConverter(typeof(CunningMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(TentacledMinMaxLengthCheckConverter))]
         public string Activity { get; set; }
 
         [JsonProperty("end")]
-        [JsonConverter(typeof(FluffyMinMaxValueCheckConverter))]
+        [JsonConverter(typeof(TentacledMinMaxValueCheckConverter))]
         public double End { get; set; }
 
         [JsonProperty("poi_id")]
         public string PoiId { get; set; }
 
         [JsonProperty("start")]
-        [JsonConverter(typeof(FluffyMinMaxValueCheckConverter))]
+        [JsonConverter(typeof(TentacledMinMaxValueCheckConverter))]
         public double Start { get; set; }
     }
 
     public partial class PoiPublic
     {
         [JsonProperty("description", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(FriskyMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter2))]
         public string Description { get; set; }
 
         [JsonProperty("id")]
         public string Id { get; set; }
 
         [JsonProperty("kind", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(MischievousMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter3))]
         public string Kind { get; set; }
 
         [JsonProperty("name")]
-        [JsonConverter(typeof(BraggadociousMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter4))]
         public string Name { get; set; }
 
         [JsonProperty("position")]
@@ -858,11 +994,11 @@ namespace Machi.Protocol
         public long Day { get; set; }
 
         [JsonProperty("reason")]
-        [JsonConverter(typeof(MinMaxLengthCheckConverter1))]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter5))]
         public string Reason { get; set; }
 
         [JsonProperty("time_of_day")]
-        [JsonConverter(typeof(FluffyMinMaxValueCheckConverter))]
+        [JsonConverter(typeof(TentacledMinMaxValueCheckConverter))]
         public double? TimeOfDay { get; set; }
     }
 
@@ -872,15 +1008,15 @@ namespace Machi.Protocol
     public partial class PoiUpsert
     {
         [JsonProperty("description", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(FriskyMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter2))]
         public string Description { get; set; }
 
         [JsonProperty("kind", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(MischievousMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter3))]
         public string Kind { get; set; }
 
         [JsonProperty("name")]
-        [JsonConverter(typeof(BraggadociousMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter4))]
         public string Name { get; set; }
 
         [JsonProperty("position")]
@@ -893,7 +1029,7 @@ namespace Machi.Protocol
         public long? Day { get; set; }
 
         [JsonProperty("time_of_day")]
-        [JsonConverter(typeof(FluffyMinMaxValueCheckConverter))]
+        [JsonConverter(typeof(TentacledMinMaxValueCheckConverter))]
         public double? TimeOfDay { get; set; }
     }
 
@@ -916,14 +1052,14 @@ namespace Machi.Protocol
         public long? K { get; set; }
 
         [JsonProperty("query")]
-        [JsonConverter(typeof(MinMaxLengthCheckConverter2))]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter6))]
         public string Query { get; set; }
 
         [JsonProperty("relevance")]
         public Relevance? Relevance { get; set; }
 
         [JsonProperty("time_of_day")]
-        [JsonConverter(typeof(FluffyMinMaxValueCheckConverter))]
+        [JsonConverter(typeof(TentacledMinMaxValueCheckConverter))]
         public double? TimeOfDay { get; set; }
 
         [JsonProperty("types")]
@@ -936,15 +1072,15 @@ namespace Machi.Protocol
     public partial class RetrievalWeights
     {
         [JsonProperty("importance")]
-        [JsonConverter(typeof(TentacledMinMaxValueCheckConverter))]
+        [JsonConverter(typeof(PurpleMinMaxValueCheckConverter))]
         public double? Importance { get; set; }
 
         [JsonProperty("recency")]
-        [JsonConverter(typeof(TentacledMinMaxValueCheckConverter))]
+        [JsonConverter(typeof(PurpleMinMaxValueCheckConverter))]
         public double? Recency { get; set; }
 
         [JsonProperty("relevance")]
-        [JsonConverter(typeof(TentacledMinMaxValueCheckConverter))]
+        [JsonConverter(typeof(PurpleMinMaxValueCheckConverter))]
         public double? Relevance { get; set; }
     }
 
@@ -999,7 +1135,7 @@ namespace Machi.Protocol
         public long Day { get; set; }
 
         [JsonProperty("location_name")]
-        [JsonConverter(typeof(CunningMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(TentacledMinMaxLengthCheckConverter))]
         public string LocationName { get; set; }
 
         /// <summary>
@@ -1008,7 +1144,7 @@ namespace Machi.Protocol
         /// while Unity turns the two to face each other, so the first turn answers sooner.
         /// </summary>
         [JsonProperty("partner_id")]
-        [JsonConverter(typeof(FluffyMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(IndecentMinMaxLengthCheckConverter))]
         public string PartnerId { get; set; }
 
         [JsonProperty("position")]
@@ -1018,7 +1154,7 @@ namespace Machi.Protocol
         public State State { get; set; }
 
         [JsonProperty("time_of_day")]
-        [JsonConverter(typeof(TentacledMinMaxValueCheckConverter))]
+        [JsonConverter(typeof(PurpleMinMaxValueCheckConverter))]
         public double TimeOfDay { get; set; }
     }
 
@@ -1033,7 +1169,8 @@ namespace Machi.Protocol
     }
 
     /// <summary>
-    /// A turn request exactly as Unity sends it (`day` and `language` are optional extras).
+    /// A turn request exactly as Unity sends it (`day`, `language` and `participants` are
+    /// optional extras).
     /// </summary>
     public partial class TurnRequest
     {
@@ -1041,7 +1178,7 @@ namespace Machi.Protocol
         /// The agent who speaks now.
         /// </summary>
         [JsonProperty("agent_id")]
-        [JsonConverter(typeof(FluffyMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(IndecentMinMaxLengthCheckConverter))]
         public string AgentId { get; set; }
 
         [JsonProperty("day", NullValueHandling = NullValueHandling.Ignore)]
@@ -1052,7 +1189,7 @@ namespace Machi.Protocol
         /// agent id is accepted too; the server stores and prompts display names).
         /// </summary>
         [JsonProperty("history", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(TentacledDecodeArrayConverter))]
+        [JsonConverter(typeof(StickyDecodeArrayConverter))]
         public List<string> History { get; set; }
 
         /// <summary>
@@ -1062,19 +1199,28 @@ namespace Machi.Protocol
         public Language? Language { get; set; }
 
         [JsonProperty("location_name")]
-        [JsonConverter(typeof(CunningMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(TentacledMinMaxLengthCheckConverter))]
         public string LocationName { get; set; }
+
+        /// <summary>
+        /// A group conversation's participants (2-6 agents and players, `agent_id` and `target_id`
+        /// among them), the same on every turn of it; a participant may join later by being added.
+        /// Unset: the two of `agent_id` and `target_id`.
+        /// </summary>
+        [JsonProperty("participants")]
+        [JsonConverter(typeof(IndigoDecodeArrayConverter))]
+        public List<string> Participants { get; set; }
 
         /// <summary>
         /// Unity's id for this conversation: 1-128 characters of letters A-Z a-z, digits 0-9, '_',
         /// '-' and '.' (not only dots), so that GET /v1/conversations/{session_id} reads it back.
         /// </summary>
         [JsonProperty("session_id")]
-        [JsonConverter(typeof(MinMaxLengthCheckConverter3))]
+        [JsonConverter(typeof(StickyMinMaxLengthCheckConverter))]
         public string SessionId { get; set; }
 
         /// <summary>
-        /// The agent spoken to.
+        /// The participant spoken to: an agent, or a player (`player:` and an id).
         /// </summary>
         [JsonProperty("target_id")]
         [JsonConverter(typeof(FluffyMinMaxLengthCheckConverter))]
@@ -1084,7 +1230,7 @@ namespace Machi.Protocol
         /// Hours into the game day, e.g. 14.5.
         /// </summary>
         [JsonProperty("time_of_day")]
-        [JsonConverter(typeof(TentacledMinMaxValueCheckConverter))]
+        [JsonConverter(typeof(PurpleMinMaxValueCheckConverter))]
         public double TimeOfDay { get; set; }
     }
 
@@ -1101,6 +1247,21 @@ namespace Machi.Protocol
     /// </summary>
     public partial class TurnResult
     {
+        /// <summary>
+        /// What the speaker does with this line, for Unity to perform (GET /v1/world/actions lists
+        /// the vocabulary); each names only things the world has. Report the outcome with POST
+        /// /v1/agents/{agent_id}/action-result.
+        /// </summary>
+        [JsonProperty("actions", NullValueHandling = NullValueHandling.Ignore)]
+        public List<Dictionary<string, object>> Actions { get; set; }
+
+        /// <summary>
+        /// True when the line is an in-character deflection: moderation held back the visitor's line
+        /// or the model's reply (the server recorded why).
+        /// </summary>
+        [JsonProperty("deflected", NullValueHandling = NullValueHandling.Ignore)]
+        public bool? Deflected { get; set; }
+
         [JsonProperty("dialogue")]
         public string Dialogue { get; set; }
 
@@ -1136,6 +1297,28 @@ namespace Machi.Protocol
 
         [JsonProperty("is_conversation_end")]
         public bool IsConversationEnd { get; set; }
+
+        /// <summary>
+        /// Who left the conversation with this line (a participant's goodbye in a group): Unity can
+        /// walk them away. The conversation ends when fewer than two remain.
+        /// </summary>
+        [JsonProperty("left", NullValueHandling = NullValueHandling.Ignore)]
+        public List<string> Left { get; set; }
+
+        /// <summary>
+        /// Who should speak next (an agent: ask its turn; a player: wait for their line): the
+        /// participant this line named or addressed, or in a group the one who has waited longest.
+        /// None once the conversation has ended.
+        /// </summary>
+        [JsonProperty("next_speaker")]
+        public string NextSpeaker { get; set; }
+
+        /// <summary>
+        /// Who is still in the conversation after this line (agents and players), in the order they
+        /// joined. Empty in a reply stored before protocol 2.
+        /// </summary>
+        [JsonProperty("participants", NullValueHandling = NullValueHandling.Ignore)]
+        public List<string> Participants { get; set; }
 
         [JsonProperty("session_id")]
         public string SessionId { get; set; }
@@ -1185,14 +1368,14 @@ namespace Machi.Protocol
         /// the thought, in the agent's language
         /// </summary>
         [JsonProperty("text")]
-        [JsonConverter(typeof(MinMaxLengthCheckConverter4))]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter7))]
         public string Text { get; set; }
 
         /// <summary>
         /// game hour now
         /// </summary>
         [JsonProperty("time_of_day", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(FluffyMinMaxValueCheckConverter))]
+        [JsonConverter(typeof(TentacledMinMaxValueCheckConverter))]
         public double? TimeOfDay { get; set; }
     }
 
@@ -1241,9 +1424,54 @@ namespace Machi.Protocol
         public double TimeOfDay { get; set; }
     }
 
+    /// <summary>
+    /// Reply of `GET /v1/world/actions` and `PUT /v1/world/gestures`: the action vocabulary of
+    /// this world.
+    /// </summary>
+    public partial class WorldActions
+    {
+        /// <summary>
+        /// The gesture names a `gesture` action may name.
+        /// </summary>
+        [JsonProperty("gestures")]
+        public List<string> Gestures { get; set; }
+
+        /// <summary>
+        /// false: the world declared no gestures, so these are the default list.
+        /// </summary>
+        [JsonProperty("gestures_declared")]
+        public bool GesturesDeclared { get; set; }
+
+        /// <summary>
+        /// Every action type a reply may carry.
+        /// </summary>
+        [JsonProperty("types")]
+        public List<AgentActionType> Types { get; set; }
+
+        /// <summary>
+        /// The vocabulary's version: it rises when a type or a field is added.
+        /// </summary>
+        [JsonProperty("version")]
+        public long Version { get; set; }
+    }
+
+    /// <summary>
+    /// go_to (walk to a place), follow (walk along with someone), give (hand something to
+    /// someone), gesture (play an animation), look_at (turn to someone), end_conversation (leave
+    /// the talk).
+    /// </summary>
+    public enum AgentActionType { EndConversation, Follow, Gesture, Give, GoTo, LookAt };
+
+    /// <summary>
+    /// done, failed (could not), or interrupted (began, did not finish).
+    /// </summary>
+    public enum Outcome { Done, Failed, Interrupted };
+
     public enum CouncilRole { Member, Moderator };
 
     public enum Language { En, Ja };
+
+    public enum Kind { Agent, Player };
 
     public enum TypeElement { Observation, Plan, Reflection };
 
@@ -1259,6 +1487,21 @@ namespace Machi.Protocol
     public enum Emotion { Angry, Happy, Neutral, Relaxed, Sad, Surprised };
 
     public enum EndReason { Farewell, MaxTurns, Model };
+
+    public partial class ActionResult
+    {
+        public static ActionResult FromJson(string json) => JsonConvert.DeserializeObject<ActionResult>(json, Machi.Protocol.Converter.Settings);
+    }
+
+    public partial class ActionResultAccepted
+    {
+        public static ActionResultAccepted FromJson(string json) => JsonConvert.DeserializeObject<ActionResultAccepted>(json, Machi.Protocol.Converter.Settings);
+    }
+
+    public partial class AgentAction
+    {
+        public static AgentAction FromJson(string json) => JsonConvert.DeserializeObject<AgentAction>(json, Machi.Protocol.Converter.Settings);
+    }
 
     public partial class AgentDetail
     {
@@ -1313,6 +1556,11 @@ namespace Machi.Protocol
     public partial class ErrorInfo
     {
         public static ErrorInfo FromJson(string json) => JsonConvert.DeserializeObject<ErrorInfo>(json, Machi.Protocol.Converter.Settings);
+    }
+
+    public partial class GesturesUpdate
+    {
+        public static GesturesUpdate FromJson(string json) => JsonConvert.DeserializeObject<GesturesUpdate>(json, Machi.Protocol.Converter.Settings);
     }
 
     public partial class HealthPublic
@@ -1475,8 +1723,16 @@ namespace Machi.Protocol
         public static WhisperResult FromJson(string json) => JsonConvert.DeserializeObject<WhisperResult>(json, Machi.Protocol.Converter.Settings);
     }
 
+    public partial class WorldActions
+    {
+        public static WorldActions FromJson(string json) => JsonConvert.DeserializeObject<WorldActions>(json, Machi.Protocol.Converter.Settings);
+    }
+
     public static class Serialize
     {
+        public static string ToJson(this ActionResult self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
+        public static string ToJson(this ActionResultAccepted self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
+        public static string ToJson(this AgentAction self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this AgentDetail self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this AgentPublic self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this AgentUpsert self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
@@ -1488,6 +1744,7 @@ namespace Machi.Protocol
         public static string ToJson(this EndResult self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this ErrorBody self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this ErrorInfo self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
+        public static string ToJson(this GesturesUpdate self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this HealthPublic self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this HistoryFix self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this IntentionLine self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
@@ -1520,6 +1777,7 @@ namespace Machi.Protocol
         public static string ToJson(this TurnResult self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this WhisperRequest self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this WhisperResult self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
+        public static string ToJson(this WorldActions self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
     }
 
     internal static class Converter
@@ -1530,8 +1788,11 @@ namespace Machi.Protocol
             DateParseHandling = DateParseHandling.None,
             Converters =
             {
+                AgentActionTypeConverter.Singleton,
+                OutcomeConverter.Singleton,
                 CouncilRoleConverter.Singleton,
                 LanguageConverter.Singleton,
+                KindConverter.Singleton,
                 TypeElementConverter.Singleton,
                 RelevanceConverter.Singleton,
                 StateConverter.Singleton,
@@ -1543,6 +1804,259 @@ namespace Machi.Protocol
     }
 
     internal class PurpleMinMaxLengthCheckConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(string);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            var value = serializer.Deserialize<string>(reader);
+            if (value.Length <= 60)
+            {
+                return value;
+            }
+            throw new Exception("Cannot unmarshal type string");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (string)untypedValue;
+            if (value.Length <= 60)
+            {
+                serializer.Serialize(writer, value);
+                return;
+            }
+            throw new Exception("Cannot marshal type string");
+        }
+
+        public static readonly PurpleMinMaxLengthCheckConverter Singleton = new PurpleMinMaxLengthCheckConverter();
+    }
+
+    internal class FluffyMinMaxLengthCheckConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(string);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            var value = serializer.Deserialize<string>(reader);
+            if (value.Length >= 1 && value.Length <= 64)
+            {
+                return value;
+            }
+            throw new Exception("Cannot unmarshal type string");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (string)untypedValue;
+            if (value.Length >= 1 && value.Length <= 64)
+            {
+                serializer.Serialize(writer, value);
+                return;
+            }
+            throw new Exception("Cannot marshal type string");
+        }
+
+        public static readonly FluffyMinMaxLengthCheckConverter Singleton = new FluffyMinMaxLengthCheckConverter();
+    }
+
+    internal class AgentActionTypeConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(AgentActionType) || t == typeof(AgentActionType?);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            if (reader.TokenType == JsonToken.Null) return null;
+            var value = serializer.Deserialize<string>(reader);
+            switch (value)
+            {
+                case "end_conversation":
+                    return AgentActionType.EndConversation;
+                case "follow":
+                    return AgentActionType.Follow;
+                case "gesture":
+                    return AgentActionType.Gesture;
+                case "give":
+                    return AgentActionType.Give;
+                case "go_to":
+                    return AgentActionType.GoTo;
+                case "look_at":
+                    return AgentActionType.LookAt;
+            }
+            throw new Exception("Cannot unmarshal type AgentActionType");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            if (untypedValue == null)
+            {
+                serializer.Serialize(writer, null);
+                return;
+            }
+            var value = (AgentActionType)untypedValue;
+            switch (value)
+            {
+                case AgentActionType.EndConversation:
+                    serializer.Serialize(writer, "end_conversation");
+                    return;
+                case AgentActionType.Follow:
+                    serializer.Serialize(writer, "follow");
+                    return;
+                case AgentActionType.Gesture:
+                    serializer.Serialize(writer, "gesture");
+                    return;
+                case AgentActionType.Give:
+                    serializer.Serialize(writer, "give");
+                    return;
+                case AgentActionType.GoTo:
+                    serializer.Serialize(writer, "go_to");
+                    return;
+                case AgentActionType.LookAt:
+                    serializer.Serialize(writer, "look_at");
+                    return;
+            }
+            throw new Exception("Cannot marshal type AgentActionType");
+        }
+
+        public static readonly AgentActionTypeConverter Singleton = new AgentActionTypeConverter();
+    }
+
+    internal class TentacledMinMaxLengthCheckConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(string);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            var value = serializer.Deserialize<string>(reader);
+            if (value.Length <= 200)
+            {
+                return value;
+            }
+            throw new Exception("Cannot unmarshal type string");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (string)untypedValue;
+            if (value.Length <= 200)
+            {
+                serializer.Serialize(writer, value);
+                return;
+            }
+            throw new Exception("Cannot marshal type string");
+        }
+
+        public static readonly TentacledMinMaxLengthCheckConverter Singleton = new TentacledMinMaxLengthCheckConverter();
+    }
+
+    internal class OutcomeConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(Outcome) || t == typeof(Outcome?);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            if (reader.TokenType == JsonToken.Null) return null;
+            var value = serializer.Deserialize<string>(reader);
+            switch (value)
+            {
+                case "done":
+                    return Outcome.Done;
+                case "failed":
+                    return Outcome.Failed;
+                case "interrupted":
+                    return Outcome.Interrupted;
+            }
+            throw new Exception("Cannot unmarshal type Outcome");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            if (untypedValue == null)
+            {
+                serializer.Serialize(writer, null);
+                return;
+            }
+            var value = (Outcome)untypedValue;
+            switch (value)
+            {
+                case Outcome.Done:
+                    serializer.Serialize(writer, "done");
+                    return;
+                case Outcome.Failed:
+                    serializer.Serialize(writer, "failed");
+                    return;
+                case Outcome.Interrupted:
+                    serializer.Serialize(writer, "interrupted");
+                    return;
+            }
+            throw new Exception("Cannot marshal type Outcome");
+        }
+
+        public static readonly OutcomeConverter Singleton = new OutcomeConverter();
+    }
+
+    internal class StickyMinMaxLengthCheckConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(string);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            var value = serializer.Deserialize<string>(reader);
+            if (value.Length >= 1 && value.Length <= 128)
+            {
+                return value;
+            }
+            throw new Exception("Cannot unmarshal type string");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (string)untypedValue;
+            if (value.Length >= 1 && value.Length <= 128)
+            {
+                serializer.Serialize(writer, value);
+                return;
+            }
+            throw new Exception("Cannot marshal type string");
+        }
+
+        public static readonly StickyMinMaxLengthCheckConverter Singleton = new StickyMinMaxLengthCheckConverter();
+    }
+
+    internal class PurpleMinMaxValueCheckConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(double) || t == typeof(double?);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            if (reader.TokenType == JsonToken.Null) return null;
+            var value = serializer.Deserialize<double>(reader);
+            if (value >= 0)
+            {
+                return value;
+            }
+            throw new Exception("Cannot unmarshal type double");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            if (untypedValue == null)
+            {
+                serializer.Serialize(writer, null);
+                return;
+            }
+            var value = (double)untypedValue;
+            if (value >= 0)
+            {
+                serializer.Serialize(writer, value);
+                return;
+            }
+            throw new Exception("Cannot marshal type double");
+        }
+
+        public static readonly PurpleMinMaxValueCheckConverter Singleton = new PurpleMinMaxValueCheckConverter();
+    }
+
+    internal class IndigoMinMaxLengthCheckConverter : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(string);
 
@@ -1567,7 +2081,7 @@ namespace Machi.Protocol
             throw new Exception("Cannot marshal type string");
         }
 
-        public static readonly PurpleMinMaxLengthCheckConverter Singleton = new PurpleMinMaxLengthCheckConverter();
+        public static readonly IndigoMinMaxLengthCheckConverter Singleton = new IndigoMinMaxLengthCheckConverter();
     }
 
     internal class CouncilRoleConverter : JsonConverter
@@ -1611,7 +2125,7 @@ namespace Machi.Protocol
         public static readonly CouncilRoleConverter Singleton = new CouncilRoleConverter();
     }
 
-    internal class FluffyMinMaxLengthCheckConverter : JsonConverter
+    internal class IndecentMinMaxLengthCheckConverter : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(string);
 
@@ -1636,7 +2150,7 @@ namespace Machi.Protocol
             throw new Exception("Cannot marshal type string");
         }
 
-        public static readonly FluffyMinMaxLengthCheckConverter Singleton = new FluffyMinMaxLengthCheckConverter();
+        public static readonly IndecentMinMaxLengthCheckConverter Singleton = new IndecentMinMaxLengthCheckConverter();
     }
 
     internal class LanguageConverter : JsonConverter
@@ -1680,220 +2194,6 @@ namespace Machi.Protocol
         public static readonly LanguageConverter Singleton = new LanguageConverter();
     }
 
-    internal class TentacledMinMaxLengthCheckConverter : JsonConverter
-    {
-        public override bool CanConvert(Type t) => t == typeof(string);
-
-        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
-        {
-            var value = serializer.Deserialize<string>(reader);
-            if (value.Length >= 1 && value.Length <= 100)
-            {
-                return value;
-            }
-            throw new Exception("Cannot unmarshal type string");
-        }
-
-        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
-        {
-            var value = (string)untypedValue;
-            if (value.Length >= 1 && value.Length <= 100)
-            {
-                serializer.Serialize(writer, value);
-                return;
-            }
-            throw new Exception("Cannot marshal type string");
-        }
-
-        public static readonly TentacledMinMaxLengthCheckConverter Singleton = new TentacledMinMaxLengthCheckConverter();
-    }
-
-    internal class PurpleMinMaxValueCheckConverter : JsonConverter
-    {
-        public override bool CanConvert(Type t) => t == typeof(double) || t == typeof(double?);
-
-        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
-        {
-            if (reader.TokenType == JsonToken.Null) return null;
-            var value = serializer.Deserialize<double>(reader);
-            if (value >= -1000000 && value <= 1000000)
-            {
-                return value;
-            }
-            throw new Exception("Cannot unmarshal type double");
-        }
-
-        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
-        {
-            if (untypedValue == null)
-            {
-                serializer.Serialize(writer, null);
-                return;
-            }
-            var value = (double)untypedValue;
-            if (value >= -1000000 && value <= 1000000)
-            {
-                serializer.Serialize(writer, value);
-                return;
-            }
-            throw new Exception("Cannot marshal type double");
-        }
-
-        public static readonly PurpleMinMaxValueCheckConverter Singleton = new PurpleMinMaxValueCheckConverter();
-    }
-
-    internal class FluffyMinMaxValueCheckConverter : JsonConverter
-    {
-        public override bool CanConvert(Type t) => t == typeof(double) || t == typeof(double?);
-
-        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
-        {
-            if (reader.TokenType == JsonToken.Null) return null;
-            var value = serializer.Deserialize<double>(reader);
-            if (value >= 0 && value <= 24)
-            {
-                return value;
-            }
-            throw new Exception("Cannot unmarshal type double");
-        }
-
-        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
-        {
-            if (untypedValue == null)
-            {
-                serializer.Serialize(writer, null);
-                return;
-            }
-            var value = (double)untypedValue;
-            if (value >= 0 && value <= 24)
-            {
-                serializer.Serialize(writer, value);
-                return;
-            }
-            throw new Exception("Cannot marshal type double");
-        }
-
-        public static readonly FluffyMinMaxValueCheckConverter Singleton = new FluffyMinMaxValueCheckConverter();
-    }
-
-    internal class StickyMinMaxLengthCheckConverter : JsonConverter
-    {
-        public override bool CanConvert(Type t) => t == typeof(string);
-
-        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
-        {
-            var value = serializer.Deserialize<string>(reader);
-            if (value.Length <= 1000)
-            {
-                return value;
-            }
-            throw new Exception("Cannot unmarshal type string");
-        }
-
-        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
-        {
-            var value = (string)untypedValue;
-            if (value.Length <= 1000)
-            {
-                serializer.Serialize(writer, value);
-                return;
-            }
-            throw new Exception("Cannot marshal type string");
-        }
-
-        public static readonly StickyMinMaxLengthCheckConverter Singleton = new StickyMinMaxLengthCheckConverter();
-    }
-
-    internal class PurpleDecodeArrayConverter : JsonConverter
-    {
-        public override bool CanConvert(Type t) => t == typeof(List<string>);
-
-        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
-        {
-            reader.Read();
-            var value = new List<string>();
-            while (reader.TokenType != JsonToken.EndArray)
-            {
-                var converter = IndigoMinMaxLengthCheckConverter.Singleton;
-                var arrayItem = (string)converter.ReadJson(reader, typeof(string), null, serializer);
-                value.Add(arrayItem);
-                reader.Read();
-            }
-            return value;
-        }
-
-        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
-        {
-            var value = (List<string>)untypedValue;
-            writer.WriteStartArray();
-            foreach (var arrayItem in value)
-            {
-                var converter = IndigoMinMaxLengthCheckConverter.Singleton;
-                converter.WriteJson(writer, arrayItem, serializer);
-            }
-            writer.WriteEndArray();
-            return;
-        }
-
-        public static readonly PurpleDecodeArrayConverter Singleton = new PurpleDecodeArrayConverter();
-    }
-
-    internal class IndigoMinMaxLengthCheckConverter : JsonConverter
-    {
-        public override bool CanConvert(Type t) => t == typeof(string);
-
-        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
-        {
-            var value = serializer.Deserialize<string>(reader);
-            if (value.Length <= 50)
-            {
-                return value;
-            }
-            throw new Exception("Cannot unmarshal type string");
-        }
-
-        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
-        {
-            var value = (string)untypedValue;
-            if (value.Length <= 50)
-            {
-                serializer.Serialize(writer, value);
-                return;
-            }
-            throw new Exception("Cannot marshal type string");
-        }
-
-        public static readonly IndigoMinMaxLengthCheckConverter Singleton = new IndigoMinMaxLengthCheckConverter();
-    }
-
-    internal class IndecentMinMaxLengthCheckConverter : JsonConverter
-    {
-        public override bool CanConvert(Type t) => t == typeof(string);
-
-        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
-        {
-            var value = serializer.Deserialize<string>(reader);
-            if (value.Length >= 1 && value.Length <= 32)
-            {
-                return value;
-            }
-            throw new Exception("Cannot unmarshal type string");
-        }
-
-        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
-        {
-            var value = (string)untypedValue;
-            if (value.Length >= 1 && value.Length <= 32)
-            {
-                serializer.Serialize(writer, value);
-                return;
-            }
-            throw new Exception("Cannot marshal type string");
-        }
-
-        public static readonly IndecentMinMaxLengthCheckConverter Singleton = new IndecentMinMaxLengthCheckConverter();
-    }
-
     internal class HilariousMinMaxLengthCheckConverter : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(string);
@@ -1901,7 +2201,7 @@ namespace Machi.Protocol
         public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
         {
             var value = serializer.Deserialize<string>(reader);
-            if (value.Length >= 1 && value.Length <= 128)
+            if (value.Length >= 1 && value.Length <= 100)
             {
                 return value;
             }
@@ -1911,7 +2211,7 @@ namespace Machi.Protocol
         public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
         {
             var value = (string)untypedValue;
-            if (value.Length >= 1 && value.Length <= 128)
+            if (value.Length >= 1 && value.Length <= 100)
             {
                 serializer.Serialize(writer, value);
                 return;
@@ -1922,7 +2222,7 @@ namespace Machi.Protocol
         public static readonly HilariousMinMaxLengthCheckConverter Singleton = new HilariousMinMaxLengthCheckConverter();
     }
 
-    internal class TentacledMinMaxValueCheckConverter : JsonConverter
+    internal class FluffyMinMaxValueCheckConverter : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(double) || t == typeof(double?);
 
@@ -1930,7 +2230,7 @@ namespace Machi.Protocol
         {
             if (reader.TokenType == JsonToken.Null) return null;
             var value = serializer.Deserialize<double>(reader);
-            if (value >= 0)
+            if (value >= -1000000 && value <= 1000000)
             {
                 return value;
             }
@@ -1945,7 +2245,41 @@ namespace Machi.Protocol
                 return;
             }
             var value = (double)untypedValue;
-            if (value >= 0)
+            if (value >= -1000000 && value <= 1000000)
+            {
+                serializer.Serialize(writer, value);
+                return;
+            }
+            throw new Exception("Cannot marshal type double");
+        }
+
+        public static readonly FluffyMinMaxValueCheckConverter Singleton = new FluffyMinMaxValueCheckConverter();
+    }
+
+    internal class TentacledMinMaxValueCheckConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(double) || t == typeof(double?);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            if (reader.TokenType == JsonToken.Null) return null;
+            var value = serializer.Deserialize<double>(reader);
+            if (value >= 0 && value <= 24)
+            {
+                return value;
+            }
+            throw new Exception("Cannot unmarshal type double");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            if (untypedValue == null)
+            {
+                serializer.Serialize(writer, null);
+                return;
+            }
+            var value = (double)untypedValue;
+            if (value >= 0 && value <= 24)
             {
                 serializer.Serialize(writer, value);
                 return;
@@ -1963,7 +2297,7 @@ namespace Machi.Protocol
         public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
         {
             var value = serializer.Deserialize<string>(reader);
-            if (value.Length >= 1 && value.Length <= 10000)
+            if (value.Length <= 1000)
             {
                 return value;
             }
@@ -1973,7 +2307,7 @@ namespace Machi.Protocol
         public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
         {
             var value = (string)untypedValue;
-            if (value.Length >= 1 && value.Length <= 10000)
+            if (value.Length <= 1000)
             {
                 serializer.Serialize(writer, value);
                 return;
@@ -1984,35 +2318,7 @@ namespace Machi.Protocol
         public static readonly AmbitiousMinMaxLengthCheckConverter Singleton = new AmbitiousMinMaxLengthCheckConverter();
     }
 
-    internal class CunningMinMaxLengthCheckConverter : JsonConverter
-    {
-        public override bool CanConvert(Type t) => t == typeof(string);
-
-        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
-        {
-            var value = serializer.Deserialize<string>(reader);
-            if (value.Length <= 200)
-            {
-                return value;
-            }
-            throw new Exception("Cannot unmarshal type string");
-        }
-
-        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
-        {
-            var value = (string)untypedValue;
-            if (value.Length <= 200)
-            {
-                serializer.Serialize(writer, value);
-                return;
-            }
-            throw new Exception("Cannot marshal type string");
-        }
-
-        public static readonly CunningMinMaxLengthCheckConverter Singleton = new CunningMinMaxLengthCheckConverter();
-    }
-
-    internal class FluffyDecodeArrayConverter : JsonConverter
+    internal class PurpleDecodeArrayConverter : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(List<string>);
 
@@ -2022,7 +2328,7 @@ namespace Machi.Protocol
             var value = new List<string>();
             while (reader.TokenType != JsonToken.EndArray)
             {
-                var converter = MagentaMinMaxLengthCheckConverter.Singleton;
+                var converter = CunningMinMaxLengthCheckConverter.Singleton;
                 var arrayItem = (string)converter.ReadJson(reader, typeof(string), null, serializer);
                 value.Add(arrayItem);
                 reader.Read();
@@ -2036,7 +2342,166 @@ namespace Machi.Protocol
             writer.WriteStartArray();
             foreach (var arrayItem in value)
             {
-                var converter = MagentaMinMaxLengthCheckConverter.Singleton;
+                var converter = CunningMinMaxLengthCheckConverter.Singleton;
+                converter.WriteJson(writer, arrayItem, serializer);
+            }
+            writer.WriteEndArray();
+            return;
+        }
+
+        public static readonly PurpleDecodeArrayConverter Singleton = new PurpleDecodeArrayConverter();
+    }
+
+    internal class CunningMinMaxLengthCheckConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(string);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            var value = serializer.Deserialize<string>(reader);
+            if (value.Length <= 50)
+            {
+                return value;
+            }
+            throw new Exception("Cannot unmarshal type string");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (string)untypedValue;
+            if (value.Length <= 50)
+            {
+                serializer.Serialize(writer, value);
+                return;
+            }
+            throw new Exception("Cannot marshal type string");
+        }
+
+        public static readonly CunningMinMaxLengthCheckConverter Singleton = new CunningMinMaxLengthCheckConverter();
+    }
+
+    internal class KindConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(Kind) || t == typeof(Kind?);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            if (reader.TokenType == JsonToken.Null) return null;
+            var value = serializer.Deserialize<string>(reader);
+            switch (value)
+            {
+                case "agent":
+                    return Kind.Agent;
+                case "player":
+                    return Kind.Player;
+            }
+            throw new Exception("Cannot unmarshal type Kind");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            if (untypedValue == null)
+            {
+                serializer.Serialize(writer, null);
+                return;
+            }
+            var value = (Kind)untypedValue;
+            switch (value)
+            {
+                case Kind.Agent:
+                    serializer.Serialize(writer, "agent");
+                    return;
+                case Kind.Player:
+                    serializer.Serialize(writer, "player");
+                    return;
+            }
+            throw new Exception("Cannot marshal type Kind");
+        }
+
+        public static readonly KindConverter Singleton = new KindConverter();
+    }
+
+    internal class MagentaMinMaxLengthCheckConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(string);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            var value = serializer.Deserialize<string>(reader);
+            if (value.Length >= 1 && value.Length <= 32)
+            {
+                return value;
+            }
+            throw new Exception("Cannot unmarshal type string");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (string)untypedValue;
+            if (value.Length >= 1 && value.Length <= 32)
+            {
+                serializer.Serialize(writer, value);
+                return;
+            }
+            throw new Exception("Cannot marshal type string");
+        }
+
+        public static readonly MagentaMinMaxLengthCheckConverter Singleton = new MagentaMinMaxLengthCheckConverter();
+    }
+
+    internal class FriskyMinMaxLengthCheckConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(string);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            var value = serializer.Deserialize<string>(reader);
+            if (value.Length >= 1 && value.Length <= 128)
+            {
+                return value;
+            }
+            throw new Exception("Cannot unmarshal type string");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (string)untypedValue;
+            if (value.Length >= 1 && value.Length <= 128)
+            {
+                serializer.Serialize(writer, value);
+                return;
+            }
+            throw new Exception("Cannot marshal type string");
+        }
+
+        public static readonly FriskyMinMaxLengthCheckConverter Singleton = new FriskyMinMaxLengthCheckConverter();
+    }
+
+    internal class FluffyDecodeArrayConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(List<string>);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            reader.Read();
+            var value = new List<string>();
+            while (reader.TokenType != JsonToken.EndArray)
+            {
+                var converter = MischievousMinMaxLengthCheckConverter.Singleton;
+                var arrayItem = (string)converter.ReadJson(reader, typeof(string), null, serializer);
+                value.Add(arrayItem);
+                reader.Read();
+            }
+            return value;
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (List<string>)untypedValue;
+            writer.WriteStartArray();
+            foreach (var arrayItem in value)
+            {
+                var converter = MischievousMinMaxLengthCheckConverter.Singleton;
                 converter.WriteJson(writer, arrayItem, serializer);
             }
             writer.WriteEndArray();
@@ -2046,7 +2511,97 @@ namespace Machi.Protocol
         public static readonly FluffyDecodeArrayConverter Singleton = new FluffyDecodeArrayConverter();
     }
 
-    internal class MagentaMinMaxLengthCheckConverter : JsonConverter
+    internal class MischievousMinMaxLengthCheckConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(string);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            var value = serializer.Deserialize<string>(reader);
+            if (value.Length >= 1 && value.Length <= 32)
+            {
+                return value;
+            }
+            throw new Exception("Cannot unmarshal type string");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (string)untypedValue;
+            if (value.Length >= 1 && value.Length <= 32)
+            {
+                serializer.Serialize(writer, value);
+                return;
+            }
+            throw new Exception("Cannot marshal type string");
+        }
+
+        public static readonly MischievousMinMaxLengthCheckConverter Singleton = new MischievousMinMaxLengthCheckConverter();
+    }
+
+    internal class BraggadociousMinMaxLengthCheckConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(string);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            var value = serializer.Deserialize<string>(reader);
+            if (value.Length >= 1 && value.Length <= 10000)
+            {
+                return value;
+            }
+            throw new Exception("Cannot unmarshal type string");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (string)untypedValue;
+            if (value.Length >= 1 && value.Length <= 10000)
+            {
+                serializer.Serialize(writer, value);
+                return;
+            }
+            throw new Exception("Cannot marshal type string");
+        }
+
+        public static readonly BraggadociousMinMaxLengthCheckConverter Singleton = new BraggadociousMinMaxLengthCheckConverter();
+    }
+
+    internal class TentacledDecodeArrayConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(List<string>);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            reader.Read();
+            var value = new List<string>();
+            while (reader.TokenType != JsonToken.EndArray)
+            {
+                var converter = MinMaxLengthCheckConverter1.Singleton;
+                var arrayItem = (string)converter.ReadJson(reader, typeof(string), null, serializer);
+                value.Add(arrayItem);
+                reader.Read();
+            }
+            return value;
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (List<string>)untypedValue;
+            writer.WriteStartArray();
+            foreach (var arrayItem in value)
+            {
+                var converter = MinMaxLengthCheckConverter1.Singleton;
+                converter.WriteJson(writer, arrayItem, serializer);
+            }
+            writer.WriteEndArray();
+            return;
+        }
+
+        public static readonly TentacledDecodeArrayConverter Singleton = new TentacledDecodeArrayConverter();
+    }
+
+    internal class MinMaxLengthCheckConverter1 : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(string);
 
@@ -2071,7 +2626,7 @@ namespace Machi.Protocol
             throw new Exception("Cannot marshal type string");
         }
 
-        public static readonly MagentaMinMaxLengthCheckConverter Singleton = new MagentaMinMaxLengthCheckConverter();
+        public static readonly MinMaxLengthCheckConverter1 Singleton = new MinMaxLengthCheckConverter1();
     }
 
     internal class TypeElementConverter : JsonConverter
@@ -2120,7 +2675,7 @@ namespace Machi.Protocol
         public static readonly TypeElementConverter Singleton = new TypeElementConverter();
     }
 
-    internal class FriskyMinMaxLengthCheckConverter : JsonConverter
+    internal class MinMaxLengthCheckConverter2 : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(string);
 
@@ -2145,10 +2700,10 @@ namespace Machi.Protocol
             throw new Exception("Cannot marshal type string");
         }
 
-        public static readonly FriskyMinMaxLengthCheckConverter Singleton = new FriskyMinMaxLengthCheckConverter();
+        public static readonly MinMaxLengthCheckConverter2 Singleton = new MinMaxLengthCheckConverter2();
     }
 
-    internal class MischievousMinMaxLengthCheckConverter : JsonConverter
+    internal class MinMaxLengthCheckConverter3 : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(string);
 
@@ -2173,10 +2728,10 @@ namespace Machi.Protocol
             throw new Exception("Cannot marshal type string");
         }
 
-        public static readonly MischievousMinMaxLengthCheckConverter Singleton = new MischievousMinMaxLengthCheckConverter();
+        public static readonly MinMaxLengthCheckConverter3 Singleton = new MinMaxLengthCheckConverter3();
     }
 
-    internal class BraggadociousMinMaxLengthCheckConverter : JsonConverter
+    internal class MinMaxLengthCheckConverter4 : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(string);
 
@@ -2201,10 +2756,10 @@ namespace Machi.Protocol
             throw new Exception("Cannot marshal type string");
         }
 
-        public static readonly BraggadociousMinMaxLengthCheckConverter Singleton = new BraggadociousMinMaxLengthCheckConverter();
+        public static readonly MinMaxLengthCheckConverter4 Singleton = new MinMaxLengthCheckConverter4();
     }
 
-    internal class MinMaxLengthCheckConverter1 : JsonConverter
+    internal class MinMaxLengthCheckConverter5 : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(string);
 
@@ -2229,7 +2784,7 @@ namespace Machi.Protocol
             throw new Exception("Cannot marshal type string");
         }
 
-        public static readonly MinMaxLengthCheckConverter1 Singleton = new MinMaxLengthCheckConverter1();
+        public static readonly MinMaxLengthCheckConverter5 Singleton = new MinMaxLengthCheckConverter5();
     }
 
     internal class StickyMinMaxValueCheckConverter : JsonConverter
@@ -2266,7 +2821,7 @@ namespace Machi.Protocol
         public static readonly StickyMinMaxValueCheckConverter Singleton = new StickyMinMaxValueCheckConverter();
     }
 
-    internal class MinMaxLengthCheckConverter2 : JsonConverter
+    internal class MinMaxLengthCheckConverter6 : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(string);
 
@@ -2291,7 +2846,7 @@ namespace Machi.Protocol
             throw new Exception("Cannot marshal type string");
         }
 
-        public static readonly MinMaxLengthCheckConverter2 Singleton = new MinMaxLengthCheckConverter2();
+        public static readonly MinMaxLengthCheckConverter6 Singleton = new MinMaxLengthCheckConverter6();
     }
 
     internal class RelevanceConverter : JsonConverter
@@ -2396,7 +2951,7 @@ namespace Machi.Protocol
         public static readonly StateConverter Singleton = new StateConverter();
     }
 
-    internal class TentacledDecodeArrayConverter : JsonConverter
+    internal class StickyDecodeArrayConverter : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(List<string>);
 
@@ -2406,7 +2961,7 @@ namespace Machi.Protocol
             var value = new List<string>();
             while (reader.TokenType != JsonToken.EndArray)
             {
-                var converter = FriskyMinMaxLengthCheckConverter.Singleton;
+                var converter = MinMaxLengthCheckConverter2.Singleton;
                 var arrayItem = (string)converter.ReadJson(reader, typeof(string), null, serializer);
                 value.Add(arrayItem);
                 reader.Read();
@@ -2420,42 +2975,48 @@ namespace Machi.Protocol
             writer.WriteStartArray();
             foreach (var arrayItem in value)
             {
-                var converter = FriskyMinMaxLengthCheckConverter.Singleton;
+                var converter = MinMaxLengthCheckConverter2.Singleton;
                 converter.WriteJson(writer, arrayItem, serializer);
             }
             writer.WriteEndArray();
             return;
         }
 
-        public static readonly TentacledDecodeArrayConverter Singleton = new TentacledDecodeArrayConverter();
+        public static readonly StickyDecodeArrayConverter Singleton = new StickyDecodeArrayConverter();
     }
 
-    internal class MinMaxLengthCheckConverter3 : JsonConverter
+    internal class IndigoDecodeArrayConverter : JsonConverter
     {
-        public override bool CanConvert(Type t) => t == typeof(string);
+        public override bool CanConvert(Type t) => t == typeof(List<string>);
 
         public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
         {
-            var value = serializer.Deserialize<string>(reader);
-            if (value.Length >= 1 && value.Length <= 128)
+            reader.Read();
+            var value = new List<string>();
+            while (reader.TokenType != JsonToken.EndArray)
             {
-                return value;
+                var converter = FluffyMinMaxLengthCheckConverter.Singleton;
+                var arrayItem = (string)converter.ReadJson(reader, typeof(string), null, serializer);
+                value.Add(arrayItem);
+                reader.Read();
             }
-            throw new Exception("Cannot unmarshal type string");
+            return value;
         }
 
         public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
         {
-            var value = (string)untypedValue;
-            if (value.Length >= 1 && value.Length <= 128)
+            var value = (List<string>)untypedValue;
+            writer.WriteStartArray();
+            foreach (var arrayItem in value)
             {
-                serializer.Serialize(writer, value);
-                return;
+                var converter = FluffyMinMaxLengthCheckConverter.Singleton;
+                converter.WriteJson(writer, arrayItem, serializer);
             }
-            throw new Exception("Cannot marshal type string");
+            writer.WriteEndArray();
+            return;
         }
 
-        public static readonly MinMaxLengthCheckConverter3 Singleton = new MinMaxLengthCheckConverter3();
+        public static readonly IndigoDecodeArrayConverter Singleton = new IndigoDecodeArrayConverter();
     }
 
     internal class EmotionConverter : JsonConverter
@@ -2565,7 +3126,7 @@ namespace Machi.Protocol
         public static readonly EndReasonConverter Singleton = new EndReasonConverter();
     }
 
-    internal class MinMaxLengthCheckConverter4 : JsonConverter
+    internal class MinMaxLengthCheckConverter7 : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(string);
 
@@ -2590,6 +3151,6 @@ namespace Machi.Protocol
             throw new Exception("Cannot marshal type string");
         }
 
-        public static readonly MinMaxLengthCheckConverter4 Singleton = new MinMaxLengthCheckConverter4();
+        public static readonly MinMaxLengthCheckConverter7 Singleton = new MinMaxLengthCheckConverter7();
     }
 }
