@@ -9,4 +9,6 @@ for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 __version__ = "0.1.0"
-PROTOCOL_VERSION = 1
+#: The protocol major the server speaks. 2 (issue 24) added visitors, groups and actions; every version-1 request
+#: shape is still accepted and version-1 clients still served (api/protocol.py SUPPORTED_VERSIONS).
+PROTOCOL_VERSION = 2

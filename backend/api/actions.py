@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import functools
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Path
 
@@ -17,6 +18,7 @@ from backend.action.schemas import (
 )
 from backend.api.deps import MemoryDep, SessionDep, WorldDep
 from backend.ids import ID_RULE, Id
+from backend.player import repo as player_repo
 from backend.world import repo as world_repo
 from backend.world import service as world_service
 from backend.world.schemas import GesturesUpdate
@@ -56,4 +58,11 @@ async def post_action_result(
     """Unity reports what became of an action (done, failed, interrupted): the agent remembers it as an
     observation in its own language. 404: no such agent; 422: the action names a place, agent or gesture
     this world lacks."""
-    return await action_result.remember(memory, session, world, agent_id, body)
+    return await action_result.remember(
+        memory, session, world, agent_id, body, player_names=functools.partial(_player_name, session, world)
+    )
+
+
+def _player_name(session: Any, world: str, player_id: str) -> str | None:
+    row = player_repo.get(session, world, player_id)
+    return row.display_name if row is not None else None

@@ -49,6 +49,7 @@ CAPABILITY_PROBES: dict[str, tuple[str, str, str]] = {
     "emotion_history": ("http", "GET", "/v1/agents/_probe/emotion/history"),
     "people": ("http", "GET", "/v1/agents/_probe/people"),
     "conversations": ("http", "GET", "/v1/conversations"),
+    "players": ("http", "GET", "/v1/players"),
     "conversation": ("http", "GET", "/v1/conversations/_probe"),
     "judge": ("http", "POST", "/v1/conversations/_probe/judge"),
     "councils": ("http", "GET", "/v1/council"),
@@ -229,9 +230,13 @@ def _mind(session: SessionDep, world_id: str, agent: Agent, day: int) -> dict[st
 
 @router.get("/conversations", response_class=HTMLResponse)
 def conversations_page(
-    request: Request, world: str | None = WorldQuery, agent_id: str | None = Query(None, max_length=64)
+    request: Request,
+    world: str | None = WorldQuery,
+    agent_id: str | None = Query(None, max_length=64),
+    visitors: bool = Query(False, description="only conversations with a visitor (a player) in them"),
 ) -> HTMLResponse:
-    return _page(request, "conversations.html", world, boot={"agent_id": agent_id})
+    boot = {"agent_id": agent_id, "visitors": visitors}
+    return _page(request, "conversations.html", world, visitors=visitors, boot=boot)
 
 
 @router.get("/conversations/{session_id}", response_class=HTMLResponse)

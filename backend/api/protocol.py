@@ -17,8 +17,10 @@ from backend.errors import error_body
 
 HEADER = "X-Machi-Protocol"
 _HEADER_KEY = HEADER.lower().encode("latin-1")
-#: Protocol majors this server answers; a missing header means the current one.
-SUPPORTED_VERSIONS: tuple[int, ...] = (PROTOCOL_VERSION,)
+#: Protocol majors this server answers; a missing header means the current one. Version 1 clients (before
+#: visitors, groups and actions) are served: their requests are valid version-2 requests, and the replies only
+#: gained fields, which Unity's JsonUtility and the v1 C# package ignore.
+SUPPORTED_VERSIONS: tuple[int, ...] = (1, PROTOCOL_VERSION)
 #: Only the versioned API is checked; /health, /docs and the dashboard answer any client.
 CHECKED_PREFIX = "/v1/"
 

@@ -1,14 +1,14 @@
 """Who is in a conversation, who leaves it and who speaks next: the rules for groups (2-6 participants).
 
 A conversation's participants are agents and players (visitors), in the order they joined. With two, the
-end rules of rules.py hold unchanged (either one's goodbye ends it). With three or more, a goodbye removes
-only its speaker: the line "leaves" (`left` in the reply) and the others talk on; the conversation ends when
+end rules of rules.py hold unchanged (either one's goodbye ends it). With three or more (and in a group that
+has shrunk to two), a goodbye removes only its speaker: the line "leaves" (`left` in the reply) and the others talk on; the conversation ends when
 fewer than two remain, at MAX_TURNS x (agents - 1) lines (PLAYER_MAX_TURNS with a visitor), or when Unity
 reports the end. A goodbye said back to someone who just left is a reply to them, not a leaving.
 
 Who speaks next (`next_speaker`) is a rule, not a second model call: a participant the line names; with
-two left, the other one; otherwise the one addressed, unless someone has waited a whole round without
-speaking, who then gets the word.
+two left, the other one; the one addressed, when the line was a goodbye or nobody has waited a whole
+round without speaking; otherwise the one who has waited longest.
 """
 
 from __future__ import annotations
@@ -60,9 +60,9 @@ def leaving(
     now = active(members, left)
     if turn_count >= limit:
         return Leaving([], "max_turns")
-    answering_goodbye = target in left  # the one addressed just left: a goodbye back is not a leaving
-    said_goodbye = rules.has_farewell(line, phrases) and not answering_goodbye
-    if said_goodbye or (model_flag and turn_count >= rules.MODEL_END_FROM_LINE):
+    if target in left:  # the one addressed just left: a goodbye back (or the model's end flag) is no leaving
+        return Leaving([], None)
+    if rules.has_farewell(line, phrases) or (model_flag and turn_count >= rules.MODEL_END_FROM_LINE):
         remaining = [member for member in now if member != speaker]
         return Leaving([speaker], "farewell" if len(remaining) < 2 else None)
     return Leaving([], None)
@@ -86,12 +86,16 @@ def next_speaker(
     still: Sequence[str],
     names: Mapping[str, str],
     spoken: Sequence[str | None],
+    leaving: bool = False,
 ) -> str | None:
     """Who should speak after `speaker`'s `line` among those `still` in the conversation (see the module
-    docstring); `spoken` is who said each earlier line, this one included."""
+    docstring); `spoken` is who said each earlier line, this one included. A `leaving` speaker's goodbye
+    is answered by the one it was said to."""
     candidates = [member for member in still if member != speaker]
     if not candidates:
         return None
+    if leaving and target in candidates:
+        return target
     named = _named(line, candidates, names)
     if named is not None:
         return named

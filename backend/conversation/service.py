@@ -213,8 +213,11 @@ class ConversationService:
             memories=[text for _, text in standing],
             memory_ids=[memory_id for memory_id, _ in standing],
             brought_up=[text for _, text in brought_up],
+            # In a group only a goodbye that took the partner away asks for one back.
             partner_said_farewell=bool(
-                partner_last and rules.has_farewell(partner_last, self.settings.farewell_phrases)
+                partner_last
+                and rules.has_farewell(partner_last, self.settings.farewell_phrases)
+                and (len(prepared.members) < 3 or req.target_id in prepared.left)
             ),
             person_summary=person_summary,
             ask_feeling=self.emotion is not None and self.settings.emotion_from_turn,
@@ -464,7 +467,7 @@ class ConversationService:
         spoken = [*group.speakers(req.history, prepared.names), req.agent_id]
         following = group.next_speaker(
             speaker=req.agent_id, target=req.target_id, line=dialogue, still=still, names=prepared.names,
-            spoken=spoken,
+            spoken=spoken, leaving=bool(leaving.left),
         )  # fmt: skip
         return TurnResult(
             dialogue=dialogue,
@@ -501,10 +504,11 @@ class ConversationService:
         return kept
 
     def _leaving(self, prepared: PreparedTurn, dialogue: str, model_flag: bool) -> group.Leaving:
-        """The end rules: those of two (rules.decide_end) while two talk, a group's (group.leaving) else."""
+        """The end rules: those of two (rules.decide_end) for a conversation of two, a group's (group.leaving)
+        for one that has had three or more."""
         req, settings = prepared.request, self.settings
         turn_count, limit = prepared.turn_index + 1, self.max_lines(prepared.members)
-        if len(group.active(prepared.members, prepared.left)) < 3:
+        if len(prepared.members) < 3:  # a conversation of two (a group that shrank keeps the group's rules)
             end_reason = rules.decide_end(
                 model_flag=model_flag,
                 new_line=dialogue,

@@ -195,7 +195,7 @@ class VisitorTurns:
     ) -> list[str]:
         """In a group of three or more, a visitor's goodbye removes the visitor (with two, the agent's reply
         ends the conversation by the end rules of two)."""
-        if len(group.active(members, left)) < 3:
+        if len(members) < 3:
             return []
         limit = self.service.max_lines(members)
         outcome = group.leaving(

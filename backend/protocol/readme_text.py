@@ -23,13 +23,14 @@ UNIVRM_PACKAGES = {
     "com.vrmc.vrm": f"https://github.com/vrm-c/UniVRM.git?path=/Assets/VRM10#{UNIVRM}",
 }
 
-HEADER = """# The Machi protocol (version 1)
+HEADER = """# The Machi protocol (version 2)
 
 How a Unity client talks to a Machi server: installing the Unity package, setting up the *Agent Town* scene,
 C# for the main calls, then every call in the order an agent makes them from start-up to a finished day.
 The example replies are real: `machi protocol readme` runs the sequence against a fresh server (scripted
 engine, demo town) and writes this file, and takes the C# from the sample's `MachiExamples.cs` and
-`MachiEvents.cs`, which CI compiles. Long lists are cut to two items.
+`MachiEvents.cs`, which CI compiles. Long lists are cut to two items. Version 2 added visitors (players),
+groups of up to six and actions; a version-1 client is still served and its requests are unchanged.
 
 - **Schemas**: `schemas/` holds a JSON Schema for every request, reply and event (`machi protocol export`);
   `schemas/index.json` lists them with the call that uses each. Tests fail when they differ from the server.
@@ -274,6 +275,37 @@ STEPS: list[dict[str, Any]] = [
         "body": {"action": {"type": "give", "target": "hikari", "item": "本"}, "outcome": "done",
                  "session_id": SESSION, "day": 1, "time_of_day": 9.4},
         "status": 201,
+    },
+    {
+        "title": "Register a visitor",
+        "why": "A person at the booth (a player, not an agent): `player:` and an id. Optional: a visitor "
+        "Unity never registered is named after their id. Characters remember visitors by this id.",
+        "method": "PUT", "path": "/v1/players/player:guest-0042", "schema": "PlayerUpsert -> PlayerPublic",
+        "body": {"display_name": "ユキ", "language": "ja"}, "status": 201,
+    },
+    {
+        "title": "A visitor talks to an agent",
+        "why": "The visitor's typed (or transcribed) line and the agent's reply in one call; `/stream` streams "
+        "the reply. The text is untrusted: at most PLAYER_MAX_CHARS (422 past it), rate-limited per visitor and "
+        "world (429 naming the limit, with Retry-After), checked by moderation (a held-back line gets an "
+        "in-character deflection: `player_blocked`, `deflected`). Put `player_line`, then the reply's line, "
+        "into your history; `next_speaker` says who speaks next.",
+        "method": "POST", "path": "/v1/conversation/player-turn",
+        "schema": "PlayerTurnRequest -> PlayerTurnResult",
+        "body": {"session_id": "visit-0042-1", "player_id": "player:guest-0042", "agent_id": "aoi",
+                 "text": "こんにちは！おすすめの本はありますか？", "location_name": "中央カフェ", "history": [],
+                 "time_of_day": 9.45, "day": 1},
+    },
+    {
+        "title": "Three talk together",
+        "why": "A group: the same turn with `participants` (2-6 agents and players, the same list on every "
+        "turn; add an id to let someone join). `agent_id` speaks to `target_id`; ask the reply's "
+        "`next_speaker` next. A goodbye removes only its speaker (`left`); the talk ends when fewer than two "
+        "remain.",
+        "method": "POST", "path": "/v1/conversation/turn", "schema": "TurnRequest -> TurnResult",
+        "body": {"agent_id": "hikari", "target_id": "ren", "session_id": "cafe-group-1",
+                 "participants": ["hikari", "ren", "aoi"], "location_name": "中央カフェ", "history": [],
+                 "time_of_day": 9.5, "day": 1},
     },
     {
         "title": "Cool down",

@@ -16,6 +16,8 @@ from backend.conversation.schemas import (
     ConversationList,
     EndRequest,
     EndResult,
+    PlayerTurnRequest,
+    PlayerTurnResult,
     TurnRequest,
     TurnResult,
 )
@@ -31,6 +33,7 @@ from backend.memory.models import (
     RetrieveResponse,
 )
 from backend.planning.schemas import PlanNow, PlanPublic, PlanRequest
+from backend.player.schemas import PlayerList, PlayerPublic, PlayerUpsert
 from backend.protocol.wire import ErrorBody, HealthPublic, TurnDelta, TurnReset
 from backend.world.schemas import (
     AgentDetail,
@@ -80,6 +83,11 @@ PROTOCOL_MODELS: tuple[WireModel, ...] = (
     WireModel(TurnResult, "reply", "POST /v1/conversation/turn; SSE event `reply`"),
     WireModel(TurnDelta, "event", "SSE event `delta` of /v1/conversation/turn/stream"),
     WireModel(TurnReset, "event", "SSE event `reset` of /v1/conversation/turn/stream"),
+    WireModel(PlayerTurnRequest, "request", "POST /v1/conversation/player-turn[/stream]"),
+    WireModel(PlayerTurnResult, "reply", "POST /v1/conversation/player-turn; SSE event `reply` of its stream"),
+    WireModel(PlayerUpsert, "request", "PUT /v1/players/{player_id}"),
+    WireModel(PlayerPublic, "reply", "GET|PUT /v1/players/{player_id}"),
+    WireModel(PlayerList, "reply", "GET /v1/players"),
     WireModel(EndRequest, "request", "POST /v1/conversation/end"),
     WireModel(EndResult, "reply", "POST /v1/conversation/end"),
     WireModel(ConversationList, "reply", "GET /v1/conversations"),

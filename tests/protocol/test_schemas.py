@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from backend import PROTOCOL_VERSION
 from backend.protocol.cli import DEFAULT_CSHARP_DIR, DEFAULT_SCHEMA_DIR
 from backend.protocol.codegen import GENERATED_FILE, find_quicktype, generate_csharp
 from backend.protocol.export import INDEX, SUFFIX, export_documents, write_export
@@ -85,4 +86,4 @@ def test_readme_examples_come_from_a_real_run_of_every_call() -> None:
     assert headings == [line for line in committed.splitlines() if line.startswith("### ")], (
         "unity_protocol/README.md is stale; run `machi protocol readme`"
     )
-    assert '"protocol_version": 1' in committed and "event: reply" in committed
+    assert f'"protocol_version": {PROTOCOL_VERSION}' in committed and "event: reply" in committed

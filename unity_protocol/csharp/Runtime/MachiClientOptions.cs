@@ -7,7 +7,7 @@ namespace Machi.Client
     public sealed class MachiClientOptions
     {
         /// <summary>The protocol major this package speaks (sent as X-Machi-Protocol).</summary>
-        public const int ProtocolVersion = 1;
+        public const int ProtocolVersion = 2;
 
         /// <summary>e.g. http://127.0.0.1:8000 (no trailing slash needed).</summary>
         public string BaseUrl = "http://127.0.0.1:8000";

@@ -33,6 +33,11 @@
 //    var planNow = PlanNow.FromJson(jsonString);
 //    var planPublic = PlanPublic.FromJson(jsonString);
 //    var planRequest = PlanRequest.FromJson(jsonString);
+//    var playerList = PlayerList.FromJson(jsonString);
+//    var playerPublic = PlayerPublic.FromJson(jsonString);
+//    var playerTurnRequest = PlayerTurnRequest.FromJson(jsonString);
+//    var playerTurnResult = PlayerTurnResult.FromJson(jsonString);
+//    var playerUpsert = PlayerUpsert.FromJson(jsonString);
 //    var poiPublic = PoiPublic.FromJson(jsonString);
 //    var poiUpsert = PoiUpsert.FromJson(jsonString);
 //    var position = Position.FromJson(jsonString);
@@ -454,6 +459,12 @@ namespace Machi.Protocol
 
         [JsonProperty("dialogue")]
         public string Dialogue { get; set; }
+
+        /// <summary>
+        /// Actions of the model's reply dropped (each with its reason): never sent to Unity.
+        /// </summary>
+        [JsonProperty("dropped_actions")]
+        public List<Dictionary<string, object>> DroppedActions { get; set; }
 
         [JsonProperty("emotion")]
         public string Emotion { get; set; }
@@ -1002,6 +1013,258 @@ namespace Machi.Protocol
         public double? TimeOfDay { get; set; }
     }
 
+    public partial class PlayerList
+    {
+        [JsonProperty("players")]
+        public List<PlayerPublic> Players { get; set; }
+    }
+
+    public partial class PlayerPublic
+    {
+        [JsonProperty("created_at")]
+        public DateTimeOffset CreatedAt { get; set; }
+
+        [JsonProperty("display_name")]
+        public string DisplayName { get; set; }
+
+        /// <summary>
+        /// `player:` and the id Unity chose.
+        /// </summary>
+        [JsonProperty("id")]
+        public string Id { get; set; }
+
+        [JsonProperty("language")]
+        public string Language { get; set; }
+
+        [JsonProperty("last_seen_at")]
+        public DateTimeOffset LastSeenAt { get; set; }
+
+        /// <summary>
+        /// Lines the visitor has said in this world.
+        /// </summary>
+        [JsonProperty("lines")]
+        public long Lines { get; set; }
+
+        [JsonProperty("registered")]
+        public bool Registered { get; set; }
+    }
+
+    /// <summary>
+    /// A visitor's line to an agent, and the agent's reply (POST
+    /// /v1/conversation/player-turn[/stream]).
+    /// </summary>
+    public partial class PlayerTurnRequest
+    {
+        /// <summary>
+        /// The agent the visitor speaks to, who answers.
+        /// </summary>
+        [JsonProperty("agent_id")]
+        [JsonConverter(typeof(IndecentMinMaxLengthCheckConverter))]
+        public string AgentId { get; set; }
+
+        [JsonProperty("day", NullValueHandling = NullValueHandling.Ignore)]
+        public long? Day { get; set; }
+
+        /// <summary>
+        /// Earlier lines of this conversation, oldest first, as for /turn (the visitor's line takes
+        /// index len(history), the agent's reply the next): a retry with the same history gets the
+        /// stored reply.
+        /// </summary>
+        [JsonProperty("history", NullValueHandling = NullValueHandling.Ignore)]
+        [JsonConverter(typeof(StickyDecodeArrayConverter))]
+        public List<string> History { get; set; }
+
+        /// <summary>
+        /// Overrides the agent's language.
+        /// </summary>
+        [JsonProperty("language")]
+        public Language? Language { get; set; }
+
+        [JsonProperty("location_name")]
+        [JsonConverter(typeof(TentacledMinMaxLengthCheckConverter))]
+        public string LocationName { get; set; }
+
+        /// <summary>
+        /// A group's participants, as for /turn.
+        /// </summary>
+        [JsonProperty("participants")]
+        [JsonConverter(typeof(IndigoDecodeArrayConverter))]
+        public List<string> Participants { get; set; }
+
+        /// <summary>
+        /// The visitor: `player:` and an id (PUT /v1/players/{id}).
+        /// </summary>
+        [JsonProperty("player_id")]
+        [JsonConverter(typeof(FluffyMinMaxLengthCheckConverter))]
+        public string PlayerId { get; set; }
+
+        /// <summary>
+        /// Unity's id for this conversation (as for /turn).
+        /// </summary>
+        [JsonProperty("session_id")]
+        [JsonConverter(typeof(StickyMinMaxLengthCheckConverter))]
+        public string SessionId { get; set; }
+
+        /// <summary>
+        /// What the visitor said (typed or transcribed): untrusted, quoted to the model as data,
+        /// checked by moderation; at most PLAYER_MAX_CHARS characters (a setting, 200 by default).
+        /// </summary>
+        [JsonProperty("text")]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter6))]
+        public string Text { get; set; }
+
+        [JsonProperty("time_of_day")]
+        [JsonConverter(typeof(PurpleMinMaxValueCheckConverter))]
+        public double TimeOfDay { get; set; }
+    }
+
+    /// <summary>
+    /// The agent's reply to a visitor's line, with what was stored of that line.
+    /// </summary>
+    public partial class PlayerTurnResult
+    {
+        /// <summary>
+        /// What the speaker does with this line, for Unity to perform (GET /v1/world/actions lists
+        /// the vocabulary); each names only things the world has. Report the outcome with POST
+        /// /v1/agents/{agent_id}/action-result.
+        /// </summary>
+        [JsonProperty("actions", NullValueHandling = NullValueHandling.Ignore)]
+        public List<AgentAction> Actions { get; set; }
+
+        /// <summary>
+        /// True when the line is an in-character deflection: moderation held back the visitor's line
+        /// or the model's reply (the server recorded why).
+        /// </summary>
+        [JsonProperty("deflected", NullValueHandling = NullValueHandling.Ignore)]
+        public bool? Deflected { get; set; }
+
+        [JsonProperty("dialogue")]
+        public string Dialogue { get; set; }
+
+        /// <summary>
+        /// The VRM 1.0 expression preset that drives the face while this line is shown: the model's
+        /// choice when it names a preset (or a word that maps onto one), otherwise the preset the
+        /// speaker's emotion state shows. The only expression in the reply.
+        /// </summary>
+        [JsonProperty("emotion")]
+        public Emotion Emotion { get; set; }
+
+        /// <summary>
+        /// The speaker's Plutchik mood when the line was said (values 0-100, label, baseline,
+        /// cause). It names no expression: `emotion` is this line's face; between lines the face is
+        /// the `vrm_emotion` of GET /v1/agents/{id}/emotion and of the emotion.updated event.
+        /// </summary>
+        [JsonProperty("emotion_state")]
+        public Dictionary<string, object> EmotionState { get; set; }
+
+        [JsonProperty("end_reason")]
+        public EndReason? EndReason { get; set; }
+
+        [JsonProperty("fallback")]
+        public bool Fallback { get; set; }
+
+        /// <summary>
+        /// The lines of `history` that differed from the conversation's stored transcript. The
+        /// stored transcript is the server's: the turn was answered from the stored lines, which
+        /// stay; copy each `line` into your history at its `index`. Empty when the history matched.
+        /// </summary>
+        [JsonProperty("history_fixes", NullValueHandling = NullValueHandling.Ignore)]
+        public List<HistoryFix> HistoryFixes { get; set; }
+
+        [JsonProperty("is_conversation_end")]
+        public bool IsConversationEnd { get; set; }
+
+        /// <summary>
+        /// Who left the conversation with this line (a participant's goodbye in a group): Unity can
+        /// walk them away. The conversation ends when fewer than two remain.
+        /// </summary>
+        [JsonProperty("left", NullValueHandling = NullValueHandling.Ignore)]
+        public List<string> Left { get; set; }
+
+        /// <summary>
+        /// Who should speak next (an agent: ask its turn; a player: wait for their line): the
+        /// participant this line named or addressed, or in a group the one who has waited longest.
+        /// None once the conversation has ended.
+        /// </summary>
+        [JsonProperty("next_speaker")]
+        public string NextSpeaker { get; set; }
+
+        /// <summary>
+        /// Who is still in the conversation after this line (agents and players), in the order they
+        /// joined. Empty in a reply stored before protocol 2.
+        /// </summary>
+        [JsonProperty("participants", NullValueHandling = NullValueHandling.Ignore)]
+        public List<string> Participants { get; set; }
+
+        /// <summary>
+        /// True when moderation held back the visitor's line.
+        /// </summary>
+        [JsonProperty("player_blocked")]
+        public bool PlayerBlocked { get; set; }
+
+        /// <summary>
+        /// The visitor's line as stored ("Name: text"); a line moderation held back is stored as a
+        /// neutral marker, never as typed. Put it in your history before the reply's line.
+        /// </summary>
+        [JsonProperty("player_line")]
+        public string PlayerLine { get; set; }
+
+        /// <summary>
+        /// The visitor's line's place in the transcript.
+        /// </summary>
+        [JsonProperty("player_turn_index")]
+        public long PlayerTurnIndex { get; set; }
+
+        [JsonProperty("session_id")]
+        public string SessionId { get; set; }
+
+        [JsonProperty("speaker_id")]
+        public string SpeakerId { get; set; }
+
+        [JsonProperty("target_id")]
+        public string TargetId { get; set; }
+
+        [JsonProperty("turn_index")]
+        public long TurnIndex { get; set; }
+    }
+
+    /// <summary>
+    /// A line of the request's `history` that differed from the conversation's stored transcript.
+    /// </summary>
+    public partial class HistoryFix
+    {
+        /// <summary>
+        /// Its place in `history` (0 = the oldest line).
+        /// </summary>
+        [JsonProperty("index")]
+        public long Index { get; set; }
+
+        /// <summary>
+        /// The stored line the server used and keeps there: put it in your history.
+        /// </summary>
+        [JsonProperty("line")]
+        public string Line { get; set; }
+    }
+
+    /// <summary>
+    /// A visitor as Unity registers them (PUT /v1/players/{player_id}).
+    /// </summary>
+    public partial class PlayerUpsert
+    {
+        /// <summary>
+        /// How the characters call the visitor (shown in prompts, memories and the dashboard).
+        /// </summary>
+        [JsonProperty("display_name")]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter3))]
+        public string DisplayName { get; set; }
+
+        /// <summary>
+        /// The visitor's language; unset: the character speaks its own.
+        /// </summary>
+        [JsonProperty("language")]
+        public Language? Language { get; set; }
+    }
+
     /// <summary>
     /// Body of `PUT /v1/pois/{poi_id}`.
     /// </summary>
@@ -1052,7 +1315,7 @@ namespace Machi.Protocol
         public long? K { get; set; }
 
         [JsonProperty("query")]
-        [JsonConverter(typeof(MinMaxLengthCheckConverter6))]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter7))]
         public string Query { get; set; }
 
         [JsonProperty("relevance")]
@@ -1253,7 +1516,7 @@ namespace Machi.Protocol
         /// /v1/agents/{agent_id}/action-result.
         /// </summary>
         [JsonProperty("actions", NullValueHandling = NullValueHandling.Ignore)]
-        public List<Dictionary<string, object>> Actions { get; set; }
+        public List<AgentAction> Actions { get; set; }
 
         /// <summary>
         /// True when the line is an in-character deflection: moderation held back the visitor's line
@@ -1334,24 +1597,6 @@ namespace Machi.Protocol
     }
 
     /// <summary>
-    /// A line of the request's `history` that differed from the conversation's stored transcript.
-    /// </summary>
-    public partial class HistoryFix
-    {
-        /// <summary>
-        /// Its place in `history` (0 = the oldest line).
-        /// </summary>
-        [JsonProperty("index")]
-        public long Index { get; set; }
-
-        /// <summary>
-        /// The stored line the server used and keeps there: put it in your history.
-        /// </summary>
-        [JsonProperty("line")]
-        public string Line { get; set; }
-    }
-
-    /// <summary>
     /// Body of `POST /v1/agents/{agent_id}/whisper`: a thought put in the agent's mind (the
     /// paper's inner
     /// voice). Stored as the agent's own high-importance memory; its intentions take it at once.
@@ -1368,7 +1613,7 @@ namespace Machi.Protocol
         /// the thought, in the agent's language
         /// </summary>
         [JsonProperty("text")]
-        [JsonConverter(typeof(MinMaxLengthCheckConverter7))]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter8))]
         public string Text { get; set; }
 
         /// <summary>
@@ -1475,10 +1720,6 @@ namespace Machi.Protocol
 
     public enum TypeElement { Observation, Plan, Reflection };
 
-    public enum Relevance { Embedding, Hybrid, Keyword };
-
-    public enum State { Cooldown, MovingToPoi, Talking, WaitingForReplan, WanderingInPoi };
-
     /// <summary>
     /// The VRM 1.0 expression preset that drives the face while this line is shown: the model's
     /// choice when it names a preset (or a word that maps onto one), otherwise the preset the
@@ -1487,6 +1728,10 @@ namespace Machi.Protocol
     public enum Emotion { Angry, Happy, Neutral, Relaxed, Sad, Surprised };
 
     public enum EndReason { Farewell, MaxTurns, Model };
+
+    public enum Relevance { Embedding, Hybrid, Keyword };
+
+    public enum State { Cooldown, MovingToPoi, Talking, WaitingForReplan, WanderingInPoi };
 
     public partial class ActionResult
     {
@@ -1633,6 +1878,31 @@ namespace Machi.Protocol
         public static PlanRequest FromJson(string json) => JsonConvert.DeserializeObject<PlanRequest>(json, Machi.Protocol.Converter.Settings);
     }
 
+    public partial class PlayerList
+    {
+        public static PlayerList FromJson(string json) => JsonConvert.DeserializeObject<PlayerList>(json, Machi.Protocol.Converter.Settings);
+    }
+
+    public partial class PlayerPublic
+    {
+        public static PlayerPublic FromJson(string json) => JsonConvert.DeserializeObject<PlayerPublic>(json, Machi.Protocol.Converter.Settings);
+    }
+
+    public partial class PlayerTurnRequest
+    {
+        public static PlayerTurnRequest FromJson(string json) => JsonConvert.DeserializeObject<PlayerTurnRequest>(json, Machi.Protocol.Converter.Settings);
+    }
+
+    public partial class PlayerTurnResult
+    {
+        public static PlayerTurnResult FromJson(string json) => JsonConvert.DeserializeObject<PlayerTurnResult>(json, Machi.Protocol.Converter.Settings);
+    }
+
+    public partial class PlayerUpsert
+    {
+        public static PlayerUpsert FromJson(string json) => JsonConvert.DeserializeObject<PlayerUpsert>(json, Machi.Protocol.Converter.Settings);
+    }
+
     public partial class PoiPublic
     {
         public static PoiPublic FromJson(string json) => JsonConvert.DeserializeObject<PoiPublic>(json, Machi.Protocol.Converter.Settings);
@@ -1759,6 +2029,11 @@ namespace Machi.Protocol
         public static string ToJson(this PlanNow self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this PlanPublic self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this PlanRequest self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
+        public static string ToJson(this PlayerList self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
+        public static string ToJson(this PlayerPublic self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
+        public static string ToJson(this PlayerTurnRequest self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
+        public static string ToJson(this PlayerTurnResult self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
+        public static string ToJson(this PlayerUpsert self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this PoiPublic self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this PoiUpsert self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this Position self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
@@ -1794,10 +2069,10 @@ namespace Machi.Protocol
                 LanguageConverter.Singleton,
                 KindConverter.Singleton,
                 TypeElementConverter.Singleton,
-                RelevanceConverter.Singleton,
-                StateConverter.Singleton,
                 EmotionConverter.Singleton,
                 EndReasonConverter.Singleton,
+                RelevanceConverter.Singleton,
+                StateConverter.Singleton,
                 new IsoDateTimeConverter { DateTimeStyles = DateTimeStyles.AssumeUniversal }
             },
         };
@@ -2787,170 +3062,6 @@ namespace Machi.Protocol
         public static readonly MinMaxLengthCheckConverter5 Singleton = new MinMaxLengthCheckConverter5();
     }
 
-    internal class StickyMinMaxValueCheckConverter : JsonConverter
-    {
-        public override bool CanConvert(Type t) => t == typeof(double) || t == typeof(double?);
-
-        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
-        {
-            if (reader.TokenType == JsonToken.Null) return null;
-            var value = serializer.Deserialize<double>(reader);
-            if (value <= 1)
-            {
-                return value;
-            }
-            throw new Exception("Cannot unmarshal type double");
-        }
-
-        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
-        {
-            if (untypedValue == null)
-            {
-                serializer.Serialize(writer, null);
-                return;
-            }
-            var value = (double)untypedValue;
-            if (value <= 1)
-            {
-                serializer.Serialize(writer, value);
-                return;
-            }
-            throw new Exception("Cannot marshal type double");
-        }
-
-        public static readonly StickyMinMaxValueCheckConverter Singleton = new StickyMinMaxValueCheckConverter();
-    }
-
-    internal class MinMaxLengthCheckConverter6 : JsonConverter
-    {
-        public override bool CanConvert(Type t) => t == typeof(string);
-
-        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
-        {
-            var value = serializer.Deserialize<string>(reader);
-            if (value.Length >= 1 && value.Length <= 4000)
-            {
-                return value;
-            }
-            throw new Exception("Cannot unmarshal type string");
-        }
-
-        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
-        {
-            var value = (string)untypedValue;
-            if (value.Length >= 1 && value.Length <= 4000)
-            {
-                serializer.Serialize(writer, value);
-                return;
-            }
-            throw new Exception("Cannot marshal type string");
-        }
-
-        public static readonly MinMaxLengthCheckConverter6 Singleton = new MinMaxLengthCheckConverter6();
-    }
-
-    internal class RelevanceConverter : JsonConverter
-    {
-        public override bool CanConvert(Type t) => t == typeof(Relevance) || t == typeof(Relevance?);
-
-        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
-        {
-            if (reader.TokenType == JsonToken.Null) return null;
-            var value = serializer.Deserialize<string>(reader);
-            switch (value)
-            {
-                case "embedding":
-                    return Relevance.Embedding;
-                case "hybrid":
-                    return Relevance.Hybrid;
-                case "keyword":
-                    return Relevance.Keyword;
-            }
-            throw new Exception("Cannot unmarshal type Relevance");
-        }
-
-        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
-        {
-            if (untypedValue == null)
-            {
-                serializer.Serialize(writer, null);
-                return;
-            }
-            var value = (Relevance)untypedValue;
-            switch (value)
-            {
-                case Relevance.Embedding:
-                    serializer.Serialize(writer, "embedding");
-                    return;
-                case Relevance.Hybrid:
-                    serializer.Serialize(writer, "hybrid");
-                    return;
-                case Relevance.Keyword:
-                    serializer.Serialize(writer, "keyword");
-                    return;
-            }
-            throw new Exception("Cannot marshal type Relevance");
-        }
-
-        public static readonly RelevanceConverter Singleton = new RelevanceConverter();
-    }
-
-    internal class StateConverter : JsonConverter
-    {
-        public override bool CanConvert(Type t) => t == typeof(State) || t == typeof(State?);
-
-        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
-        {
-            if (reader.TokenType == JsonToken.Null) return null;
-            var value = serializer.Deserialize<string>(reader);
-            switch (value)
-            {
-                case "cooldown":
-                    return State.Cooldown;
-                case "moving_to_poi":
-                    return State.MovingToPoi;
-                case "talking":
-                    return State.Talking;
-                case "waiting_for_replan":
-                    return State.WaitingForReplan;
-                case "wandering_in_poi":
-                    return State.WanderingInPoi;
-            }
-            throw new Exception("Cannot unmarshal type State");
-        }
-
-        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
-        {
-            if (untypedValue == null)
-            {
-                serializer.Serialize(writer, null);
-                return;
-            }
-            var value = (State)untypedValue;
-            switch (value)
-            {
-                case State.Cooldown:
-                    serializer.Serialize(writer, "cooldown");
-                    return;
-                case State.MovingToPoi:
-                    serializer.Serialize(writer, "moving_to_poi");
-                    return;
-                case State.Talking:
-                    serializer.Serialize(writer, "talking");
-                    return;
-                case State.WaitingForReplan:
-                    serializer.Serialize(writer, "waiting_for_replan");
-                    return;
-                case State.WanderingInPoi:
-                    serializer.Serialize(writer, "wandering_in_poi");
-                    return;
-            }
-            throw new Exception("Cannot marshal type State");
-        }
-
-        public static readonly StateConverter Singleton = new StateConverter();
-    }
-
     internal class StickyDecodeArrayConverter : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(List<string>);
@@ -3017,6 +3128,34 @@ namespace Machi.Protocol
         }
 
         public static readonly IndigoDecodeArrayConverter Singleton = new IndigoDecodeArrayConverter();
+    }
+
+    internal class MinMaxLengthCheckConverter6 : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(string);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            var value = serializer.Deserialize<string>(reader);
+            if (value.Length >= 1 && value.Length <= 2000)
+            {
+                return value;
+            }
+            throw new Exception("Cannot unmarshal type string");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (string)untypedValue;
+            if (value.Length >= 1 && value.Length <= 2000)
+            {
+                serializer.Serialize(writer, value);
+                return;
+            }
+            throw new Exception("Cannot marshal type string");
+        }
+
+        public static readonly MinMaxLengthCheckConverter6 Singleton = new MinMaxLengthCheckConverter6();
     }
 
     internal class EmotionConverter : JsonConverter
@@ -3126,7 +3265,171 @@ namespace Machi.Protocol
         public static readonly EndReasonConverter Singleton = new EndReasonConverter();
     }
 
+    internal class StickyMinMaxValueCheckConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(double) || t == typeof(double?);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            if (reader.TokenType == JsonToken.Null) return null;
+            var value = serializer.Deserialize<double>(reader);
+            if (value <= 1)
+            {
+                return value;
+            }
+            throw new Exception("Cannot unmarshal type double");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            if (untypedValue == null)
+            {
+                serializer.Serialize(writer, null);
+                return;
+            }
+            var value = (double)untypedValue;
+            if (value <= 1)
+            {
+                serializer.Serialize(writer, value);
+                return;
+            }
+            throw new Exception("Cannot marshal type double");
+        }
+
+        public static readonly StickyMinMaxValueCheckConverter Singleton = new StickyMinMaxValueCheckConverter();
+    }
+
     internal class MinMaxLengthCheckConverter7 : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(string);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            var value = serializer.Deserialize<string>(reader);
+            if (value.Length >= 1 && value.Length <= 4000)
+            {
+                return value;
+            }
+            throw new Exception("Cannot unmarshal type string");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (string)untypedValue;
+            if (value.Length >= 1 && value.Length <= 4000)
+            {
+                serializer.Serialize(writer, value);
+                return;
+            }
+            throw new Exception("Cannot marshal type string");
+        }
+
+        public static readonly MinMaxLengthCheckConverter7 Singleton = new MinMaxLengthCheckConverter7();
+    }
+
+    internal class RelevanceConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(Relevance) || t == typeof(Relevance?);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            if (reader.TokenType == JsonToken.Null) return null;
+            var value = serializer.Deserialize<string>(reader);
+            switch (value)
+            {
+                case "embedding":
+                    return Relevance.Embedding;
+                case "hybrid":
+                    return Relevance.Hybrid;
+                case "keyword":
+                    return Relevance.Keyword;
+            }
+            throw new Exception("Cannot unmarshal type Relevance");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            if (untypedValue == null)
+            {
+                serializer.Serialize(writer, null);
+                return;
+            }
+            var value = (Relevance)untypedValue;
+            switch (value)
+            {
+                case Relevance.Embedding:
+                    serializer.Serialize(writer, "embedding");
+                    return;
+                case Relevance.Hybrid:
+                    serializer.Serialize(writer, "hybrid");
+                    return;
+                case Relevance.Keyword:
+                    serializer.Serialize(writer, "keyword");
+                    return;
+            }
+            throw new Exception("Cannot marshal type Relevance");
+        }
+
+        public static readonly RelevanceConverter Singleton = new RelevanceConverter();
+    }
+
+    internal class StateConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(State) || t == typeof(State?);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            if (reader.TokenType == JsonToken.Null) return null;
+            var value = serializer.Deserialize<string>(reader);
+            switch (value)
+            {
+                case "cooldown":
+                    return State.Cooldown;
+                case "moving_to_poi":
+                    return State.MovingToPoi;
+                case "talking":
+                    return State.Talking;
+                case "waiting_for_replan":
+                    return State.WaitingForReplan;
+                case "wandering_in_poi":
+                    return State.WanderingInPoi;
+            }
+            throw new Exception("Cannot unmarshal type State");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            if (untypedValue == null)
+            {
+                serializer.Serialize(writer, null);
+                return;
+            }
+            var value = (State)untypedValue;
+            switch (value)
+            {
+                case State.Cooldown:
+                    serializer.Serialize(writer, "cooldown");
+                    return;
+                case State.MovingToPoi:
+                    serializer.Serialize(writer, "moving_to_poi");
+                    return;
+                case State.Talking:
+                    serializer.Serialize(writer, "talking");
+                    return;
+                case State.WaitingForReplan:
+                    serializer.Serialize(writer, "waiting_for_replan");
+                    return;
+                case State.WanderingInPoi:
+                    serializer.Serialize(writer, "wandering_in_poi");
+                    return;
+            }
+            throw new Exception("Cannot marshal type State");
+        }
+
+        public static readonly StateConverter Singleton = new StateConverter();
+    }
+
+    internal class MinMaxLengthCheckConverter8 : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(string);
 
@@ -3151,6 +3454,6 @@ namespace Machi.Protocol
             throw new Exception("Cannot marshal type string");
         }
 
-        public static readonly MinMaxLengthCheckConverter7 Singleton = new MinMaxLengthCheckConverter7();
+        public static readonly MinMaxLengthCheckConverter8 Singleton = new MinMaxLengthCheckConverter8();
     }
 }
