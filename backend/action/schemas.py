@@ -89,7 +89,12 @@ class ActionChoice(BaseModel):
     # The schema asks for an enum and bounded strings; validation is kinder (validate.py drops what does not
     # fit the world with a reason), so one odd action never costs the line it came with.
     type: str = Field(description="What to do.", json_schema_extra={"enum": list(ACTION_TYPES)})
-    target: str | None = Field(None, description="The id of the place, person or gesture it is about.")
+    # An id from the prompt's lists: copying it is the answer, so the echo check (llm/echo.py) leaves it be.
+    target: str | None = Field(
+        None,
+        description="The id of the place, person or gesture it is about.",
+        json_schema_extra={"echo_check": False},
+    )
     item: Annotated[str, WithJsonSchema({"type": "string", "maxLength": MAX_ITEM_CHARS})] | None = Field(
         None, description="For give: what is handed over, in a few words."
     )

@@ -188,14 +188,34 @@ def fill_usage(usage: Completion | None, source: Completion) -> None:
     usage.meta.update(source.meta)
 
 
+#: Schema keys only Machi reads (the echo check's `echo_check`): left out of what providers get.
+PRIVATE_SCHEMA_KEYS = frozenset({"echo_check"})
+
+
+@functools.lru_cache(maxsize=256)
+def annotated_schema_for(schema: type[BaseModel]) -> dict[str, Any]:
+    """The reply model's JSON Schema, inlined and strict-mode shaped, with Machi's own keys (`echo_check`):
+    what llm/echo.py reads. Cached per class; callers must not mutate it."""
+    raw = schema.model_json_schema()
+    return _strictify(_inline_refs(raw, raw.get("$defs", {})))
+
+
 @functools.lru_cache(maxsize=256)
 def json_schema_for(schema: type[BaseModel]) -> dict[str, Any]:
-    """The JSON Schema sent to providers for a reply model (inlined, strict-mode friendly).
+    """The JSON Schema sent to providers for a reply model (inlined, strict-mode friendly, no keys of
+    Machi's own: OpenAI's strict mode refuses keywords it does not know).
 
     Cached per model class (building it costs ~1 ms); callers must not mutate the returned dict.
     """
-    raw = schema.model_json_schema()
-    return _strictify(_inline_refs(raw, raw.get("$defs", {})))
+    return _without_private(annotated_schema_for(schema))
+
+
+def _without_private(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _without_private(v) for k, v in node.items() if k not in PRIVATE_SCHEMA_KEYS}
+    if isinstance(node, list):
+        return [_without_private(item) for item in node]
+    return node
 
 
 def _inline_refs(node: Any, defs: dict[str, Any]) -> Any:

@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from backend.llm.base import Message, json_schema_for
+from backend.llm.base import Message, annotated_schema_for
 
 #: A string whose maxLength is at most this is a word from a vocabulary, not free text.
 VOCABULARY_MAX_LENGTH = 64
@@ -80,7 +80,7 @@ class _Rules:
 
 @functools.lru_cache(maxsize=256)
 def _rules(schema: type[BaseModel]) -> _Rules:
-    json_schema = json_schema_for(schema)
+    json_schema = annotated_schema_for(schema)
     names: set[str] = set()
     tree = _compile(json_schema, "", names, in_list=False)
     fields = sorted(_property_names(json_schema), key=len, reverse=True)
@@ -103,6 +103,8 @@ def _property_names(node: Any) -> set[str]:
 def _compile(node: dict[str, Any], key: str, names: set[str], *, in_list: bool) -> Any:
     if node.get("title"):
         names.add(normalise(str(node["title"])))
+    if node.get("echo_check") is False:  # before the branches: `str | None` is an anyOf under it
+        return None
     for branch in ("anyOf", "oneOf"):
         if branch in node:
             options = [_compile(sub, key, names, in_list=in_list) for sub in node[branch]]

@@ -47,7 +47,7 @@ def test_a_visitor_talks_with_aoi_and_is_remembered_the_next_day(
     summary = known.json()["summary"]
     client.post("/v1/conversation/player-turn", json=visitor_line("v-2", "また来ました！", day=2))
     moment = dialogue_prompts(scripted)[-1][-1]["content"]
-    assert f"What you know about ユキ: " in moment and summary.split("。")[0] in moment
+    assert "What you know about ユキ: " in moment and summary.split("。")[0] in moment
 
 
 def test_a_retry_gets_the_stored_reply_and_stores_nothing_twice(
