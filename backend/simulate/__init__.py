@@ -1,6 +1,7 @@
 """`machi simulate`: the headless stand-in world (unity_protocol/python) driving a real server over HTTP.
 
-Owns: no tables; a simulation run's scenario and summary (it talks to the server over HTTP like Unity).
+Owns: no tables; a simulation run's scenario, scripted visitors and summary (it talks to the server over HTTP
+like Unity).
 Imports: anything (an entry point at the top): app to start a server in process, config, world (demo towns).
 """
 

@@ -1,4 +1,5 @@
-"""`machi simulate --hours 24 --seed 1 [--speed max|N] [--server URL]`: a day of the town without Unity.
+"""`machi simulate --hours 24 --seed 1 [--speed max|N] [--server URL] [--visitors N]`: a day of the town
+without Unity (with `--visitors`, scripted visitors talk with the agents too: visitors.py).
 
 Without `--server` the command serves the configured app itself (same database, same model) on a free
 loopback port; either way the stand-in world talks to it only over HTTP, as Unity would.
@@ -16,6 +17,9 @@ from typing import Any, TextIO
 
 from backend.config import Settings
 
+#: The most scripted visitors one run may have (their lines stay under WORLD_PLAYER_LINES_PER_MINUTE's default).
+MAX_VISITORS = 20
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sim = subparsers.add_parser("simulate", help="drive the server with a headless stand-in for Unity")
@@ -31,6 +35,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     sim.add_argument("--world", help="X-Machi-World to play in (default: the server's default world)")
     sim.add_argument("--day", type=int, default=1, help="game day to start on (default 1)")
     sim.add_argument("--start-hour", type=float, default=6.0, help="hour of day to start at (default 6)")
+    sim.add_argument(
+        "--visitors",
+        type=int,
+        default=0,
+        help="scripted visitors (player:visitor-1...) who walk up to agents and talk a little (default 0)",
+    )
     sim.add_argument("--json", type=Path, help="also write the summary as JSON to this file")
     sim.add_argument(
         "--max-fallback-share",
@@ -46,6 +56,9 @@ def _simulate(args: argparse.Namespace, settings: Settings) -> int:
     if pace == -1.0:
         print(f"--speed must be 'max' or a positive number, not {args.speed!r}", file=sys.stderr)
         return 2
+    if not 0 <= args.visitors <= MAX_VISITORS:
+        print(f"--visitors must be 0-{MAX_VISITORS}, not {args.visitors}", file=sys.stderr)
+        return 2
     from backend.simulate.server import api_key as key_for
     from backend.simulate.server import serving
 
@@ -53,7 +66,7 @@ def _simulate(args: argparse.Namespace, settings: Settings) -> int:
     with serving(settings, args.server) as url:
         summary = run_simulation(url, hours=args.hours, seed=args.seed, pace=pace, api_key=api_key,
                                  world_id=args.world, start_day=args.day, start_hour=args.start_hour,
-                                 progress=ProgressBar(args.hours))  # fmt: skip
+                                 progress=ProgressBar(args.hours), visitors=args.visitors)  # fmt: skip
     from backend.simulate.summary import fallback_share, render
 
     print(render(summary))
@@ -85,18 +98,20 @@ def _pace(speed: str) -> float | None:
 def run_simulation(
     url: str, *, hours: float, seed: int, pace: float | None = None, api_key: str | None = None,
     world_id: str | None = None, start_day: int = 1, start_hour: float = 6.0,
-    progress: Any = None, run_id: str | None = None,
+    progress: Any = None, run_id: str | None = None, visitors: int = 0, rough_share: float | None = None,
 ) -> dict[str, Any]:  # fmt: skip
-    """Run the stand-in world against the server at `url`; returns the summary (see summary.build_summary)."""
+    """Run the stand-in world against the server at `url`, with `visitors` scripted visitors (a share
+    `rough_share` of their visits holds a rough line); returns the summary (see summary.build_summary)."""
     from backend.simulate import load_client_package
     from backend.simulate.summary import build_summary, own_counts, server_counts
+    from backend.simulate.visitors import DEFAULT_ROUGH_SHARE, VisitedTown
 
     machi_client = load_client_package()
-    from machi_client.world import HeadlessWorld  # loaded just above
-
     run_id = run_id or f"sim{seed}-{uuid.uuid4().hex[:6]}"
+    rough = DEFAULT_ROUGH_SHARE if rough_share is None else rough_share
     with machi_client.MachiClient(url, api_key=api_key, world_id=world_id, seed=seed) as client:
-        world = HeadlessWorld(client, seed=seed, start_day=start_day, start_hour=start_hour, run_id=run_id)
+        world = VisitedTown(client, visitors=visitors, rough_share=rough, seed=seed, start_day=start_day,
+                            start_hour=start_hour, run_id=run_id)  # fmt: skip
         agent_ids = [w.id for w in world.walkers]
         before = server_counts(client, {}, agent_ids)
         report = world.run(hours, pace=pace, progress=progress)
@@ -104,7 +119,7 @@ def run_simulation(
             progress.close()
         log_during_run = copy.deepcopy(client.log)
         counts = own_counts(before, server_counts(client, report.plan_days, agent_ids))
-    return build_summary(report, counts, log_during_run, hours, seed)
+    return build_summary(report, counts, log_during_run, hours, seed, world.visitors.report)
 
 
 class ProgressBar:

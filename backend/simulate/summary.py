@@ -48,8 +48,11 @@ def own_counts(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
 
 
 def fallback_share(summary: dict[str, Any]) -> float:
-    """The share of this run's lines that were fallbacks (0 when it had no turn)."""
-    return summary["fallbacks"] / summary["turns"] if summary["turns"] else 0.0
+    """The share of this run's lines that were fallbacks, the agents' replies to visitors included (0 when
+    it had no turn)."""
+    visitors = summary.get("visitors") or {}
+    turns = summary["turns"] + visitors.get("lines", 0)
+    return (summary["fallbacks"] + visitors.get("fallbacks", 0)) / turns if turns else 0.0
 
 
 def model_counts(stats: dict[str, Any]) -> dict[str, int]:
@@ -63,8 +66,29 @@ def model_counts(stats: dict[str, Any]) -> dict[str, int]:
     }
 
 
-def build_summary(report: Any, counts: dict[str, Any], log: Any, hours: float, seed: int) -> dict[str, Any]:
-    errors = sum(n for status, n in log.statuses.items() if status >= 400)
+def visitor_summary(visitors: Any) -> dict[str, Any]:
+    """The visitors' part of the summary (visitors.VisitorReport): their conversations, their lines (each
+    answered by one reply), the replies that were deflections and the visitor lines moderation held back."""
+    return {
+        "players": visitors.players,
+        "conversations": len(visitors.conversations),
+        "end_reasons": dict(visitors.end_reasons),
+        "lines": visitors.lines,
+        "deflected": visitors.deflected,
+        "held_back": visitors.held_back,
+        "fallbacks": visitors.fallbacks,
+        "paced": visitors.paced,
+        "rate_limited": visitors.rate_limited,
+        "conversation_log": visitors.conversations,
+    }
+
+
+def build_summary(
+    report: Any, counts: dict[str, Any], log: Any, hours: float, seed: int, visitors: Any = None
+) -> dict[str, Any]:
+    waited = visitors.rate_limited if visitors is not None else 0  # 429s the visitors waited out
+    errors = sum(n for status, n in log.statuses.items() if status >= 400) - waited
+    failures = [f for f in log.failures if not (waited and f.startswith("server 429"))]
     return {
         "model": counts.get("model", {}),
         "server_errors": sum(n for status, n in log.statuses.items() if status >= 500),
@@ -83,11 +107,12 @@ def build_summary(report: Any, counts: dict[str, Any], log: Any, hours: float, s
         "plan_requests": report.plan_requests,
         "errors": errors,
         "retries": log.retries,
-        "failures": log.failures[:20],
+        "failures": failures[:20],
         "per_agent": counts,
         "visited": {k: sorted(v) for k, v in report.visited.items()},
         "plan_targets": {k: sorted(v) for k, v in report.plan_targets.items()},
         "conversation_log": report.conversations,
+        "visitors": visitor_summary(visitors) if visitors is not None and visitors.players else None,
     }
 
 
@@ -111,6 +136,7 @@ def render(summary: dict[str, Any]) -> str:
             f"model calls: {model['calls']} (repaired {model['repaired']}, re-asked {model['reasked']}, "
             f"failed {model['errors']}), fallback lines: {summary['fallbacks']}"
         )
+    lines.extend(_render_visitors(summary.get("visitors")))
     lines.append(f"memories: {summary['memories']}, reflections: {summary['reflections']}")
     lines.append(
         f"plans: {summary['plans']} (versions {summary['plan_versions']}), plan/now calls: {summary['plan_requests']}"
@@ -121,6 +147,27 @@ def render(summary: dict[str, Any]) -> str:
     )
     lines.extend(f"  ! {failure}" for failure in summary["failures"])
     return "\n".join(lines)
+
+
+def _render_visitors(visitors: dict[str, Any] | None) -> list[str]:
+    if not visitors:
+        return []
+    reasons = ", ".join(f"{k} {v}" for k, v in sorted(visitors["end_reasons"].items())) or "none"
+    lines = [
+        f"visitors: {visitors['players']}, conversations: {visitors['conversations']} (ended by: {reasons})"
+    ]
+    for conv in visitors["conversation_log"]:
+        deflected = f"  ({conv['deflected']} deflected)" if conv["deflected"] else ""
+        lines.append(
+            f"  day {conv['day']} {_clock(conv['time_of_day'])}  {conv['name']} & {conv['agent']:<10} "
+            f"{conv['lines']:>2} lines  {conv['end_reason']}{deflected}"
+        )
+    lines.append(
+        f"visitor lines: {visitors['lines']} (each answered), deflected replies: {visitors['deflected']} "
+        f"(visitor lines held back: {visitors['held_back']}), fallbacks: {visitors['fallbacks']}, "
+        f"rate-limited (waited): {visitors['rate_limited']}"
+    )
+    return lines
 
 
 def _clock(hours: float) -> str:

@@ -27,7 +27,8 @@ def test_exit_code_follows_the_share_of_fallback_lines(
 ) -> None:
     monkeypatch.setattr(cli, "run_simulation", lambda *a, **k: _summary(10, fallbacks))
     args = argparse.Namespace(speed="max", api_key=None, server="http://127.0.0.1:9", hours=1.0, seed=1,
-                              world=None, day=1, start_hour=6.0, json=None, max_fallback_share=limit)  # fmt: skip
+                              world=None, day=1, start_hour=6.0, json=None, max_fallback_share=limit,
+                              visitors=0)  # fmt: skip
     assert cli._simulate(args, settings) == code
 
 

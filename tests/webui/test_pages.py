@@ -126,3 +126,13 @@ def test_agent_state_shows_as_a_label_with_the_raw_id_in_its_title(client: TestC
     html = client.get("/agents/aoi").text
     assert '<span class="chip state" title="wandering_in_poi" lang="ja">散策中</span>' in html
     assert _boot(html)["state_labels"]["wandering_in_poi"] == "散策中"
+
+
+def test_the_visitors_filter_and_panel_follow_the_address_and_the_world(client: TestClient) -> None:
+    only = client.get("/conversations", params={"visitors": "1", "world": "exhibit-2"}).text
+    assert _boot(only)["visitors"] is True and _boot(only)["caps"]["players"] is True
+    assert re.search(r'<input type="checkbox" id="conv-visitors" name="visitors" value="1" checked>', only)
+    assert "checked" not in client.get("/conversations").text.split('id="conv-visitors"')[1].split(">")[0]
+    town = client.get("/", params={"world": "exhibit-2"}).text
+    assert 'href="/conversations?world=exhibit-2&amp;visitors=1"' in town
+    assert 'href="/conversations?visitors=1"' in client.get("/").text

@@ -204,12 +204,51 @@ export function nameOf(agents, id) {
   return agent ? agent.name : id;
 }
 
-/** A link to an agent's page, coloured dot first. */
-export function agentLink(agents, id) {
+/** A link to an agent's page, coloured dot first (`name` when `agents` does not know it). */
+export function agentLink(agents, id, name) {
   return h(
     "a",
     { href: pageHref(`/agents/${encodeURIComponent(id)}`), class: "agent-link" },
     h("span", { class: "dot", style: { background: agentColor(id) }, "aria-hidden": "true" }),
-    nameOf(agents, id),
+    agents.has(id) ? nameOf(agents, id) : name || id,
+  );
+}
+
+/** What the dashboard calls a visitor (a player: a person at the booth), Japanese first like the states. */
+export const VISITOR_LABEL = "来場者";
+
+export function isPlayer(id) {
+  return String(id || "").startsWith("player:");
+}
+
+/** A visitor: their display name and a 来場者 badge (they have no page of their own; the id is in the title). */
+export function visitorBadge(id, name) {
+  return h(
+    "span",
+    { class: "visitor", "data-player": id, title: `visitor · ${id}` },
+    h("span", { class: "visitor-name", text: name || String(id).replace(/^player:/, "") }),
+    h("span", { class: "chip visitor-chip", lang: "ja", text: VISITOR_LABEL }),
+  );
+}
+
+/** A conversation participant ({id, name, kind, left}): an agent's link or a visitor's badge, struck through once they left. */
+export function participantLabel(agents, p) {
+  const player = p.kind === "player" || isPlayer(p.id);
+  return h(
+    "span",
+    { class: p.left ? "participant left" : "participant", "data-participant": p.id, "data-kind": player ? "player" : "agent",
+      "data-left": p.left ? "" : null, title: p.left ? "left the conversation" : null },
+    player ? visitorBadge(p.id, p.name) : agentLink(agents, p.id, p.name),
+  );
+}
+
+/** Everyone in a conversation: "A ⇄ B" for two; for a group "A, B, C" and how many they were. */
+export function participantList(agents, participants) {
+  const group = participants.length > 2;
+  return h(
+    "span",
+    { class: "pair", "data-count": String(participants.length) },
+    participants.map((p, i) => [i ? (group ? ", " : " ⇄ ") : "", participantLabel(agents, p)]),
+    group ? [" ", chip(`group of ${participants.length}`, "group")] : null,
   );
 }

@@ -1,7 +1,7 @@
 // Agent: persona (server-rendered), emotion radar with history, plan timeline, people, memory stream,
 // reflections and the retrieval probe, kept live.
 
-import { agentLink, api, boot, caps, chip, clock, debounce, emotionChip, fill, gameTime, h, listOf, loadAgents, stateChip } from "../core.js";
+import { agentLink, api, boot, caps, chip, clock, debounce, emotionChip, fill, gameTime, h, isPlayer, listOf, loadAgents, stateChip, visitorBadge } from "../core.js";
 import { live } from "../live.js";
 import { MemoryTable, renderReflections, setupProbe } from "../memories.js";
 import { renderPlan } from "../plan.js";
@@ -108,7 +108,9 @@ function personCard(person) {
     "li",
     { class: "person", "data-person": otherId },
     h("div", { class: "person-head" },
-      agents.has(otherId) ? agentLink(agents, otherId) : h("strong", { text: person.other_name || person.name || otherId }),
+      agents.has(otherId) ? agentLink(agents, otherId)
+        : isPlayer(otherId) ? visitorBadge(otherId, person.other_name || person.name)
+        : h("strong", { text: person.other_name || person.name || otherId }),
       metLine(person)),
     person.summary ? h("p", { class: "person-summary", text: person.summary }) : null,
     traits.length ? h("div", { class: "meta" }, traits.slice(0, 8).map((t) => chip(String(t), "tag"))) : null,

@@ -1,6 +1,8 @@
 // One conversation: the transcript as speech bubbles with emotions, how it ended, and the judge's scores.
 
-import { agentColor, api, boot, caps, chip, debounce, emotionChip, fill, gameTime, h, pageHref, showError } from "../core.js";
+import {
+  agentColor, api, boot, caps, chip, debounce, emotionChip, fill, gameTime, h, participantList, showError, VISITOR_LABEL,
+} from "../core.js";
 import { live } from "../live.js";
 
 const sessionId = boot.session_id;
@@ -10,14 +12,14 @@ let ended = false;
 
 function meta(c) {
   const pairs = [
-    ["who", h("span", {}, c.participants.map((p, i) => [i ? " ⇄ " : "",
-      h("a", { href: pageHref(`/agents/${encodeURIComponent(p.id)}`), text: p.name || p.id })]))],
+    ["who", participantList(new Map(), c.participants)],
     ["where", c.location_name || "—"],
     ["from", gameTime(c.start_day, c.start_time_of_day)],
     ["to", c.ended ? gameTime(c.end_day, c.end_time_of_day) : "ongoing"],
     ["turns", lineCount(c)],
     ["end", c.ended ? chip(c.end_reason || "ended", "end") : chip("ongoing", "ok")],
     ["fallbacks", String(c.turns.filter((t) => t.fallback).length)],
+    ["held back", String(c.turns.filter((t) => t.moderation).length)],
     ["reflected", c.reflected ? "yes" : "not yet"],
   ];
   return pairs.flatMap(([k, v]) => [h("dt", { text: k }), h("dd", {}, v)]);
@@ -53,14 +55,31 @@ function side(speakerId, c) {
   return speakerId === first ? "left" : "right";
 }
 
+const HELD_BACK = {
+  line: "moderation held back the visitor's line: a neutral marker was stored instead of what was typed",
+  reply: "moderation held back the model's reply: the character said a deflection instead",
+};
+
+/** What moderation held back in a turn: its stage, source and category only (never the text it held back). */
+function heldBackChip(moderation) {
+  if (!moderation) return null;
+  const stage = String(moderation.stage || "?");
+  const parts = [stage, moderation.source, moderation.category].filter(Boolean).map(String);
+  return h("span", { class: "chip warn held-back", "data-moderation": stage, title: HELD_BACK[stage] || "moderation held this back",
+    text: `held back · ${parts.join(" · ")}` });
+}
+
 function bubble(turn, c) {
-  const name = (c.participants.find((p) => p.id === turn.speaker_id) || {}).name || turn.speaker_id;
+  const speaker = c.participants.find((p) => p.id === turn.speaker_id) || {};
   return h(
     "li",
-    { class: `turn ${side(turn.speaker_id, c)}`, "data-turn": String(turn.turn_index) },
+    { class: `turn ${side(turn.speaker_id, c)}${turn.moderation ? " held" : ""}`, "data-turn": String(turn.turn_index),
+      "data-speaker-kind": speaker.kind || "agent" },
     h("div", { class: "turn-head" },
       h("span", { class: "dot", style: { background: agentColor(turn.speaker_id) } }),
-      h("strong", { text: name }),
+      h("strong", { text: speaker.name || turn.speaker_id }),
+      speaker.kind === "player" ? h("span", { class: "chip visitor-chip", lang: "ja", title: `visitor · ${turn.speaker_id}`, text: VISITOR_LABEL }) : null,
+      heldBackChip(turn.moderation),
       emotionChip(turn.emotion),
       turn.fallback ? chip("fallback", "warn") : null,
       turn.end_reason ? chip(`end: ${turn.end_reason}`, "end") : null,

@@ -1,12 +1,16 @@
 // Town: the map, the roster, the model's status and a live feed of conversation lines.
 
-import { agentColor, agentLink, ago, api, caps, chip, debounce, emotionChip, fill, gameTime, h, listOf, pageHref, showError, stateLabel } from "../core.js";
+import {
+  agentColor, agentLink, ago, api, caps, chip, debounce, emotionChip, fill, gameTime, h, isPlayer, listOf, pageHref, showError,
+  stateLabel, visitorBadge,
+} from "../core.js";
 import { live } from "../live.js";
 import { renderMap } from "../map.js";
 
 const FEED_CONVERSATIONS = 6;
 const FEED_LINES = 40;
 const CALL_WINDOW = 100;
+const VISITORS_SHOWN = 8;
 
 let agents = new Map();
 let fallbacks = 0;
@@ -42,14 +46,20 @@ async function refreshTown() {
   );
 }
 
+/** A participant's display name in a conversation (an agent's, or a visitor's). */
+function nameIn(conversation, id) {
+  return agents.get(id)?.name || conversation.participants.find((p) => p.id === id)?.name || id;
+}
+
 function feedLine(turn, conversation) {
+  const speaker = turn.speaker_id;
   return h(
     "li",
     { class: "feed-line", "data-session": conversation.session_id },
     h("div", { class: "feed-who" },
-      agentLink(agents, turn.speaker_id),
+      isPlayer(speaker) ? visitorBadge(speaker, nameIn(conversation, speaker)) : agentLink(agents, speaker),
       h("span", { class: "muted small", text: " → " }),
-      h("span", { class: "muted small", text: agents.get(turn.target_id)?.name || turn.target_id }),
+      h("span", { class: "muted small", text: nameIn(conversation, turn.target_id) }),
       emotionChip(turn.emotion),
       turn.fallback ? chip("fallback", "warn") : null,
       turn.end_reason ? chip(`ended: ${turn.end_reason}`, "end") : null),
@@ -75,6 +85,28 @@ async function refreshFeed() {
     return;
   }
   fill(feed, lines.slice(0, FEED_LINES).map((l) => feedLine(l.turn, l.conversation)));
+}
+
+/** The visitors (players) Unity registered or who spoke: name, lines said, when last seen. */
+async function refreshVisitors() {
+  const card = document.getElementById("visitors-card");
+  card.hidden = !caps.players;
+  if (!caps.players) return;
+  const players = listOf(await api("/v1/players"), "players");
+  const node = document.getElementById("visitors");
+  if (!players.length) {
+    fill(node, h("li", { class: "muted", text: "No visitors yet (Unity registers them with PUT /v1/players/{id})." }));
+    return;
+  }
+  fill(
+    node,
+    players.slice(0, VISITORS_SHOWN).map((p) =>
+      h("li", { class: "visitor-row", "data-player": p.id },
+        visitorBadge(p.id, p.display_name),
+        h("span", { class: "muted small visitor-lines", text: `${p.lines} line${p.lines === 1 ? "" : "s"} · ` }),
+        h("span", { class: "muted small" }, ago(p.last_seen_at)))),
+    players.length > VISITORS_SHOWN ? h("li", { class: "muted small", text: `and ${players.length - VISITORS_SHOWN} more` }) : null,
+  );
 }
 
 function percentile(sorted, p) {
@@ -122,20 +154,24 @@ async function start() {
   } catch (err) {
     showError(document.getElementById("llm-status"), err, "status");
   }
+  await refreshVisitors().catch((err) => showError(document.getElementById("visitors"), err, "visitors"));
   const town = debounce(refreshTown, 300);
   const feed = debounce(refreshFeed, 300);
   const status = debounce(refreshStatus, 1000);
+  const visitors = debounce(refreshVisitors, 1000);
   live()
     .on(["agent.state"], town)
     .on(["conversation.turn", "conversation.ended"], () => {
       feed();
       town();
       status();
+      visitors();
     })
     .on(["llm.call"], status)
     .poll(refreshTown, 3000)
     .poll(refreshFeed, 3000)
     .poll(refreshStatus, 5000)
+    .poll(refreshVisitors, 5000)
     .start();
 }
 
