@@ -84,7 +84,9 @@ PROTOCOL_MODELS: tuple[WireModel, ...] = (
     WireModel(TurnDelta, "event", "SSE event `delta` of /v1/conversation/turn/stream"),
     WireModel(TurnReset, "event", "SSE event `reset` of /v1/conversation/turn/stream"),
     WireModel(PlayerTurnRequest, "request", "POST /v1/conversation/player-turn[/stream]"),
-    WireModel(PlayerTurnResult, "reply", "POST /v1/conversation/player-turn; SSE event `reply` of its stream"),
+    WireModel(
+        PlayerTurnResult, "reply", "POST /v1/conversation/player-turn; SSE event `reply` of its stream"
+    ),
     WireModel(PlayerUpsert, "request", "PUT /v1/players/{player_id}"),
     WireModel(PlayerPublic, "reply", "GET|PUT /v1/players/{player_id}"),
     WireModel(PlayerList, "reply", "GET /v1/players"),

@@ -14,6 +14,7 @@ from backend.emotion.models import EmotionRecord
 from backend.intention.models import Intention, Told
 from backend.memory.models import Memory, PersonMemory
 from backend.planning.models import Plan
+from backend.player.models import Player
 from backend.world.models import Agent, AgentStateEvent, PointOfInterest
 
 #: A row of any section's table.
@@ -23,6 +24,7 @@ TableRow = SQLModel
 SECTIONS: dict[str, type[SQLModel]] = {
     "agents": Agent,
     "pois": PointOfInterest,
+    "players": Player,
     "memories": Memory,
     "plans": Plan,
     "conversations": Conversation,
@@ -35,7 +37,7 @@ SECTIONS: dict[str, type[SQLModel]] = {
     "told": Told,
 }
 #: Tables whose ids are names the document gives (not integers a database counts).
-NAMED_IDS: tuple[type[SQLModel], ...] = (Agent, PointOfInterest, CouncilRecord)
+NAMED_IDS: tuple[type[SQLModel], ...] = (Agent, PointOfInterest, Player, CouncilRecord)
 
 
 def unique_keys(table: type[SQLModel]) -> list[list[str]]:

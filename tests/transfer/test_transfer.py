@@ -96,6 +96,7 @@ def ranking(client: TestClient, agent: str = "aoi") -> list[tuple[str, float]]:
 def town(settings: Settings, scripted: ScriptedLLM) -> Any:
     with make_client(settings, scripted, load_demo_world=True) as client:
         populate(client)
+        client.put("/v1/players/guest-1", json={"display_name": "ユキ", "language": "ja"})
         yield client
 
 
@@ -106,6 +107,7 @@ def test_export_then_import_into_an_empty_database_reproduces_everything(
     assert {name: len(original[name]) for name in transfer.SECTIONS} == {
         "agents": 6,
         "pois": 9,
+        "players": 1,  # a registered visitor (who has not talked: the conversation is the agents')
         "memories": 6,  # two plans, one arrival, two observations, one reflection
         "plans": 2,
         "conversations": 1,
