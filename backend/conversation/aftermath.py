@@ -96,6 +96,21 @@ class Aftermath:
         if self.emotion is not None:
             self._turn_emotion(ctx, result["dialogue"], feeling)
 
+    def visitor_said(self, world_id: str, reply: dict[str, Any], location: str | None) -> None:
+        """Publish a visitor's stored line (`conversation.turn` with the player as `agent_id`): a dashboard or
+        another Unity client sees the whole conversation. Nothing else follows a visitor's line (no emotion)."""
+        if self.events is None:
+            return
+        self.events.publish(
+            CONVERSATION_TURN,
+            world_id,
+            TurnPayload(
+                session_id=reply["session_id"], agent_id=reply["speaker_id"], target_id=reply["target_id"],
+                turn_index=reply["turn_index"], dialogue=reply["dialogue"], emotion=reply["emotion"],
+                fallback=False, is_conversation_end=False, location_name=location,
+            ),
+        )  # fmt: skip
+
     def _turn_emotion(self, ctx: TurnContext, dialogue: str, feeling: str | None) -> None:
         assert self.emotion is not None
         lines = [*ctx.history, f"{ctx.speaker.name}: {dialogue}"][-EMOTION_LINES:]

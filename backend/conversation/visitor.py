@@ -187,6 +187,7 @@ class VisitorTurns:
         )
         if committed.created:
             self.service.jobs.submit(committed.jobs)
+            self.service.after.visitor_said(world_id, committed.reply, body.location_name)
         stored = committed.reply
         return VisitorLine(stored["turn_index"], str(stored.get("line", line)), bool(stored.get("blocked")))
 

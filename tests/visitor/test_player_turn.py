@@ -95,3 +95,13 @@ def test_bad_visitor_requests_are_4xx_naming_the_field(client: TestClient) -> No
     assert unknown.status_code == 404 and unknown.json()["error"]["details"]["field"] == "agent_id"
     assert client.put("/v1/players/bad%20id", json={"display_name": "x"}).status_code == 422
     assert client.put("/v1/players/yuki", json={"display_name": "  "}).status_code == 422
+
+
+def test_both_lines_of_a_visitor_turn_are_published(client: TestClient) -> None:
+    add_agents(client)
+    with client.websocket_connect("/v1/events?types=conversation.turn") as events:
+        client.post("/v1/conversation/player-turn", json=visitor_line("v-e", "こんにちは"))
+        first, second = events.receive_json(), events.receive_json()
+    lines = sorted([first, second], key=lambda event: event["payload"]["turn_index"])
+    assert [(e["payload"]["agent_id"], e["payload"]["turn_index"]) for e in lines] == [(YUKI, 0), ("aoi", 1)]
+    assert lines[0]["payload"]["dialogue"] == "こんにちは"
