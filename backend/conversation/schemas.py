@@ -35,6 +35,18 @@ MAX_PARTICIPANTS = 6
 HistoryLine = Annotated[str, StringConstraints(max_length=MAX_LINE_CHARS), AfterValidator(one_line)]
 
 
+def _members(value: list[str] | None, info: ValidationInfo, keys: tuple[str, str]) -> list[str] | None:
+    """A request's `participants`: no id twice, and the two ids named by `keys` among them."""
+    if value is None:
+        return None
+    if len(set(value)) != len(value):
+        raise ValueError("participants must not repeat an id")
+    missing = [key for key in keys if info.data.get(key) not in value]
+    if missing:
+        raise ValueError(f"participants must include {' and '.join(missing)}")
+    return value
+
+
 class TurnRequest(BaseModel):
     """A turn request exactly as Unity sends it (`day`, `language` and `participants` are optional extras)."""
 
@@ -75,14 +87,7 @@ class TurnRequest(BaseModel):
     @field_validator("participants")
     @classmethod
     def _has_both(cls, value: list[str] | None, info: ValidationInfo) -> list[str] | None:
-        if value is None:
-            return None
-        if len(set(value)) != len(value):
-            raise ValueError("participants must not repeat an id")
-        missing = [key for key in ("agent_id", "target_id") if info.data.get(key) not in value]
-        if missing:
-            raise ValueError(f"participants must include {' and '.join(missing)}")
-        return value
+        return _members(value, info, ("agent_id", "target_id"))
 
     def members(self) -> list[str]:
         """Everyone in the conversation by this request: `participants`, or the speaker and the target."""
@@ -130,14 +135,7 @@ class PlayerTurnRequest(BaseModel):
     @field_validator("participants")
     @classmethod
     def _has_both(cls, value: list[str] | None, info: ValidationInfo) -> list[str] | None:
-        if value is None:
-            return None
-        if len(set(value)) != len(value):
-            raise ValueError("participants must not repeat an id")
-        missing = [key for key in ("player_id", "agent_id") if info.data.get(key) not in value]
-        if missing:
-            raise ValueError(f"participants must include {' and '.join(missing)}")
-        return value
+        return _members(value, info, ("player_id", "agent_id"))
 
 
 #: A line is one to three sentences: the grammar ends the model's string here, and a longer line from a

@@ -19,7 +19,10 @@ from backend.app import create_app
 from backend.config import Settings
 from backend.scripted import ScriptedLLM
 
-ENV_PREFIXES = ("MACHI_", "LLM_", "OLLAMA_", "OPENAI_", "VLLM_", "EMBEDDING_", "DATABASE_")
+ENV_PREFIXES = (
+    "MACHI_", "LLM_", "OLLAMA_", "OPENAI_", "VLLM_", "EMBEDDING_", "DATABASE_", "PLAYER_", "WORLD_PLAYER_",
+    "MODERATION",
+)  # fmt: skip
 SESSION_ID = "webui-cafe-1"
 
 

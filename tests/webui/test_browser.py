@@ -16,7 +16,7 @@ import pytest
 #: Debian's chromium, found on PATH like any tool (a machine without it skips these tests).
 CHROMIUM = shutil.which("chromium") or ""
 try:
-    from playwright.sync_api import Browser, ConsoleMessage, Page, expect, sync_playwright
+    from playwright.sync_api import Browser, ConsoleMessage, Page, expect
 except ImportError:  # pragma: no cover - depends on the machine
     pytest.skip("playwright is not installed (pip install -e '.[dev]')", allow_module_level=True)
 if not CHROMIUM:  # pragma: no cover
@@ -26,7 +26,6 @@ if not CHROMIUM:  # pragma: no cover
     )
 
 from backend.transfer.demo import bundled_world  # noqa: E402
-from tests.webui.server import CHROMIUM_ARGS as ARGS  # noqa: E402
 from tests.webui.server import SESSION_ID, SHOTS, TIMEOUT_MS, running_server, simulate, wait_idle  # noqa: E402
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -55,14 +54,6 @@ def town(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             time.sleep(0.2)
         wait_idle(http)
         yield {"base": base, "http": http, "council_id": council_id, **world}
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture

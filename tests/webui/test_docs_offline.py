@@ -11,13 +11,12 @@ import pytest
 
 CHROMIUM = shutil.which("chromium")
 try:
-    from playwright.sync_api import Browser, ConsoleMessage, Page, Route, expect, sync_playwright
+    from playwright.sync_api import Browser, ConsoleMessage, Page, Route, expect
 except ImportError:  # pragma: no cover - depends on the machine
     pytest.skip("playwright is not installed (pip install -e '.[dev]')", allow_module_level=True)
 if CHROMIUM is None:  # pragma: no cover - depends on the machine
     pytest.skip("chromium is missing (.ci/webui.sh installs Debian chromium)", allow_module_level=True)
 
-from tests.webui.server import CHROMIUM_ARGS as ARGS  # noqa: E402
 from tests.webui.server import SHOTS, TIMEOUT_MS, running_server  # noqa: E402
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -33,14 +32,6 @@ expect.set_options(timeout=TIMEOUT_MS)
 def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with running_server(tmp_path_factory.mktemp("docs")) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import pytest
 
 CHROMIUM = shutil.which("chromium") or ""
 try:
-    from playwright.sync_api import Browser, Page, expect, sync_playwright
+    from playwright.sync_api import Browser, Page, expect
 except ImportError:  # pragma: no cover - depends on the machine
     pytest.skip("playwright is not installed (pip install -e '.[dev]')", allow_module_level=True)
 if not CHROMIUM:  # pragma: no cover
@@ -23,7 +23,6 @@ if not CHROMIUM:  # pragma: no cover
         allow_module_level=True,
     )
 
-from tests.webui.server import CHROMIUM_ARGS as ARGS  # noqa: E402
 from tests.webui.server import SESSION_ID, SHOTS, TIMEOUT_MS, running_server, simulate, wait_idle  # noqa: E402
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -78,14 +77,6 @@ def booth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     ):
         world = simulate(http)
         yield {"base": base, "http": http, **world, **_visit(http, world["names"])}
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture
