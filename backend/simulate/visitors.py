@@ -98,7 +98,7 @@ class VisitorTraffic:
         """PUT /v1/players/{id} for every visitor (their display name and language)."""
         for v in self.visitors:
             body = {"display_name": v.name, "language": v.language}
-            self.client._send("PUT", f"/v1/players/{v.id.removeprefix(PLAYER_PREFIX)}", body)
+            self.client.put_player(v.id, body)
 
     def step(self) -> None:
         for v in self.visitors:
@@ -177,12 +177,8 @@ class VisitorTraffic:
                 "location_name": visit.agent.location, "history": list(visit.history),
                 "time_of_day": w.time_of_day, "day": w.day}  # fmt: skip
         try:
-            reply: dict[str, Any] = self.client._send(
-                "POST", "/v1/conversation/player-turn", body, timeout=self.client.turn_timeout_s
-            )
-        except machi_client.MachiApiError as exc:
-            if exc.status != 429:
-                raise
+            reply: dict[str, Any] = self.client.player_turn(body)
+        except machi_client.MachiRateLimitError:
             self.report.rate_limited += 1
             return None
         v.recent.append(self.clock())

@@ -15,7 +15,9 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.conftest import drain
+from backend.config import Settings
+from backend.scripted import ScriptedLLM
+from tests.conftest import drain, make_client
 from tests.protocol.unity_tools import CSHARP_NEEDS, find_newtonsoft, install_line, missing_tools
 from tests.webui.server import running_server
 
@@ -127,11 +129,15 @@ def test_requests_serialised_by_csharp_are_accepted_and_replies_parse_back(
         _assert_same(original, echoed, name)
     stream = json.loads((echoed_dir / "turn.sse.json").read_text(encoding="utf-8"))
     assert stream["dialogue"] and any(e["name"] == "reply" for e in stream["events"])
+    visit = json.loads((echoed_dir / "player-turn.sse.json").read_text(encoding="utf-8"))
+    assert visit["dialogue"] and visit["player_line"] == "ユキ: やあ、ひかりさん。"
+    assert visit["next_speaker"] == "player:cs-guest"
 
 
 def _drive_server(client: TestClient, sent: dict[str, bytes]) -> dict[str, bytes]:
     """Send the C# requests in the order Unity would; keep each real reply under its DTO's name."""
-    headers = {"Content-Type": "application/json", "X-Machi-Protocol": "1"}
+    # X-Machi-Protocol: MachiClientOptions.ProtocolVersion
+    headers = {"Content-Type": "application/json", "X-Machi-Protocol": "2"}
     replies: dict[str, bytes] = {}
 
     def call(method: str, path: str, body: str | None, name: str | None) -> Any:
@@ -161,6 +167,22 @@ def _drive_server(client: TestClient, sent: dict[str, bytes]) -> dict[str, bytes
     call("GET", "/v1/conversations", None, "ConversationList.json")
     call("GET", "/v1/agents", None, "list-AgentPublic.json")
     call("GET", "/v1/agents/aoi", None, "AgentDetail.get.json")
+    # Protocol 2: gestures, visitors (the id escaped in the path as Uri.EscapeDataString writes it), a visitor's
+    # line plain and streamed, a group turn, action results.
+    call("PUT", "/v1/agents/ren", "agent-ren", None)
+    call("PUT", "/v1/world/gestures", "gestures", "WorldActions.put.json")
+    call("GET", "/v1/world/actions", None, "WorldActions.get.json")
+    call("PUT", "/v1/players/player%3Acs-guest", "player", "PlayerPublic.put.json")
+    call("GET", "/v1/players/player%3Acs-guest", None, "PlayerPublic.get.json")
+    call("POST", "/v1/conversation/player-turn", "player-turn", "PlayerTurnResult.json")
+    replies["player-turn.sse"] = call(
+        "POST", "/v1/conversation/player-turn/stream", "player-turn-stream", None
+    ).content
+    call("GET", "/v1/players", None, "PlayerList.json")
+    call("POST", "/v1/conversation/turn", "group-turn", "TurnResult.group.json")
+    call("POST", "/v1/agents/aoi/action-result", "action-give", "ActionResultAccepted.give.json")
+    call("POST", "/v1/agents/aoi/action-result", "action-gesture", "ActionResultAccepted.gesture.json")
+    call("POST", "/v1/agents/hikari/action-result", "action-go-to", "ActionResultAccepted.go-to.json")
     missing = client.get("/v1/agents/nobody", headers=headers)
     assert missing.status_code == 404
     replies["ErrorBody.json"] = missing.content
@@ -172,6 +194,21 @@ def _drive_server(client: TestClient, sent: dict[str, bytes]) -> dict[str, bytes
         and agent["home_poi"] == "cafe"
     )
     assert json.loads(replies["TurnResult.json"])["session_id"] == "cs-roundtrip-1"
+    visit = json.loads(replies["PlayerTurnResult.json"])
+    assert visit["player_line"] == "ユキ: こんにちは！おすすめの本は？" and visit["speaker_id"] == "aoi"
+    assert visit["target_id"] == "player:cs-guest" and visit["next_speaker"] == "player:cs-guest"
+    players = json.loads(replies["PlayerList.json"])["players"]
+    assert [(p["id"], p["display_name"], p["registered"], p["lines"]) for p in players] == [
+        ("player:cs-guest", "ユキ", True, 2)
+    ]
+    group = json.loads(replies["TurnResult.group.json"])
+    assert group["participants"] == ["aoi", "hikari", "ren"] and group["next_speaker"] in ("hikari", "ren")
+    assert json.loads(replies["WorldActions.put.json"])["gestures"] == ["wave", "bow"]
+    remembered = [
+        json.loads(replies[f"ActionResultAccepted.{k}.json"])["content"] for k in ("give", "gesture", "go-to")
+    ]
+    assert remembered[0] == "ひかりに本を渡した。" and "手がふさがっていた" in remembered[1]
+    assert "公園" in remembered[2]
     assert json.loads(replies["EndResult.json"])["end_reason"] in (
         "distance",
         "farewell",
@@ -179,6 +216,39 @@ def _drive_server(client: TestClient, sent: dict[str, bytes]) -> dict[str, bytes
         "max_turns",
     )
     return replies
+
+
+def test_a_real_rate_limit_and_length_refusal_parse_as_the_visitor_ui_expects(
+    roundtrip: Path, settings: Settings, scripted: ScriptedLLM, tmp_path: Path
+) -> None:
+    """The server's own 429 (Retry-After, details.limit) is a MachiRateLimitException naming the limit, too long
+    to wait out by itself; a line past PLAYER_MAX_CHARS is a 422 whose details name PLAYER_MAX_CHARS."""
+    with make_client(settings, scripted, player_lines_per_minute=1, player_max_chars=10) as client:
+        client.put("/v1/pois/cafe", json={"name": "カフェ", "position": {"x": 0, "z": 0}})
+        client.put("/v1/agents/aoi", json={"name": "葵"})
+        line = {"session_id": "cs-limit-1", "player_id": "player:fast", "agent_id": "aoi", "text": "こんにちは",
+                "history": [], "time_of_day": 10.0}  # fmt: skip
+        assert client.post("/v1/conversation/player-turn", json=line).status_code == 200
+        again = client.post("/v1/conversation/player-turn", json=line)
+        assert again.status_code == 200, "a retry with the same history is the stored reply, not a new line"
+        second = {**line, "session_id": "cs-limit-2"}
+        limited = client.post("/v1/conversation/player-turn", json=second)
+        long_line = {**second, "player_id": "player:other", "text": "とても長い一行の言葉です。"}
+        too_long = client.post("/v1/conversation/player-turn", json=long_line)
+    assert limited.status_code == 429 and too_long.status_code == 422
+    (tmp_path / "429.json").write_bytes(limited.content)
+    (tmp_path / "422.json").write_bytes(too_long.content)
+
+    parsed = json.loads(
+        _run(roundtrip, "error", "429", str(tmp_path / "429.json"), limited.headers["Retry-After"])
+    )
+    assert parsed["type"] == "MachiRateLimitException" and parsed["code"] == "too_many_requests"
+    assert parsed["limit"] == "PLAYER_LINES_PER_MINUTE" and not parsed["retryable"]
+    assert parsed["retry_after_s"] == float(limited.headers["Retry-After"]) > 2 and parsed["waits"] is False
+
+    parsed = json.loads(_run(roundtrip, "error", "422", str(tmp_path / "422.json")))
+    assert parsed["type"] == "MachiApiException" and parsed["status"] == 422 and parsed["limit"] is None
+    assert "PLAYER_MAX_CHARS" in parsed["details"]  # what VisitorChat looks for
 
 
 def _assert_same(original: Any, echoed: Any, where: str) -> None:

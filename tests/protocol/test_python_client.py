@@ -1,4 +1,5 @@
-"""The reference Python client's rules: headers, retries only on network errors/timeouts/5xx, SSE parsing."""
+"""The reference Python client's rules: headers, retries only on network errors/timeouts/5xx, one wait on a
+short 429, SSE parsing; and its protocol-2 calls (visitors, groups, actions) against the real app."""
 
 from __future__ import annotations
 
@@ -8,10 +9,20 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
+from backend.config import Settings
+from backend.scripted import ScriptedLLM
 from backend.simulate import load_client_package
+from tests.conftest import drain, make_client
 
 machi_client = load_client_package()
-from machi_client import MachiApiError, MachiClient, MachiTransportError, SseParser  # noqa: E402
+from machi_client import (  # noqa: E402
+    MachiApiError,
+    MachiClient,
+    MachiRateLimitError,
+    MachiTransportError,
+    SseParser,
+    parse_retry_after,
+)
 
 
 def _client(handler: httpx.MockTransport, **kwargs: object) -> MachiClient:
@@ -26,7 +37,7 @@ def test_headers_world_and_api_key_are_sent() -> None:
         return httpx.Response(200, json={"status": "ok"})
 
     _client(httpx.MockTransport(answer), api_key="k", world_id="town2").health()
-    assert seen[0].headers["X-Machi-Protocol"] == "1"
+    assert seen[0].headers["X-Machi-Protocol"] == "2"
     assert seen[0].headers["X-Machi-World"] == "town2" and seen[0].headers["X-Api-Key"] == "k"
     _client(httpx.MockTransport(answer), api_key="k", use_bearer=True).health()
     assert seen[1].headers["Authorization"] == "Bearer k"
@@ -78,6 +89,61 @@ def test_retries_are_bounded() -> None:
     assert err.value.attempts == client.retry.max_retries + 1
 
 
+LIMITED = {
+    "error": {
+        "code": "too_many_requests",
+        "message": "PLAYER_LINES_PER_MINUTE=12: ...",
+        "details": {"limit": "PLAYER_LINES_PER_MINUTE", "value": 12, "retry_after_s": 0.6, "field": "text"},
+    }
+}
+
+
+def test_a_short_429_is_waited_out_once_without_using_a_retry() -> None:
+    answers = iter([httpx.Response(429, json=LIMITED, headers={"Retry-After": "1"})])
+    waits: list[float] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return next(answers, None) or httpx.Response(200, json={"dialogue": "どうぞ"})
+
+    client = MachiClient(
+        "http://machi.test", transport=httpx.MockTransport(answer), sleep=waits.append, seed=0
+    )
+    assert client.player_turn({"text": "やあ"})["dialogue"] == "どうぞ"
+    assert waits == [1.0] and client.log.retries == 0 and client.log.statuses[429] == 1
+
+
+@pytest.mark.parametrize(
+    ("first_wait", "calls"),
+    [("30", 1), ("1", 2)],  # too long to wait out; or a second 429 after the one wait
+)
+def test_a_429_not_waited_out_raises_naming_the_limit(first_wait: str, calls: int) -> None:
+    seen: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(429, json=LIMITED, headers={"Retry-After": first_wait})
+
+    with pytest.raises(MachiRateLimitError) as err:
+        _client(httpx.MockTransport(answer)).player_turn({"text": "やあ"})
+    assert len(seen) == calls and isinstance(err.value, MachiApiError)
+    assert err.value.limit == "PLAYER_LINES_PER_MINUTE" and err.value.retry_after_s == float(first_wait)
+    assert err.value.status == 429 and err.value.code == "too_many_requests"
+
+
+def test_retry_after_is_read_as_seconds_or_a_date() -> None:
+    from datetime import UTC, datetime
+
+    now = datetime(2026, 12, 4, 3, 0, 0, tzinfo=UTC)
+    assert parse_retry_after("12", now) == 12.0
+    assert parse_retry_after("Fri, 04 Dec 2026 03:00:30 GMT", now) == 30.0
+    assert parse_retry_after("Fri, 04 Dec 2026 02:00:00 GMT", now) == 0.0
+    assert (
+        parse_retry_after(None) is None
+        and parse_retry_after("soon") is None
+        and parse_retry_after("-1") is None
+    )
+
+
 def test_backoff_doubles_is_capped_and_jittered() -> None:
     policy = machi_client.RetryPolicy(initial_backoff_s=0.5, max_backoff_s=8.0)
     assert policy.backoff(0, 1.0) == 0.5 and policy.backoff(10, 1.0) == 8.0 and policy.backoff(1, 0.0) == 0.5
@@ -114,3 +180,57 @@ def _forward(client: TestClient, request: httpx.Request) -> httpx.Response:
     reply = client.request(request.method, str(request.url.copy_with(scheme=None, host=None)),
                            content=request.content, headers=dict(request.headers))  # fmt: skip
     return httpx.Response(reply.status_code, content=reply.content, headers=reply.headers)
+
+
+def test_visitors_groups_and_actions_against_the_server(client: TestClient) -> None:
+    """Every protocol-2 call of the client on the real app: the replies are the server's, retries are safe."""
+    client.put("/v1/pois/cafe", json={"name": "カフェ", "position": {"x": 0, "z": 0}})
+    for agent in ("aoi", "hikari", "ren"):
+        client.put(f"/v1/agents/{agent}", json={"name": agent})
+    py = _client(httpx.MockTransport(lambda r: _forward(client, r)))
+
+    assert py.put_gestures(["wave", "bow"])["gestures_declared"] is True
+    assert py.world_actions()["gestures"] == ["wave", "bow"]
+    player = py.put_player("yuki", {"display_name": "ユキ", "language": "ja"})  # the prefix is added
+    assert (player["id"], player["registered"]) == ("player:yuki", True)
+    assert py.player("player:yuki")["display_name"] == "ユキ"
+
+    line = {"session_id": "py-visit-1", "player_id": "player:yuki", "agent_id": "aoi", "text": "こんにちは！",
+            "history": [], "time_of_day": 10.0}  # fmt: skip
+    reply = py.player_turn(line)
+    assert reply["player_line"] == "ユキ: こんにちは！" and reply["speaker_id"] == "aoi"
+    assert reply["next_speaker"] == "player:yuki" and reply["player_turn_index"] == 0
+    assert py.player_turn(line) == reply  # a retry (same history) is the stored line and reply
+    shown: list[str] = []
+    history = [reply["player_line"], f"aoi: {reply['dialogue']}"]
+    second = py.player_turn_stream(
+        {**line, "text": "またね", "history": history}, on_delta=shown.append, on_reset=shown.clear
+    )
+    assert "".join(shown) == second["dialogue"] and second["player_turn_index"] == 2
+    assert [p["id"] for p in py.players()["players"]] == ["player:yuki"]
+
+    group = {"agent_id": "hikari", "target_id": "ren", "session_id": "py-group-1",
+             "participants": ["hikari", "ren", "aoi"], "history": [], "time_of_day": 10.5}  # fmt: skip
+    turn = py.turn(group)
+    assert turn["participants"] == ["hikari", "ren", "aoi"] and turn["next_speaker"] in ("ren", "aoi")
+
+    result = {"action": {"type": "give", "target": "player:yuki", "item": "本"}, "outcome": "done",
+              "session_id": "py-visit-1", "day": 1, "time_of_day": 10.6}  # fmt: skip
+    assert py.action_result("aoi", result)["content"] == "ユキに本を渡した。"
+    with pytest.raises(MachiApiError) as err:  # a gesture this world never declared
+        py.action_result("aoi", {**result, "action": {"type": "gesture", "target": "dance"}})
+    assert err.value.status == 422
+    drain(client)
+
+
+def test_a_real_rate_limit_is_raised_with_its_name(settings: Settings, scripted: ScriptedLLM) -> None:
+    with make_client(settings, scripted, player_lines_per_minute=1) as app:
+        app.put("/v1/agents/aoi", json={"name": "葵"})
+        py = _client(httpx.MockTransport(lambda r: _forward(app, r)))
+        line = {"session_id": "py-limit-1", "player_id": "player:fast", "agent_id": "aoi", "text": "やあ",
+                "history": [], "time_of_day": 10.0}  # fmt: skip
+        py.player_turn(line)
+        for call in (py.player_turn, py.player_turn_stream):
+            with pytest.raises(MachiRateLimitError) as err:
+                call({**line, "session_id": "py-limit-2"})
+            assert err.value.limit == "PLAYER_LINES_PER_MINUTE" and (err.value.retry_after_s or 0) > 2

@@ -4,6 +4,8 @@
 //                                        arrays, *.sse for a streamed turn), parses them with the DTOs and writes
 //                                        them back to OUT/ as the DTOs serialise them
 //   roundtrip.exe selftest               retry policy and error parsing of the client
+//   roundtrip.exe error STATUS FILE [RETRY_AFTER]   parses a real error answer (body in FILE, the Retry-After
+//                                        header as sent) the way the client does; prints it as one JSON line
 //   roundtrip.exe events URL TYPES AGENTS N   the Agent Town sample's MachiEvents.ReceiveAsync on URL's
 //                                        /v1/events: prints the first N events, one JSON line each
 // Exit code 0 on success; a failed check prints "FAIL: ..." and exits 1.
@@ -30,6 +32,7 @@ public static class RoundTrip
                 case "deserialize": Deserialize(args[1], args[2]); break;
                 case "selftest": SelfTest(); break;
                 case "events": Events(args[1], args[2], args[3], int.Parse(args[4])); break;
+                case "error": Error(long.Parse(args[1]), args[2], args.Length > 3 ? args[3] : null); break;
                 default: throw new ArgumentException("unknown mode " + args[0]);
             }
             return 0;
@@ -84,6 +87,44 @@ public static class RoundTrip
             LocationName = "中央カフェ", Tags = new List<string> { "cake" }, Day = 1, TimeOfDay = 10
         });
         Write(dir, "retrieve", new RetrieveRequest { Query = "ケーキ", K = 3 });
+        // Protocol 2: visitors, groups, actions.
+        Write(dir, "agent-ren", new AgentUpsert
+        {
+            Name = "蓮", Language = Language.Ja, Traits = new List<string> { "物静か" }, HomePoi = "park",
+            WakeHour = 7, SleepHour = 23
+        });
+        Write(dir, "gestures", new GesturesUpdate { Gestures = new List<string> { "wave", "bow" } });
+        Write(dir, "player", new PlayerUpsert { DisplayName = "ユキ", Language = Language.Ja });
+        Write(dir, "player-turn", new PlayerTurnRequest
+        {
+            SessionId = "cs-visit-1", PlayerId = "player:cs-guest", AgentId = "aoi", Text = "こんにちは！おすすめの本は？",
+            LocationName = "中央カフェ", History = new List<string>(), TimeOfDay = 11, Day = 1
+        });
+        Write(dir, "player-turn-stream", new PlayerTurnRequest
+        {
+            SessionId = "cs-visit-2", PlayerId = "player:cs-guest", AgentId = "hikari", Text = "やあ、ひかりさん。",
+            History = new List<string>(), TimeOfDay = 11.5, Day = 1, Language = Language.Ja
+        });
+        Write(dir, "group-turn", new TurnRequest
+        {
+            AgentId = "aoi", TargetId = "hikari", SessionId = "cs-group-1", LocationName = "公園",
+            Participants = new List<string> { "aoi", "hikari", "ren" }, History = new List<string>(), TimeOfDay = 12, Day = 1
+        });
+        Write(dir, "action-give", new ActionResult
+        {
+            Action = new AgentAction { Type = AgentActionType.Give, Target = "hikari", Item = "本" }, Outcome = Outcome.Done,
+            SessionId = "cs-roundtrip-1", Day = 1, TimeOfDay = 14.8
+        });
+        Write(dir, "action-gesture", new ActionResult
+        {
+            Action = new AgentAction { Type = AgentActionType.Gesture, Target = "wave" }, Outcome = Outcome.Failed,
+            Detail = "手がふさがっていた", TimeOfDay = 14.9
+        });
+        Write(dir, "action-go-to", new ActionResult
+        {
+            Action = new AgentAction { Type = AgentActionType.GoTo, Target = "park" }, Outcome = Outcome.Interrupted,
+            Detail = "stopped on the way", SessionId = "cs-group-1", Day = 1, TimeOfDay = 15
+        });
     }
 
     private static void Deserialize(string inDir, string outDir)
@@ -132,15 +173,26 @@ public static class RoundTrip
         complete.Invoke(handler, new object[0]);
         var shown = new StringBuilder();
         TurnResult reply = null;
+        PlayerTurnResult playerReply = null;
         foreach (SseEvent ev in events)
         {
             if (ev.Name == "delta") shown.Append(TurnDelta.FromJson(ev.Data).Text);
             else if (ev.Name == "reset") shown.Length = 0;
-            else if (ev.Name == "reply") reply = TurnResult.FromJson(ev.Data);
+            else if (ev.Name == "reply")
+            {
+                reply = TurnResult.FromJson(ev.Data);
+                playerReply = PlayerTurnResult.FromJson(ev.Data); // a player-turn's reply carries its extra fields
+            }
         }
         Check(reply != null, "the stream has a reply event");
         Check(shown.ToString() == reply.Dialogue, "deltas concatenate to the dialogue: '" + shown + "' vs '" + reply.Dialogue + "'");
-        return JsonConvert.SerializeObject(new { events = events.ConvertAll(e => new { name = e.Name, data = e.Data }), dialogue = shown.ToString() });
+        return JsonConvert.SerializeObject(new
+        {
+            events = events.ConvertAll(e => new { name = e.Name, data = e.Data }),
+            dialogue = shown.ToString(),
+            player_line = playerReply.PlayerLine,
+            next_speaker = reply.NextSpeaker
+        });
     }
 
     private static void SelfTest()
@@ -166,7 +218,64 @@ public static class RoundTrip
         Check(got.Count == 1 && got[0].Name == "delta", "CRLF events parse, comments are skipped");
         got = parser.Feed("data: 1}\n\n");
         Check(got.Count == 1 && got[0].Name == "reply" && got[0].Data == "{\"a\":\n1}", "multi-line data joins with newlines");
+        RateLimitSelfTest();
+        Check(MachiClient.IsPlayer("player:yuki") && !MachiClient.IsPlayer("aoi") && !MachiClient.IsPlayer(null), "player ids are told apart");
+        Check(MachiClient.PlayerId("yuki") == "player:yuki" && MachiClient.PlayerId("player:yuki") == "player:yuki", "the player: prefix is added once");
+        Check(Uri.EscapeDataString(MachiClient.PlayerId("guest-1")) == "player%3Aguest-1", "a player id is escaped in a path");
         Console.WriteLine("selftest ok");
+    }
+
+    /// <summary>429s: waited out once within the budget, otherwise a typed exception naming the limit.</summary>
+    private static void RateLimitSelfTest()
+    {
+        var now = new DateTimeOffset(2026, 12, 4, 3, 0, 0, TimeSpan.Zero);
+        Check(RetryPolicy.ParseRetryAfter("12", now) == TimeSpan.FromSeconds(12), "Retry-After in seconds");
+        Check(RetryPolicy.ParseRetryAfter("Fri, 04 Dec 2026 03:00:30 GMT", now) == TimeSpan.FromSeconds(30), "Retry-After as an HTTP date");
+        Check(RetryPolicy.ParseRetryAfter("Fri, 04 Dec 2026 02:00:00 GMT", now) == TimeSpan.Zero, "a past date is no wait");
+        Check(RetryPolicy.ParseRetryAfter(null, now) == null && RetryPolicy.ParseRetryAfter("soon", now) == null
+            && RetryPolicy.ParseRetryAfter("-3", now) == null, "no or unreadable Retry-After");
+        TimeSpan budget = TimeSpan.FromSeconds(2);
+        Check(RetryPolicy.WaitForRateLimit(429, TimeSpan.FromSeconds(1), budget, false), "a short 429 is waited out");
+        Check(RetryPolicy.WaitForRateLimit(429, budget, budget, false), "the budget itself is waited out");
+        Check(!RetryPolicy.WaitForRateLimit(429, TimeSpan.FromSeconds(1), budget, true), "only once per call");
+        Check(!RetryPolicy.WaitForRateLimit(429, TimeSpan.FromSeconds(30), budget, false), "a long wait is the caller's");
+        Check(!RetryPolicy.WaitForRateLimit(429, null, budget, false), "no Retry-After: no guessing");
+        Check(!RetryPolicy.WaitForRateLimit(429, TimeSpan.FromSeconds(1), TimeSpan.Zero, false), "budget zero: never wait");
+        Check(!RetryPolicy.WaitForRateLimit(503, TimeSpan.FromSeconds(1), budget, false), "only a 429 is a rate limit");
+        Check(new MachiClientOptions().MaxRateLimitWait == budget, "the default budget is 2 s");
+        string body = "{\"error\":{\"code\":\"too_many_requests\",\"message\":\"PLAYER_LINES_PER_MINUTE=12\","
+            + "\"details\":{\"limit\":\"PLAYER_LINES_PER_MINUTE\",\"value\":12,\"retry_after_s\":41.5,\"field\":\"text\"}}}";
+        var attempt = Attempt.From(UnityEngine.Networking.UnityWebRequest.Result.ProtocolError, 429, body, "", "42");
+        Check(!attempt.Ok && !attempt.Retryable && attempt.RetryAfter == TimeSpan.FromSeconds(42), "a 429 keeps its Retry-After and is not retried by backoff");
+        var limited = attempt.ToApiException() as MachiRateLimitException;
+        Check(limited != null && limited.Limit == "PLAYER_LINES_PER_MINUTE" && limited.RetryAfter == TimeSpan.FromSeconds(42)
+            && limited.Code == "too_many_requests" && limited.StatusCode == 429, "a 429 is a MachiRateLimitException naming the limit");
+        limited = Attempt.ParseError(429, body, "") as MachiRateLimitException;
+        Check(limited != null && limited.RetryAfter == TimeSpan.FromSeconds(41.5), "without the header, details.retry_after_s says when");
+        limited = Attempt.ParseError(429, "<html>slow down</html>", "") as MachiRateLimitException;
+        Check(limited != null && limited.Limit == null && limited.RetryAfter == null, "a bare 429 is still typed");
+        Check(!(Attempt.ParseError(422, body, "") is MachiRateLimitException), "only a 429 is a rate limit exception");
+    }
+
+    /// <summary>A real error answer, parsed as the client does (Attempt.From with the Retry-After header).</summary>
+    private static void Error(long status, string file, string retryAfter)
+    {
+        string body = File.ReadAllText(file, Encoding.UTF8);
+        var attempt = Attempt.From(UnityEngine.Networking.UnityWebRequest.Result.ProtocolError, status, body, "", retryAfter);
+        MachiApiException error = attempt.ToApiException();
+        var limited = error as MachiRateLimitException;
+        bool wait = RetryPolicy.WaitForRateLimit(status, attempt.RetryAfter, new MachiClientOptions().MaxRateLimitWait, false);
+        Console.WriteLine(JsonConvert.SerializeObject(new
+        {
+            type = error.GetType().Name,
+            status = error.StatusCode,
+            code = error.Code,
+            details = error.DetailsJson,
+            retryable = attempt.Retryable,
+            limit = limited != null ? limited.Limit : null,
+            retry_after_s = limited != null && limited.RetryAfter.HasValue ? limited.RetryAfter.Value.TotalSeconds : (double?)null,
+            waits = wait
+        }));
     }
 
     private static void Events(string baseUrl, string types, string agents, int count)

@@ -45,6 +45,8 @@ namespace UnityEngine
         public float x, y, z, w;
         public static Quaternion LookRotation(Vector3 forward) { return default(Quaternion); }
         public static Quaternion Slerp(Quaternion a, Quaternion b, float t) { return a; }
+        public static float Angle(Quaternion a, Quaternion b) { return 0f; }
+        public static Quaternion RotateTowards(Quaternion from, Quaternion to, float maxDegreesDelta) { return to; }
     }
 
     public struct Vector3
@@ -141,6 +143,72 @@ namespace UnityEngine
         public float progress { get { return 1f; } }
     }
 
+    public enum AnimatorControllerParameterType { Float = 1, Int = 3, Bool = 4, Trigger = 9 }
+
+    public sealed class AnimatorControllerParameter
+    {
+        public string name { get; set; }
+        public AnimatorControllerParameterType type { get; set; }
+    }
+
+    public class Animator : Behaviour
+    {
+        public AnimatorControllerParameter[] parameters { get { return new AnimatorControllerParameter[0]; } }
+        public void SetTrigger(string name) { }
+        public void SetTrigger(int id) { }
+        public void ResetTrigger(string name) { }
+        public static int StringToHash(string name) { return 0; }
+    }
+
+    // Immediate-mode GUI (UnityEngine.IMGUIModule, part of every Unity: no package needed).
+    public struct Rect
+    {
+        public Rect(float x, float y, float width, float height) { this.x = x; this.y = y; this.width = width; this.height = height; }
+        public float x { get; set; }
+        public float y { get; set; }
+        public float width { get; set; }
+        public float height { get; set; }
+    }
+
+    public enum EventType { MouseDown = 0, MouseUp = 1, MouseMove = 2, MouseDrag = 3, KeyDown = 4, KeyUp = 5, ScrollWheel = 6, Repaint = 7, Layout = 8 }
+
+    public enum KeyCode { None = 0, Backspace = 8, Tab = 9, Return = 13, Escape = 27, Space = 32, KeypadEnter = 271 }
+
+    public sealed class Event
+    {
+        public static Event current { get { return null; } set { } }
+        public EventType type { get; set; }
+        public KeyCode keyCode { get; set; }
+        public char character { get; set; }
+        public void Use() { }
+    }
+
+    public sealed class GUILayoutOption { }
+
+    public class GUI
+    {
+        public static bool enabled { get; set; }
+        public static void Box(Rect position, string text) { }
+        public static void Label(Rect position, string text) { }
+        public static void SetNextControlName(string name) { }
+        public static string GetNameOfFocusedControl() { return ""; }
+        public static void FocusControl(string name) { }
+    }
+
+    public class GUILayout
+    {
+        public static void BeginArea(Rect screenRect) { }
+        public static void EndArea() { }
+        public static void BeginHorizontal(params GUILayoutOption[] options) { }
+        public static void EndHorizontal() { }
+        public static void Label(string text, params GUILayoutOption[] options) { }
+        public static string TextField(string text, params GUILayoutOption[] options) { return text; }
+        public static string TextField(string text, int maxLength, params GUILayoutOption[] options) { return text; }
+        public static bool Button(string text, params GUILayoutOption[] options) { return false; }
+        public static void FlexibleSpace() { }
+        public static GUILayoutOption Width(float width) { return new GUILayoutOption(); }
+    }
+
     [AttributeUsage(AttributeTargets.Field)]
     public sealed class SerializeField : Attribute { }
 
@@ -160,10 +228,41 @@ namespace UnityEngine
     public sealed class DisallowMultipleComponent : Attribute { }
 }
 
+namespace UnityEngine.Events
+{
+    public delegate void UnityAction();
+    public delegate void UnityAction<T0, T1>(T0 arg0, T1 arg1);
+
+    [Serializable]
+    public abstract class UnityEventBase
+    {
+        public void RemoveAllListeners() { }
+    }
+
+    [Serializable]
+    public class UnityEvent : UnityEventBase
+    {
+        public void AddListener(UnityAction call) { }
+        public void RemoveListener(UnityAction call) { }
+        public void Invoke() { }
+    }
+
+    [Serializable]
+    public class UnityEvent<T0, T1> : UnityEventBase
+    {
+        public void AddListener(UnityAction<T0, T1> call) { }
+        public void RemoveListener(UnityAction<T0, T1> call) { }
+        public void Invoke(T0 arg0, T1 arg1) { }
+    }
+}
+
 namespace UnityEngine.AI
 {
+    public enum NavMeshPathStatus { PathComplete = 0, PathPartial = 1, PathInvalid = 2 }
+
     public class NavMeshAgent : Behaviour
     {
+        public NavMeshPathStatus pathStatus { get { return NavMeshPathStatus.PathComplete; } }
         public float speed { get; set; }
         public float stoppingDistance { get; set; }
         public float remainingDistance { get { return 0f; } }

@@ -36,6 +36,20 @@ namespace Machi.Client
             return FromJson<AgentDetail>(await SendAsync("GET", AgentPath(agentId, ""), null, _options.Timeout, ct));
         }
 
+        /// <summary>The action vocabulary: the types a reply's `actions` may carry and this world's gestures.</summary>
+        public async UniTask<WorldActions> GetWorldActionsAsync(CancellationToken ct = default(CancellationToken))
+        {
+            return FromJson<WorldActions>(await SendAsync("GET", "/v1/world/actions", null, _options.Timeout, ct));
+        }
+
+        /// <summary>Declares the gesture names your Animator can play (replaces the world's list; Gestures =
+        /// null restores the default list, an empty list means none). Replies name only these.</summary>
+        public async UniTask<WorldActions> PutGesturesAsync(GesturesUpdate gestures, CancellationToken ct = default(CancellationToken))
+        {
+            string body = ToJson(gestures);
+            return FromJson<WorldActions>(await SendAsync("PUT", "/v1/world/gestures", body, _options.Timeout, ct));
+        }
+
         public async UniTask<AgentDetail> PutAgentAsync(string agentId, AgentUpsert persona, CancellationToken ct = default(CancellationToken))
         {
             string body = ToJson(persona);
@@ -70,17 +84,63 @@ namespace Machi.Client
         }
 
         /// <summary>One conversation turn. Retrying is safe: the same session_id and history length
-        /// returns the stored reply.</summary>
+        /// returns the stored reply. A group sets Participants (2-6, the same list on every turn): ask the
+        /// reply's NextSpeaker next (a "player:" id: wait for that visitor's line); Left says who left.</summary>
         public async UniTask<TurnResult> TurnAsync(TurnRequest request, CancellationToken ct = default(CancellationToken))
         {
             string body = ToJson(request);
             return FromJson<TurnResult>(await SendAsync("POST", "/v1/conversation/turn", body, _options.TurnTimeout, ct));
         }
 
+        /// <summary>Registers a visitor (or renames them): 201 when new. `playerId` is "player:" and an id (the
+        /// prefix may be left out). Optional: a visitor never registered is named after their id.</summary>
+        public async UniTask<PlayerPublic> PutPlayerAsync(string playerId, PlayerUpsert player, CancellationToken ct = default(CancellationToken))
+        {
+            string body = ToJson(player);
+            return FromJson<PlayerPublic>(await SendAsync("PUT", PlayerPath(playerId), body, _options.Timeout, ct));
+        }
+
+        /// <summary>One visitor; a MachiApiException 404 when this world has never heard of them.</summary>
+        public async UniTask<PlayerPublic> GetPlayerAsync(string playerId, CancellationToken ct = default(CancellationToken))
+        {
+            return FromJson<PlayerPublic>(await SendAsync("GET", PlayerPath(playerId), null, _options.Timeout, ct));
+        }
+
+        /// <summary>This world's visitors, most recently seen first.</summary>
+        public async UniTask<PlayerList> GetPlayersAsync(CancellationToken ct = default(CancellationToken))
+        {
+            return FromJson<PlayerList>(await SendAsync("GET", "/v1/players", null, _options.Timeout, ct));
+        }
+
+        /// <summary>A visitor's line to an agent and the agent's reply, in one call. Put the reply's PlayerLine,
+        /// then "Name: " + Dialogue, into your history. Retrying is safe, as for TurnAsync: the same session_id
+        /// and history returns the stored line and reply (a retry is not counted against the rate limits).</summary>
+        /// <exception cref="MachiRateLimitException">429: the visitor (PLAYER_LINES_PER_MINUTE) or the world
+        /// (WORLD_PLAYER_LINES_PER_MINUTE) said too many lines; Limit names it, RetryAfter says when to send
+        /// the line again. Waited out once by itself when RetryAfter is within MaxRateLimitWait.</exception>
+        /// <exception cref="MachiApiException">422 naming PLAYER_MAX_CHARS (details.limit) when the text is
+        /// too long; 404 unknown agent; 409 the conversation ended.</exception>
+        public async UniTask<PlayerTurnResult> PlayerTurnAsync(PlayerTurnRequest request, CancellationToken ct = default(CancellationToken))
+        {
+            string body = ToJson(request);
+            return FromJson<PlayerTurnResult>(await SendAsync("POST", "/v1/conversation/player-turn", body,
+                _options.TurnTimeout, ct));
+        }
+
         public async UniTask<EndResult> EndConversationAsync(EndRequest request, CancellationToken ct = default(CancellationToken))
         {
             string body = ToJson(request);
             return FromJson<EndResult>(await SendAsync("POST", "/v1/conversation/end", body, _options.Timeout, ct));
+        }
+
+        /// <summary>Reports what became of an action a turn reply gave (done, failed, interrupted): the agent
+        /// remembers it. A 422 when the action names a place, agent or gesture the world lacks.</summary>
+        public async UniTask<ActionResultAccepted> ReportActionResultAsync(string agentId, ActionResult result,
+            CancellationToken ct = default(CancellationToken))
+        {
+            string body = ToJson(result);
+            string path = AgentPath(agentId, "/action-result");
+            return FromJson<ActionResultAccepted>(await SendAsync("POST", path, body, _options.Timeout, ct));
         }
 
         public async UniTask<MemoryList> GetMemoriesAsync(string agentId, int limit, CancellationToken ct = default(CancellationToken))
@@ -100,6 +160,26 @@ namespace Machi.Client
             string body = ToJson(request);
             string path = AgentPath(agentId, "/memories/retrieve");
             return FromJson<RetrieveResponse>(await SendAsync("POST", path, body, _options.Timeout, ct));
+        }
+
+        /// <summary>The prefix of a visitor's id ("player:guest-0042"); agents' ids never have it.</summary>
+        public const string PlayerPrefix = "player:";
+
+        /// <summary>Whether a participant id (next_speaker, left, a target) is a visitor's rather than an agent's.</summary>
+        public static bool IsPlayer(string participantId)
+        {
+            return participantId != null && participantId.StartsWith(PlayerPrefix, StringComparison.Ordinal);
+        }
+
+        /// <summary>"guest-0042" or "player:guest-0042" as the protocol's "player:guest-0042".</summary>
+        public static string PlayerId(string id)
+        {
+            return IsPlayer(id) ? id : PlayerPrefix + id;
+        }
+
+        private static string PlayerPath(string playerId)
+        {
+            return "/v1/players/" + Escape(PlayerId(playerId));
         }
 
         private static string AgentPath(string agentId, string rest)

@@ -13,17 +13,33 @@ namespace Machi.Client
         /// <param name="onReset">Called when the text shown so far must be cleared: the server replaced the line
         /// (a fallback), or the stream broke and is retried from the start.</param>
         /// <returns>The full reply, the same JSON as TurnAsync returns.</returns>
-        public async UniTask<TurnResult> TurnStreamAsync(TurnRequest request, Action<string> onDelta, Action onReset,
+        public UniTask<TurnResult> TurnStreamAsync(TurnRequest request, Action<string> onDelta, Action onReset,
             CancellationToken ct = default(CancellationToken))
         {
-            string body = ToJson(request);
-            bool shownAny = false;
-            for (int attempt = 0; ; attempt++)
+            return StreamAsync<TurnResult>("/v1/conversation/turn/stream", ToJson(request), onDelta, onReset, ct);
+        }
+
+        /// <summary>A visitor's line and the agent's reply over server-sent events, as TurnStreamAsync: the
+        /// deltas are the agent's line; the `reply` event carries the PlayerTurnResult (PlayerTurnAsync's JSON).
+        /// The line is checked before the stream starts, so a 422 (PLAYER_MAX_CHARS) or a 429 (a rate limit:
+        /// MachiRateLimitException) is thrown as for PlayerTurnAsync.</summary>
+        public UniTask<PlayerTurnResult> PlayerTurnStreamAsync(PlayerTurnRequest request, Action<string> onDelta,
+            Action onReset, CancellationToken ct = default(CancellationToken))
+        {
+            return StreamAsync<PlayerTurnResult>("/v1/conversation/player-turn/stream", ToJson(request), onDelta,
+                onReset, ct);
+        }
+
+        /// <summary>One streamed turn, retried like SendAsync (a retried turn streams the stored reply again).</summary>
+        private async UniTask<T> StreamAsync<T>(string path, string body, Action<string> onDelta, Action onReset,
+            CancellationToken ct) where T : class
+        {
+            bool shownAny = false, waitedOnLimit = false;
+            for (int attempt = 0; ; )
             {
-                var events = new StreamedTurn(onDelta, onReset);
+                var events = new StreamedTurn<T>(onDelta, onReset);
                 var handler = new SseDownloadHandler(events.Handle);
-                Attempt outcome = await AttemptAsync("POST", "/v1/conversation/turn/stream", body,
-                    _options.TurnTimeout, handler, ct);
+                Attempt outcome = await AttemptAsync("POST", path, body, _options.TurnTimeout, handler, ct);
                 shownAny |= events.Shown;
                 if (outcome.Ok && events.Reply != null)
                 {
@@ -33,21 +49,27 @@ namespace Machi.Client
                 {
                     outcome = events.ErrorAttempt(outcome.StatusCode);
                 }
+                if (await WaitOnRateLimit(outcome, waitedOnLimit, ct))
+                {
+                    waitedOnLimit = true; // refused before streaming: nothing was shown
+                    continue;
+                }
                 if (shownAny && outcome.Retryable && attempt < _options.MaxRetries && onReset != null)
                 {
                     onReset(); // the next attempt streams the whole line again
                     shownAny = false;
                 }
                 await BackoffOrThrow(outcome, attempt, ct);
+                attempt++;
             }
         }
 
         /// <summary>Collects one attempt's events.</summary>
-        private sealed class StreamedTurn
+        private sealed class StreamedTurn<T> where T : class
         {
             private readonly Action<string> _onDelta;
             private readonly Action _onReset;
-            public TurnResult Reply;
+            public T Reply;
             public ErrorBody Error;
             public string ErrorJson;
             public bool Shown;
@@ -76,7 +98,7 @@ namespace Machi.Client
                         }
                         break;
                     case "reply":
-                        Reply = FromJson<TurnResult>(ev.Data);
+                        Reply = FromJson<T>(ev.Data);
                         break;
                     case "error":
                         ErrorJson = ev.Data;

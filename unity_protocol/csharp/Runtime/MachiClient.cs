@@ -10,7 +10,8 @@ namespace Machi.Client
 {
     /// <summary>Talks to a Machi server the way the protocol expects: UnityWebRequest + UniTask, a timeout
     /// per attempt (CancelAfterSlim on a token linked to the caller's), retries with backoff only on network
-    /// errors, timeouts and 5xx, and the API key, world and protocol headers on every request.
+    /// errors, timeouts and 5xx, one wait on a 429 whose Retry-After is within MaxRateLimitWait, and the API
+    /// key, world and protocol headers on every request.
     /// The endpoint methods are in MachiClient.Endpoints.cs.</summary>
     public partial class MachiClient
     {
@@ -32,21 +33,42 @@ namespace Machi.Client
         }
 
         /// <summary>Sends a request, retrying as the policy allows; returns the body of the 2xx answer.</summary>
+        /// <exception cref="MachiRateLimitException">a 429 not waited out (see MaxRateLimitWait).</exception>
         /// <exception cref="MachiApiException">a 4xx (or a 5xx after the last attempt).</exception>
         /// <exception cref="MachiTransportException">no answer after the last attempt.</exception>
         /// <exception cref="OperationCanceledException">the caller's token was cancelled.</exception>
         protected async UniTask<string> SendAsync(string method, string path, string json, TimeSpan timeout,
             CancellationToken cancellationToken)
         {
-            for (int attempt = 0; ; attempt++)
+            bool waitedOnLimit = false;
+            for (int attempt = 0; ; )
             {
                 Attempt outcome = await AttemptAsync(method, path, json, timeout, null, cancellationToken);
                 if (outcome.Ok)
                 {
                     return outcome.Body;
                 }
+                if (await WaitOnRateLimit(outcome, waitedOnLimit, cancellationToken))
+                {
+                    waitedOnLimit = true; // a rate limit's wait is not one of the MaxRetries
+                    continue;
+                }
                 await BackoffOrThrow(outcome, attempt, cancellationToken);
+                attempt++;
             }
+        }
+
+        /// <summary>Waits out a 429's Retry-After when RetryPolicy.WaitForRateLimit allows it (once, within
+        /// MaxRateLimitWait); false: the caller goes on to BackoffOrThrow, which throws it.</summary>
+        private async UniTask<bool> WaitOnRateLimit(Attempt outcome, bool waitedBefore, CancellationToken cancellationToken)
+        {
+            bool wait = RetryPolicy.WaitForRateLimit(outcome.StatusCode, outcome.RetryAfter, _options.MaxRateLimitWait,
+                waitedBefore);
+            if (wait)
+            {
+                await UniTask.Delay(outcome.RetryAfter.Value, true, PlayerLoopTiming.Update, cancellationToken);
+            }
+            return wait;
         }
 
         /// <summary>Throws when the failure is final; otherwise waits before the next attempt.</summary>
@@ -94,7 +116,8 @@ namespace Machi.Client
                     // Not success: request.result and responseCode below say what happened.
                 }
                 string body = stream != null ? stream.Body : (request.downloadHandler != null ? request.downloadHandler.text : "");
-                return Attempt.From(request.result, request.responseCode, body, request.error);
+                return Attempt.From(request.result, request.responseCode, body, request.error,
+                    request.GetResponseHeader("Retry-After"));
             }
         }
 

@@ -25,6 +25,10 @@ namespace Machi.Client
         public int MaxRetries = 3;
         public TimeSpan InitialBackoff = TimeSpan.FromMilliseconds(500);
         public TimeSpan MaxBackoff = TimeSpan.FromSeconds(8);
+        /// <summary>The longest Retry-After of a 429 (a rate limit) the client waits out by itself, once per
+        /// call, before asking again; a longer one, or a second 429, throws MachiRateLimitException (show the
+        /// visitor the wait). Zero: never wait.</summary>
+        public TimeSpan MaxRateLimitWait = TimeSpan.FromSeconds(2);
 
         public string Url(string path)
         {

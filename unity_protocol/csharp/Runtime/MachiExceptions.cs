@@ -3,8 +3,9 @@ using System;
 namespace Machi.Client
 {
     /// <summary>The server refused the request (4xx) or failed it for good; Code and ApiMessage come from
-    /// its {"error": {"code", "message", "details"}} body, e.g. "validation_error" naming the field.</summary>
-    public sealed class MachiApiException : Exception
+    /// its {"error": {"code", "message", "details"}} body, e.g. "validation_error" naming the field.
+    /// A 429 is the subclass MachiRateLimitException.</summary>
+    public class MachiApiException : Exception
     {
         public long StatusCode { get; private set; }
         public string Code { get; private set; }
@@ -19,6 +20,28 @@ namespace Machi.Client
             Code = code;
             ApiMessage = apiMessage;
             DetailsJson = detailsJson;
+        }
+    }
+
+    /// <summary>429 too_many_requests: a rate limit, e.g. a visitor's PLAYER_LINES_PER_MINUTE or the world's
+    /// WORLD_PLAYER_LINES_PER_MINUTE. Thrown when the server's Retry-After is longer than
+    /// MachiClientOptions.MaxRateLimitWait, or on a second 429 after the one wait the client allows itself:
+    /// tell the visitor to wait RetryAfter, then send the line again (it was not stored).</summary>
+    public sealed class MachiRateLimitException : MachiApiException
+    {
+        /// <summary>The limit's name from the error's details.limit (a server setting such as
+        /// "PLAYER_LINES_PER_MINUTE"); null when the server named none (e.g. too many wrong API keys).</summary>
+        public string Limit { get; private set; }
+        /// <summary>When asking again may succeed: the Retry-After header, else details.retry_after_s; null
+        /// when the server gave neither.</summary>
+        public TimeSpan? RetryAfter { get; private set; }
+
+        public MachiRateLimitException(long statusCode, string code, string apiMessage, string detailsJson,
+            string limit, TimeSpan? retryAfter)
+            : base(statusCode, code, apiMessage, detailsJson)
+        {
+            Limit = limit;
+            RetryAfter = retryAfter;
         }
     }
 

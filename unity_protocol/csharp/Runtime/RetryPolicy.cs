@@ -1,4 +1,5 @@
 using System;
+using System.Globalization;
 
 namespace Machi.Client
 {
@@ -25,6 +26,39 @@ namespace Machi.Client
             double millis = Math.Min(initial.TotalMilliseconds * Math.Pow(2, exponent), max.TotalMilliseconds);
             double scale = 0.5 + 0.5 * Math.Min(Math.Max(jitter01, 0.0), 1.0);
             return TimeSpan.FromMilliseconds(millis * scale);
+        }
+
+        /// <summary>Whether a 429 is waited out and asked again: once per call, and only when the server said
+        /// how long (Retry-After) and that is within `budget` (MachiClientOptions.MaxRateLimitWait). Otherwise
+        /// the caller gets a MachiRateLimitException at once, so a visitor is told to wait rather than left
+        /// hanging. Asking again is safe: a refused line was not stored.</summary>
+        public static bool WaitForRateLimit(long statusCode, TimeSpan? retryAfter, TimeSpan budget, bool waitedBefore)
+        {
+            return statusCode == 429 && !waitedBefore && retryAfter.HasValue && retryAfter.Value <= budget;
+        }
+
+        /// <summary>A Retry-After header value: delay-seconds ("12") or an HTTP date; null when absent or
+        /// unreadable. A date in the past is zero.</summary>
+        public static TimeSpan? ParseRetryAfter(string header, DateTimeOffset now)
+        {
+            if (string.IsNullOrEmpty(header))
+            {
+                return null;
+            }
+            string text = header.Trim();
+            double seconds;
+            if (double.TryParse(text, NumberStyles.Float, CultureInfo.InvariantCulture, out seconds))
+            {
+                return seconds >= 0 && seconds < TimeSpan.MaxValue.TotalSeconds
+                    ? TimeSpan.FromSeconds(seconds) : (TimeSpan?)null;
+            }
+            DateTimeOffset at;
+            if (DateTimeOffset.TryParse(text, CultureInfo.InvariantCulture,
+                DateTimeStyles.AssumeUniversal | DateTimeStyles.AllowWhiteSpaces, out at))
+            {
+                return at > now ? at - now : TimeSpan.Zero;
+            }
+            return null;
         }
     }
 }

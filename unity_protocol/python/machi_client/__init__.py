@@ -5,20 +5,28 @@
 """
 
 from machi_client.client import (
+    PLAYER_PREFIX,
     PROTOCOL_VERSION,
     MachiApiError,
     MachiClient,
+    MachiRateLimitError,
     MachiTransportError,
     RetryPolicy,
+    parse_retry_after,
+    player_id,
 )
 from machi_client.sse import SseEvent, SseParser
 
 __all__ = [
+    "PLAYER_PREFIX",
     "PROTOCOL_VERSION",
     "MachiApiError",
     "MachiClient",
+    "MachiRateLimitError",
     "MachiTransportError",
     "RetryPolicy",
+    "parse_retry_after",
+    "player_id",
     "SseEvent",
     "SseParser",
 ]

@@ -3,25 +3,32 @@
 - every request carries `X-Machi-Protocol`, the world (`X-Machi-World`) and the API key when given;
 - each attempt is bounded by a timeout; network errors, timeouts and 5xx are retried with exponential
   backoff and jitter; a 4xx is never retried and surfaces as `MachiApiError` with the server's code;
-- streamed turns read `delta`/`reset`/`reply`/`error` server-sent events.
+- a 429 (a rate limit, e.g. a visitor's PLAYER_LINES_PER_MINUTE) is waited out once when its Retry-After is
+  within `RetryPolicy.max_rate_limit_wait_s`, otherwise raised as `MachiRateLimitError` naming the limit;
+- streamed turns (agents' and visitors') read `delta`/`reset`/`reply`/`error` server-sent events.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import random
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
 from machi_client.sse import SseEvent, SseParser
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 JSON = dict[str, Any]
+PLAYER_PREFIX = "player:"
 
 
 class MachiApiError(Exception):
@@ -30,6 +37,23 @@ class MachiApiError(Exception):
     def __init__(self, status: int, code: str, message: str, details: Any = None) -> None:
         super().__init__(f"Machi {status} {code}: {message}")
         self.status, self.code, self.message, self.details = status, code, message, details
+
+
+class MachiRateLimitError(MachiApiError):
+    """429: a rate limit, named in `limit` (e.g. PLAYER_LINES_PER_MINUTE, WORLD_PLAYER_LINES_PER_MINUTE; None
+    when the server named none); `retry_after_s` says when to send the (unstored) line again."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        details: Any,
+        limit: str | None,
+        retry_after_s: float | None,
+    ) -> None:
+        super().__init__(status, code, message, details)
+        self.limit, self.retry_after_s = limit, retry_after_s
 
 
 class MachiTransportError(Exception):
@@ -45,10 +69,21 @@ class RetryPolicy:
     max_retries: int = 3
     initial_backoff_s: float = 0.5
     max_backoff_s: float = 8.0
+    #: The longest Retry-After of a 429 waited out (once per call) before asking again (C#: MaxRateLimitWait).
+    max_rate_limit_wait_s: float = 2.0
 
     @staticmethod
     def is_retryable(status: int, network_error: bool = False, timed_out: bool = False) -> bool:
         return network_error or timed_out or 500 <= status <= 599
+
+    def waits_for_rate_limit(self, status: int, retry_after_s: float | None, waited_before: bool) -> bool:
+        """A 429 is asked again once, when the server said how long and that is within the budget."""
+        return (
+            status == 429
+            and not waited_before
+            and retry_after_s is not None
+            and retry_after_s <= self.max_rate_limit_wait_s
+        )
 
     def backoff(self, attempt: int, jitter01: float) -> float:
         """initial * 2^attempt, capped, scaled by 0.5-1.0 (the C# RetryPolicy.Backoff)."""
@@ -139,9 +174,39 @@ class MachiClient:
             "GET", f"/v1/agents/{agent_id}/plan/now", params=params, timeout=self.turn_timeout_s
         )
 
+    def world_actions(self) -> JSON:
+        """The action types a reply may carry and this world's gestures."""
+        return self._send("GET", "/v1/world/actions")
+
+    def put_gestures(self, gestures: list[str] | None) -> JSON:
+        """Declare the gestures Unity's animator plays (None: back to the default list)."""
+        return self._send("PUT", "/v1/world/gestures", {"gestures": gestures})
+
     def turn(self, request: JSON) -> JSON:
-        """One line. Retrying is safe: the same session_id and history length returns the stored reply."""
+        """One line. Retrying is safe: the same session_id and history length returns the stored reply. A
+        group sends `participants` (the same list every turn); ask the reply's `next_speaker` next."""
         return self._send("POST", "/v1/conversation/turn", request, timeout=self.turn_timeout_s)
+
+    def put_player(self, player_id: str, player: JSON) -> JSON:
+        """Register (or rename) a visitor: `player:` and an id (the prefix is added when left out)."""
+        return self._send("PUT", f"/v1/players/{player_path(player_id)}", player)
+
+    def player(self, player_id: str) -> JSON:
+        return self._send("GET", f"/v1/players/{player_path(player_id)}")
+
+    def players(self) -> JSON:
+        return self._send("GET", "/v1/players")
+
+    def player_turn(self, request: JSON) -> JSON:
+        """A visitor's line and the agent's reply. Retry-safe like `turn` (the same history gets the stored
+        line and reply). Raises MachiRateLimitError on a 429 not waited out, MachiApiError 422 naming
+        PLAYER_MAX_CHARS for a line too long."""
+        return self._send("POST", "/v1/conversation/player-turn", request, timeout=self.turn_timeout_s)
+
+    def action_result(self, agent_id: str, result: JSON) -> JSON:
+        """What became of a reply's action (`{"action", "outcome", "detail", "session_id", "day",
+        "time_of_day"}`); the reply is the memory the agent keeps."""
+        return self._send("POST", f"/v1/agents/{agent_id}/action-result", result)
 
     def end(
         self, session_id: str, reason: str, *, day: int | None = None, time_of_day: float | None = None
@@ -178,27 +243,59 @@ class MachiClient:
         on_reset: Callable[[], None] | None = None,
     ) -> JSON:
         """A streamed turn: `on_delta` gets each new piece of the line, `on_reset` says to clear it."""
-        for attempt in range(self.retry.max_retries + 1):
+        return self._stream("/v1/conversation/turn/stream", request, on_delta, on_reset)
+
+    def player_turn_stream(
+        self,
+        request: JSON,
+        on_delta: Callable[[str], None] | None = None,
+        on_reset: Callable[[], None] | None = None,
+    ) -> JSON:
+        """A visitor's line with the agent's reply streamed (as `turn_stream`); returns the PlayerTurnResult."""
+        return self._stream("/v1/conversation/player-turn/stream", request, on_delta, on_reset)
+
+    # --- transport ---
+    def _stream(
+        self,
+        path: str,
+        request: JSON,
+        on_delta: Callable[[str], None] | None,
+        on_reset: Callable[[], None] | None,
+    ) -> JSON:
+        attempt, waited = 0, False
+        while True:
             collected = _StreamedTurn(on_delta, on_reset)
-            failure = self._attempt_stream(request, collected)
+            failure = self._attempt_stream(path, request, collected)
             if failure is None and collected.reply is not None:
                 return collected.reply
             failure = failure or collected.failure()
+            if self._wait_for_rate_limit(failure, waited):
+                waited = True  # refused before streaming: nothing was shown
+                continue
             if collected.shown and on_reset is not None and failure.retryable:
                 on_reset()  # the next attempt streams the whole line again
             self._backoff_or_raise(failure, attempt)
-        raise AssertionError("unreachable")
+            attempt += 1
 
-    # --- transport ---
     def _send(self, method: str, path: str, body: Any = None, *, params: JSON | None = None,
               timeout: float | None = None) -> Any:  # fmt: skip
-        for attempt in range(self.retry.max_retries + 1):
+        attempt, waited = 0, False
+        while True:
             outcome = self._attempt(method, path, body, params, timeout or self.timeout_s)
-            if isinstance(outcome, _Failure):
-                self._backoff_or_raise(outcome, attempt)
+            if not isinstance(outcome, _Failure):
+                return outcome
+            if self._wait_for_rate_limit(outcome, waited):
+                waited = True  # a rate limit's wait is not one of the max_retries
                 continue
-            return outcome
-        raise AssertionError("unreachable")
+            self._backoff_or_raise(outcome, attempt)
+            attempt += 1
+
+    def _wait_for_rate_limit(self, failure: _Failure, waited_before: bool) -> bool:
+        if not self.retry.waits_for_rate_limit(failure.status, failure.retry_after_s, waited_before):
+            return False
+        self.log.failures.append(f"rate limit 429: waiting {failure.retry_after_s} s")
+        self._sleep(failure.retry_after_s or 0.0)
+        return True
 
     def _attempt(self, method: str, path: str, body: Any, params: JSON | None, timeout: float) -> Any:
         try:
@@ -210,21 +307,18 @@ class MachiClient:
         self.log.statuses[reply.status_code] += 1
         if 200 <= reply.status_code < 300:
             return reply.json() if reply.content else None
-        return _Failure("server", RetryPolicy.is_retryable(reply.status_code), reply.status_code, reply.text)
+        return _Failure.of(reply)
 
-    def _attempt_stream(self, request: JSON, collected: _StreamedTurn) -> _Failure | None:
+    def _attempt_stream(self, path: str, request: JSON, collected: _StreamedTurn) -> _Failure | None:
         parser = SseParser()
         try:
             with self._http.stream(
-                "POST", "/v1/conversation/turn/stream", json=request, timeout=self.turn_timeout_s,
-                headers={"Accept": "text/event-stream"},
+                "POST", path, json=request, timeout=self.turn_timeout_s, headers={"Accept": "text/event-stream"},
             ) as reply:  # fmt: skip
                 self.log.statuses[reply.status_code] += 1
                 if reply.status_code >= 300:
                     reply.read()
-                    return _Failure(
-                        "server", RetryPolicy.is_retryable(reply.status_code), reply.status_code, reply.text
-                    )
+                    return _Failure.of(reply)
                 for text in reply.iter_text():
                     for event in parser.feed(text):
                         collected.handle(event)
@@ -248,19 +342,63 @@ class MachiClient:
         self._sleep(self.retry.backoff(attempt, self._jitter.random()))
 
 
+def player_id(player: str) -> str:
+    """`guest-1` or `player:guest-1` as the protocol's `player:guest-1`."""
+    return player if player.startswith(PLAYER_PREFIX) else PLAYER_PREFIX + player
+
+
+def player_path(player: str) -> str:
+    """A visitor's id as a path segment (the colon escaped, as the C# client's Uri.EscapeDataString does)."""
+    return quote(player_id(player), safe="")
+
+
+def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:
+    """A Retry-After header in seconds: delay-seconds or an HTTP date (a past one is 0); None when absent or
+    unreadable (the C# RetryPolicy.ParseRetryAfter)."""
+    if not value or not value.strip():
+        return None
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        try:
+            at = parsedate_to_datetime(value.strip())
+        except (TypeError, ValueError):
+            return None
+        if at.tzinfo is None:
+            at = at.replace(tzinfo=UTC)
+        return max(0.0, (at - (now or datetime.now(UTC))).total_seconds())
+    return seconds if seconds >= 0 and math.isfinite(seconds) else None
+
+
 @dataclass
 class _Failure:
     kind: str  # network | timeout | server | stream
     retryable: bool
     status: int
     text: str
+    retry_after_s: float | None = None
+
+    @classmethod
+    def of(cls, reply: httpx.Response) -> _Failure:
+        """A non-2xx answer (its Retry-After kept for a 429)."""
+        retryable = RetryPolicy.is_retryable(reply.status_code)
+        retry_after = parse_retry_after(reply.headers.get("Retry-After"))
+        return cls("server", retryable, reply.status_code, reply.text, retry_after)
 
     def api_error(self) -> MachiApiError:
         try:
             error = json.loads(self.text)["error"]
-            return MachiApiError(self.status, error["code"], error["message"], error.get("details"))
+            code, message, details = error["code"], error["message"], error.get("details")
         except (ValueError, KeyError, TypeError):
-            return MachiApiError(self.status, f"http_{self.status}", self.text[:500])
+            code, message, details = f"http_{self.status}", self.text[:500], None
+        if self.status != 429:
+            return MachiApiError(self.status, code, message, details)
+        named = details if isinstance(details, dict) else {}
+        limit = named.get("limit")
+        wait = self.retry_after_s
+        if wait is None and isinstance(named.get("retry_after_s"), int | float):
+            wait = float(named["retry_after_s"])
+        return MachiRateLimitError(self.status, code, message, details, limit, wait)
 
 
 class _StreamedTurn:

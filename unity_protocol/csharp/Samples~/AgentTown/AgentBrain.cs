@@ -1,4 +1,6 @@
 using System;
+using System.Collections.Generic;
+using System.Collections.ObjectModel;
 using System.Threading;
 using Cysharp.Threading.Tasks;
 using Machi.Client;
@@ -12,8 +14,10 @@ namespace Machi.Samples
     public enum BrainState { MovingToPoi, WanderingInPoi, Talking, Cooldown, WaitingForReplan }
 
     /// <summary>Walks an agent by its daily plan: asks plan/now, walks to the target point of interest on the
-    /// NavMesh, wanders there until the item ends, then asks again. A ConversationTrigger puts it in Talking;
-    /// after a conversation it cools down before it may talk again. Every state change is reported.</summary>
+    /// NavMesh, wanders there until the item ends, then asks again. A ConversationTrigger (or a visitor's
+    /// VisitorChat) puts it in Talking; after a conversation it cools down before it may talk again. An
+    /// ActionDispatcher may take the wheel for a go_to or follow action (Hold ... Release); talking takes it
+    /// back. Every state change is reported.</summary>
     [RequireComponent(typeof(NavMeshAgent))]
     public sealed class AgentBrain : MonoBehaviour
     {
@@ -29,11 +33,26 @@ namespace Machi.Samples
         public float cooldownGameMinutes = 30f;
         [Tooltip("Real seconds to wait before asking plan/now again after a failure.")]
         public float retrySeconds = 5f;
+        [Tooltip("Metres an agent walks away from a group it left.")]
+        public float walkOffMetres = 4f;
+
+        private static readonly List<AgentBrain> Registered = new List<AgentBrain>();
+        private static readonly ReadOnlyCollection<AgentBrain> ReadOnlyAll = Registered.AsReadOnly();
 
         private NavMeshAgent _nav;
+        private ActionDispatcher _actions;
         private PlanNow _plan;
+        private PoiPublic _target;
         private double _cooldownUntil;
         private float _nextWander;
+        private bool _held;
+        private int _steering;
+
+        /// <summary>Every enabled AgentBrain of the scene (VisitorChat picks the one the visitor faces).</summary>
+        public static ReadOnlyCollection<AgentBrain> All
+        {
+            get { return ReadOnlyAll; }
+        }
 
         public BrainState State { get; private set; }
         public string LocationName { get; private set; }
@@ -45,21 +64,46 @@ namespace Machi.Samples
             get { return string.IsNullOrEmpty(displayName) ? agentId : displayName; }
         }
 
-        /// <summary>Idle enough to start a conversation (not walking somewhere urgent, not cooling down).</summary>
+        /// <summary>Idle enough to start a conversation (not talking, not cooling down; an errand from an
+        /// action counts as walking, so a meeting interrupts it).</summary>
         public bool CanTalk
         {
-            get { return State == BrainState.WanderingInPoi || State == BrainState.MovingToPoi; }
+            get
+            {
+                bool idle = State == BrainState.WanderingInPoi || State == BrainState.MovingToPoi;
+                return idle && (world == null || world.Clock >= _cooldownUntil);
+            }
+        }
+
+        /// <summary>Close enough to where the NavMeshAgent was sent.</summary>
+        public bool Arrived
+        {
+            get { return !_nav.pathPending && _nav.remainingDistance <= Mathf.Max(_nav.stoppingDistance, 0.5f); }
         }
 
         private void Awake()
         {
             _nav = GetComponent<NavMeshAgent>();
+            _actions = GetComponent<ActionDispatcher>();
             State = BrainState.WaitingForReplan;
         }
 
+        private void OnEnable() { Registered.Add(this); }
+
+        private void OnDisable() { Registered.Remove(this); }
+
         private void Start()
         {
+            world.RegisterCharacter(agentId, transform);
             RunAsync(this.GetCancellationTokenOnDestroy()).Forget();
+        }
+
+        private void OnDestroy()
+        {
+            if (world != null)
+            {
+                world.UnregisterCharacter(agentId, transform);
+            }
         }
 
         private async UniTaskVoid RunAsync(CancellationToken ct)
@@ -67,13 +111,13 @@ namespace Machi.Samples
             await LoadDisplayNameAsync(ct);
             while (!ct.IsCancellationRequested)
             {
-                switch (State)
+                switch (_held ? BrainState.Talking : State)
                 {
                     case BrainState.WaitingForReplan:
                         await ReplanAsync(ct);
                         break;
                     case BrainState.MovingToPoi:
-                        if (Arrived())
+                        if (Arrived)
                         {
                             await EnterAsync(BrainState.WanderingInPoi, ct);
                         }
@@ -92,7 +136,7 @@ namespace Machi.Samples
                         }
                         break;
                     case BrainState.Talking:
-                        break; // the ConversationTrigger drives the talk and calls EndTalking
+                        break; // the ConversationTrigger drives the talk and calls EndTalking; an action holds the wheel
                 }
                 await UniTask.Yield(PlayerLoopTiming.Update, ct);
             }
@@ -135,9 +179,11 @@ namespace Machi.Samples
                 // No answer, or asleep between plans: ask again a little later.
                 await UniTask.Delay(TimeSpan.FromSeconds(retrySeconds), false, PlayerLoopTiming.Update, ct);
             }
-            else
+            else if (!_held && State == BrainState.WaitingForReplan)
             {
+                // (an action or a conversation may have taken over while plan/now was on its way)
                 _plan = plan;
+                _target = plan.TargetPoi;
                 LocationName = plan.TargetPoi.Name;
                 _nav.isStopped = false;
                 _nav.SetDestination(ToVector(plan.TargetPoi.Position));
@@ -145,20 +191,15 @@ namespace Machi.Samples
             }
         }
 
-        private bool Arrived()
-        {
-            return !_nav.pathPending && _nav.remainingDistance <= Mathf.Max(_nav.stoppingDistance, 0.5f);
-        }
-
         private void Wander()
         {
-            if (Time.time < _nextWander || _plan == null || _plan.TargetPoi == null)
+            if (Time.time < _nextWander || _target == null)
             {
                 return;
             }
             _nextWander = Time.time + wanderEverySeconds;
             Vector2 offset = UnityEngine.Random.insideUnitCircle;
-            Vector3 around = ToVector(_plan.TargetPoi.Position) + new Vector3(offset.x, 0f, offset.y) * wanderRadius;
+            Vector3 around = ToVector(_target.Position) + new Vector3(offset.x, 0f, offset.y) * wanderRadius;
             NavMeshHit hit;
             if (NavMesh.SamplePosition(around, out hit, wanderRadius, NavMesh.AllAreas))
             {
@@ -166,11 +207,96 @@ namespace Machi.Samples
             }
         }
 
-        /// <summary>Called by ConversationTrigger when a conversation starts with <paramref name="partnerId"/>.</summary>
+        /// <summary>Called by ConversationTrigger (or VisitorChat) when a conversation starts with
+        /// <paramref name="partnerId"/> (an agent, or a visitor's "player:" id). Ends any hold an action had
+        /// (it is then interrupted).</summary>
         public void BeginTalking(string partnerId, CancellationToken ct)
         {
+            _held = false;
+            _steering++;
             _nav.isStopped = true;
-            EnterAsync(BrainState.Talking, ct, partnerId).Forget();
+            // partner_id names an agent only: a visitor ("player:...") is left out of the report.
+            EnterAsync(BrainState.Talking, ct, MachiClient.IsPlayer(partnerId) ? null : partnerId).Forget();
+        }
+
+        /// <summary>A group member's goodbye (its id in a reply's `left`): it ends its part, cools down, and walks
+        /// walkOffMetres away from <paramref name="from"/> (the others' centre) while they talk on.</summary>
+        public void LeaveTalk(Vector3 from, CancellationToken ct)
+        {
+            EndTalking(ct);
+            Vector3 away = transform.position - from;
+            away.y = 0f;
+            if (away.sqrMagnitude < 0.01f)
+            {
+                away = transform.forward * -1f;
+            }
+            NavMeshHit hit;
+            Vector3 to = transform.position + away.normalized * walkOffMetres;
+            if (NavMesh.SamplePosition(to, out hit, walkOffMetres, NavMesh.AllAreas))
+            {
+                _nav.SetDestination(hit.position);
+            }
+        }
+
+        /// <summary>Performs a turn reply's actions with this agent's ActionDispatcher (each outcome is reported
+        /// to the server); without one they are skipped. <paramref name="endConversation"/> ends this agent's
+        /// part in the talk (an end_conversation action).</summary>
+        public void Perform(List<AgentAction> actions, string sessionId, Action endConversation)
+        {
+            if (actions == null || actions.Count == 0)
+            {
+                return;
+            }
+            if (_actions != null)
+            {
+                _actions.Dispatch(actions, sessionId, endConversation);
+            }
+            else
+            {
+                Debug.Log(agentId + ": no ActionDispatcher, " + actions.Count + " action(s) skipped");
+            }
+        }
+
+        /// <summary>Hands the NavMeshAgent to an action (go_to, follow) until Release: the brain stops choosing
+        /// destinations and reports moving_to_poi (towards <paramref name="locationName"/> when given). Returns
+        /// a ticket; starting to talk, or another hold, ends the hold (IsHolding turns false: interrupted).</summary>
+        public int Hold(string locationName, CancellationToken ct)
+        {
+            _held = true;
+            _steering++;
+            if (!string.IsNullOrEmpty(locationName))
+            {
+                LocationName = locationName;
+            }
+            _nav.isStopped = false;
+            EnterAsync(BrainState.MovingToPoi, ct).Forget();
+            return _steering;
+        }
+
+        public bool IsHolding(int ticket)
+        {
+            return _held && ticket == _steering;
+        }
+
+        /// <summary>Takes the wheel back after a hold. <paramref name="arrivedAt"/>: the place the action
+        /// reached (the agent wanders there until its plan item ends); null: ask plan/now again.</summary>
+        public void Release(int ticket, PoiPublic arrivedAt, CancellationToken ct)
+        {
+            if (!IsHolding(ticket))
+            {
+                return;
+            }
+            _held = false;
+            if (arrivedAt != null)
+            {
+                _target = arrivedAt;
+                LocationName = arrivedAt.Name;
+                EnterAsync(BrainState.WanderingInPoi, ct).Forget();
+            }
+            else
+            {
+                EnterAsync(BrainState.WaitingForReplan, ct).Forget();
+            }
         }
 
         /// <summary>Called by ConversationTrigger when the conversation ended (by the server or by distance).</summary>
@@ -218,7 +344,7 @@ namespace Machi.Samples
 
         private static Vector3 ToVector(Position position)
         {
-            return new Vector3((float)position.X, (float)(position.Y ?? 0.0), (float)position.Z);
+            return MachiWorld.ToVector(position);
         }
     }
 }

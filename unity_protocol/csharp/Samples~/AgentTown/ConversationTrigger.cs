@@ -15,6 +15,11 @@ namespace Machi.Samples
     /// display name; where the reply's history_fixes says the server stored another line, its line replaces
     /// ours); the talk ends when the server says so (is_conversation_end) or when they walk apart
     /// (reported as reason "distance"). The headless world in unity_protocol/python follows the same rules.
+    /// With `groupTalk`, when the one seen has company (other idle agents within talkDistance and in line of
+    /// sight, up to maxGroupSize in all), the meeting is a group conversation instead: every turn sends the same
+    /// `participants`, the reply's `next_speaker` speaks next (to the one who spoke before), members named in
+    /// `left` walk off while the others talk on, and it stops when the server ends it or fewer than two remain.
+    /// Each reply's `actions` go to the speaker's ActionDispatcher (through AgentBrain.Perform).
     /// </summary>
     [RequireComponent(typeof(AgentBrain))]
     public sealed class ConversationTrigger : MonoBehaviour
@@ -29,6 +34,10 @@ namespace Machi.Samples
         public float eyeHeight = 1.5f;
         public bool streamTurns = true;
         public VrmEmotionMapper face;
+        [Tooltip("Three or more idle agents together talk as one group (participants, next_speaker).")]
+        public bool groupTalk = true;
+        [Range(3, 6)]
+        public int maxGroupSize = 4;
 
         /// <summary>Raised for every line spoken (speaker id, text so far); hook a speech bubble here.</summary>
         public event Action<string, string> LineChanged;
@@ -59,7 +68,15 @@ namespace Machi.Samples
                 }
                 if (Sees(other))
                 {
-                    TalkAsync(other, this.GetCancellationTokenOnDestroy()).Forget();
+                    List<ConversationTrigger> group = groupTalk ? Gather(other) : null;
+                    if (group != null && group.Count >= 3)
+                    {
+                        TalkGroupAsync(group, this.GetCancellationTokenOnDestroy()).Forget();
+                    }
+                    else
+                    {
+                        TalkAsync(other, this.GetCancellationTokenOnDestroy()).Forget();
+                    }
                     return;
                 }
             }
@@ -67,6 +84,12 @@ namespace Machi.Samples
 
         /// <summary>Distance, view angle and line of sight, from this agent's eyes to the other's.</summary>
         public bool Sees(ConversationTrigger other)
+        {
+            return InReach(other, true);
+        }
+
+        /// <summary>Within talkDistance with nothing between the eyes (and, with `inView`, inside the view angle).</summary>
+        private bool InReach(ConversationTrigger other, bool inView)
         {
             Vector3 eye = transform.position + Vector3.up * eyeHeight;
             Vector3 toOther = other.transform.position + Vector3.up * other.eyeHeight - eye;
@@ -76,7 +99,7 @@ namespace Machi.Samples
                 return false;
             }
             Vector3 flat = Vector3.ProjectOnPlane(toOther, Vector3.up);
-            if (Vector3.Angle(transform.forward, flat) > viewAngle * 0.5f)
+            if (inView && Vector3.Angle(transform.forward, flat) > viewAngle * 0.5f)
             {
                 return false;
             }
@@ -84,6 +107,25 @@ namespace Machi.Samples
             bool blocked = Physics.Raycast(eye, toOther.normalized, out hit, distance, obstacleMask,
                 QueryTriggerInteraction.Ignore);
             return !blocked || hit.transform == other.transform;
+        }
+
+        /// <summary>This agent, the one it saw, and the other idle agents within reach (any direction), up to
+        /// maxGroupSize.</summary>
+        private List<ConversationTrigger> Gather(ConversationTrigger seen)
+        {
+            var group = new List<ConversationTrigger> { this, seen };
+            foreach (ConversationTrigger other in All)
+            {
+                if (group.Count >= Mathf.Min(maxGroupSize, 6))
+                {
+                    break;
+                }
+                if (!group.Contains(other) && other._brain.CanTalk && InReach(other, false))
+                {
+                    group.Add(other);
+                }
+            }
+            return group;
         }
 
         private async UniTaskVoid TalkAsync(ConversationTrigger partner, CancellationToken ct)
@@ -95,28 +137,27 @@ namespace Machi.Samples
             partner._brain.BeginTalking(_brain.agentId, ct);
             var history = new List<string>();
             ConversationTrigger speaker = this, listener = partner;
+            bool leaving = false;
             try
             {
                 while (true)
                 {
                     if (Vector3.Distance(transform.position, partner.transform.position) > endDistance)
                     {
-                        var end = new EndRequest { SessionId = session, Reason = "distance", Day = world.day, TimeOfDay = world.timeOfDay };
-                        await world.Client.EndConversationAsync(end, ct);
+                        await EndAsync(session, "distance", ct);
                         break;
                     }
-                    TurnResult reply = await speaker.SpeakAsync(listener, session, history, ct);
-                    if (reply.HistoryFixes != null)
-                    {
-                        foreach (HistoryFix fix in reply.HistoryFixes)
-                        {
-                            history[(int)fix.Index] = fix.Line; // the server's stored transcript wins
-                        }
-                    }
+                    TurnResult reply = await speaker.SpeakAsync(listener, session, history, null, ct);
+                    ApplyFixes(history, reply.HistoryFixes);
                     history.Add(speaker._brain.DisplayName + ": " + reply.Dialogue);
                     listener.EndLine(); // the new line replaces the listener's: its face goes back to rest
-                    if (reply.IsConversationEnd)
+                    speaker._brain.Perform(reply.Actions, session, () => leaving = true);
+                    if (reply.IsConversationEnd || leaving)
                     {
+                        if (!reply.IsConversationEnd)
+                        {
+                            await EndAsync(session, "left", ct); // an end_conversation the server did not end on
+                        }
                         break;
                     }
                     ConversationTrigger swap = speaker;
@@ -137,6 +178,143 @@ namespace Machi.Samples
             }
         }
 
+        /// <summary>A group conversation (see the class summary). The first line goes from this agent to the
+        /// one it saw; afterwards `next_speaker` speaks to whoever spoke before it.</summary>
+        private async UniTaskVoid TalkGroupAsync(List<ConversationTrigger> members, CancellationToken ct)
+        {
+            MachiWorld world = _brain.world;
+            string session = "group-" + _brain.agentId + "-" + world.day + "-" + Guid.NewGuid().ToString("N").Substring(0, 8);
+            var participants = members.ConvertAll(member => member._brain.agentId); // the same list on every turn
+            foreach (ConversationTrigger member in members)
+            {
+                member._brain.BeginTalking((member == this ? members[1] : this)._brain.agentId, ct);
+            }
+            var active = new List<ConversationTrigger>(members);
+            var leavers = new List<string>(); // end_conversation actions performed on Unity's side
+            var history = new List<string>();
+            ConversationTrigger speaker = this, target = members[1];
+            try
+            {
+                while (true)
+                {
+                    if (Vector3.Distance(speaker.transform.position, target.transform.position) > endDistance)
+                    {
+                        await EndAsync(session, "distance", ct);
+                        break;
+                    }
+                    TurnResult reply = await speaker.SpeakAsync(target, session, history, participants, ct);
+                    ApplyFixes(history, reply.HistoryFixes);
+                    history.Add(speaker._brain.DisplayName + ": " + reply.Dialogue);
+                    foreach (ConversationTrigger member in active)
+                    {
+                        if (member != speaker)
+                        {
+                            member.EndLine();
+                        }
+                    }
+                    string speakerId = speaker._brain.agentId;
+                    speaker._brain.Perform(reply.Actions, session, () => leavers.Add(speakerId));
+                    if (reply.IsConversationEnd)
+                    {
+                        break; // the finally below ends everyone's part
+                    }
+                    var gone = new List<string>(leavers);
+                    if (reply.Left != null)
+                    {
+                        gone.AddRange(reply.Left);
+                    }
+                    leavers.Clear();
+                    foreach (string id in gone)
+                    {
+                        ConversationTrigger member = Find(active, id);
+                        if (member != null)
+                        {
+                            active.Remove(member);
+                            member.EndLine();
+                            member._brain.LeaveTalk(Centre(active), ct); // it walks off; the others talk on
+                        }
+                    }
+                    ConversationTrigger next = NextSpeaker(reply.NextSpeaker, active, speaker, target);
+                    if (active.Count < 2 || next == null)
+                    {
+                        await EndAsync(session, "left", ct);
+                        break;
+                    }
+                    target = active.Contains(speaker) && speaker != next ? speaker : FirstOther(active, next);
+                    speaker = next;
+                }
+            }
+            catch (Exception exception) when (!(exception is OperationCanceledException))
+            {
+                Debug.LogWarning("group conversation " + session + " stopped: " + exception.Message);
+            }
+            finally
+            {
+                foreach (ConversationTrigger member in active)
+                {
+                    member.EndLine();
+                    member._brain.EndTalking(ct);
+                }
+            }
+        }
+
+        /// <summary>Who speaks next: the reply's next_speaker when it is still here; otherwise (a member who
+        /// left on Unity's side was named) the one addressed, or anyone else. A visitor ("player:") never is in
+        /// this sample's groups: null then ends the talk.</summary>
+        private static ConversationTrigger NextSpeaker(string nextId, List<ConversationTrigger> active,
+            ConversationTrigger speaker, ConversationTrigger target)
+        {
+            if (nextId == null || MachiClient.IsPlayer(nextId))
+            {
+                return null;
+            }
+            ConversationTrigger named = Find(active, nextId);
+            if (named != null)
+            {
+                return named;
+            }
+            return active.Contains(target) && target != speaker ? target : FirstOther(active, speaker);
+        }
+
+        private static ConversationTrigger Find(List<ConversationTrigger> members, string agentId)
+        {
+            return members.Find(member => member._brain.agentId == agentId);
+        }
+
+        private static ConversationTrigger FirstOther(List<ConversationTrigger> members, ConversationTrigger not)
+        {
+            return members.Find(member => member != not);
+        }
+
+        private static Vector3 Centre(List<ConversationTrigger> members)
+        {
+            Vector3 sum = Vector3.zero;
+            foreach (ConversationTrigger member in members)
+            {
+                sum = sum + member.transform.position;
+            }
+            return members.Count > 0 ? sum / members.Count : sum;
+        }
+
+        /// <summary>The server's stored transcript wins: copy each fixed line into ours.</summary>
+        private static void ApplyFixes(List<string> history, List<HistoryFix> fixes)
+        {
+            if (fixes != null)
+            {
+                foreach (HistoryFix fix in fixes)
+                {
+                    history[(int)fix.Index] = fix.Line;
+                }
+            }
+        }
+
+        private async UniTask EndAsync(string session, string reason, CancellationToken ct)
+        {
+            MachiWorld world = _brain.world;
+            var end = new EndRequest { SessionId = session, Reason = reason, Day = world.day, TimeOfDay = world.timeOfDay };
+            await world.Client.EndConversationAsync(end, ct);
+        }
+
         private void EndLine()
         {
             if (face != null)
@@ -145,8 +323,9 @@ namespace Machi.Samples
             }
         }
 
+        /// <param name="participants">A group's ids (the same on every turn); null for a pair.</param>
         private async UniTask<TurnResult> SpeakAsync(ConversationTrigger listener, string session, List<string> history,
-            CancellationToken ct)
+            List<string> participants, CancellationToken ct)
         {
             MachiWorld world = _brain.world;
             var request = new TurnRequest
@@ -157,7 +336,8 @@ namespace Machi.Samples
                 LocationName = _brain.LocationName,
                 History = new List<string>(history),
                 TimeOfDay = world.timeOfDay,
-                Day = world.day
+                Day = world.day,
+                Participants = participants
             };
             TurnResult reply;
             if (streamTurns)

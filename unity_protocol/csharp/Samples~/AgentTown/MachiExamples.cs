@@ -90,6 +90,54 @@ namespace Machi.Samples
             // README end
         }
 
+        /// <summary>A visitor's line (protocol 2). Not a README region: the README's Unity part names its
+        /// regions one by one (backend/protocol/readme_text.py), and its step 15 shows this call's JSON.</summary>
+        public static async UniTask<PlayerTurnResult> VisitorTurnAsync(MachiClient client, List<string> history,
+            CancellationToken ct)
+        {
+            await client.PutPlayerAsync("player:guest-0042", new PlayerUpsert { DisplayName = "ユキ", Language = Language.Ja }, ct);
+            var request = new PlayerTurnRequest
+            {
+                SessionId = "visit-0042-1",
+                PlayerId = "player:guest-0042",
+                AgentId = "aoi",
+                Text = "こんにちは！おすすめの本はありますか？", // untrusted: at most PLAYER_MAX_CHARS
+                LocationName = "中央カフェ",
+                History = new List<string>(history),
+                Day = 1,
+                TimeOfDay = 9.45
+            };
+            try
+            {
+                PlayerTurnResult reply = await client.PlayerTurnAsync(request, ct);
+                history.Add(reply.PlayerLine);           // the visitor's line as stored
+                history.Add("葵: " + reply.Dialogue);    // then the agent's
+                // reply.NextSpeaker: "player:guest-0042" (wait for the visitor) or an agent in a group;
+                // reply.PlayerBlocked / reply.Deflected: moderation held something back (answered in character)
+                return reply;
+            }
+            catch (MachiRateLimitException limited) // 429: not stored, send the same line again later
+            {
+                Debug.Log(limited.Limit + ": wait " + limited.RetryAfter); // e.g. PLAYER_LINES_PER_MINUTE
+                return null;
+            }
+        }
+
+        /// <summary>A reply's actions, performed and reported by hand (the sample's ActionDispatcher does this).</summary>
+        public static async UniTask ReportActionsAsync(MachiClient client, TurnResult reply, CancellationToken ct)
+        {
+            foreach (AgentAction action in reply.Actions)
+            {
+                // ... perform action.Type on action.Target (and action.Item for give), then:
+                var result = new ActionResult
+                {
+                    Action = action, Outcome = Outcome.Done, SessionId = reply.SessionId, Day = 1, TimeOfDay = 9.4
+                };
+                ActionResultAccepted remembered = await client.ReportActionResultAsync(reply.SpeakerId, result, ct);
+                Debug.Log(remembered.Content); // what the agent now remembers, e.g. "ひかりに本を渡した。"
+            }
+        }
+
         public static void FollowMoods(MachiEvents events, VrmEmotionMapper face)
         {
             // README: events-use

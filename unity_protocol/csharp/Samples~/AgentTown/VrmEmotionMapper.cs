@@ -76,6 +76,13 @@ namespace Machi.Samples
             Show(reply.Emotion);
         }
 
+        /// <summary>The face for an agent's reply to a visitor: its `emotion`, until EndLine.</summary>
+        public void Show(PlayerTurnResult reply)
+        {
+            _lineShown = true;
+            Show(reply.Emotion);
+        }
+
         /// <summary>The line is over: back to the resting face.</summary>
         public void EndLine()
         {
