@@ -213,27 +213,35 @@ class ConversationService:
             memories=[text for _, text in standing],
             memory_ids=[memory_id for memory_id, _ in standing],
             brought_up=[text for _, text in brought_up],
-            # In a group only a goodbye that took the partner away asks for one back.
-            partner_said_farewell=bool(
-                partner_last
-                and rules.has_farewell(partner_last, self.settings.farewell_phrases)
-                and (len(prepared.members) < 3 or req.target_id in prepared.left)
-            ),
+            partner_said_farewell=self._said_goodbye(prepared, partner_last),
             person_summary=person_summary,
             ask_feeling=self.emotion is not None and self.settings.emotion_from_turn,
             intentions=mind.lines if mind else [],
             tell=mind.tell if mind else None,
-            others=[
-                state.people[member]
-                for member in group.active(prepared.members, prepared.left)
-                if member in state.people and member not in (req.agent_id, req.target_id)
-            ],
+            others=self._others(prepared, state),
             visitor=any(is_player(member) for member in prepared.members),
             actions=self._actions_text(prepared, state),
         )
         if feeling is not None:
             prepared.ctx.emotion = feeling.model_dump(mode="json")
         return prepared
+
+    def _said_goodbye(self, prepared: PreparedTurn, partner_last: str | None) -> bool:
+        """Whether the partner's last line is a goodbye the speaker should return (in a group, only one that
+        took the partner away)."""
+        if not partner_last or not rules.has_farewell(partner_last, self.settings.farewell_phrases):
+            return False
+        return len(prepared.members) < 3 or prepared.request.target_id in prepared.left
+
+    @staticmethod
+    def _others(prepared: PreparedTurn, state: TurnState) -> list[Agent]:
+        """The group's other participants still in it, besides the speaker and the one addressed."""
+        req = prepared.request
+        return [
+            state.people[member]
+            for member in group.active(prepared.members, prepared.left)
+            if member in state.people and member not in (req.agent_id, req.target_id)
+        ]
 
     @staticmethod
     def _actions_text(prepared: PreparedTurn, state: TurnState) -> str | None:

@@ -156,17 +156,9 @@ class VisitorTurns:
         named = rules.named_lines(line_req.history, list(state.people.values()))
         history = check_history(named, state.stored.transcript).history
         line_req = line_req.model_copy(update={"history": history})
-        index = len(history)
         members = state.stored.members or line_req.members()
-        leaving = self._leaving(line_req, members, state.stored.left, text, index)
         line = f"{player.name}: {text}"
-        reply = {
-            "dialogue": text, "emotion": "neutral", "is_conversation_end": False, "end_reason": None,
-            "session_id": body.session_id, "turn_index": index, "fallback": False,
-            "speaker_id": body.player_id, "target_id": body.agent_id,
-            "participants": group.active(members, [*state.stored.left, *leaving]), "left": leaving,
-            "next_speaker": body.agent_id, "actions": [], "deflected": False, "line": line, "blocked": blocked,
-        }  # fmt: skip
+        reply = self._line_reply(line_req, members, state.stored.left, text, line, blocked)
         moderation = _trace("line", verdict) if blocked else None
         if blocked:
             log.warning(
@@ -191,6 +183,21 @@ class VisitorTurns:
         stored = committed.reply
         return VisitorLine(stored["turn_index"], str(stored.get("line", line)), bool(stored.get("blocked")))
 
+    def _line_reply(
+        self, line_req: TurnRequest, members: list[str], left: list[str], text: str, line: str, blocked: bool
+    ) -> dict[str, Any]:
+        """The visitor's line as its turn row stores it (the shape of a turn reply, and the line as stored)."""
+        index = len(line_req.history)
+        leaving = self._leaving(line_req, members, left, text, index)
+        return {
+            "dialogue": text, "emotion": "neutral", "is_conversation_end": False, "end_reason": None,
+            "session_id": line_req.session_id, "turn_index": index, "fallback": False,
+            "speaker_id": line_req.agent_id, "target_id": line_req.target_id,
+            "participants": group.active(members, [*left, *leaving]), "left": leaving,
+            "next_speaker": line_req.target_id, "actions": [], "deflected": False, "line": line,
+            "blocked": blocked,
+        }  # fmt: skip
+
     def _leaving(
         self, line_req: TurnRequest, members: list[str], left: list[str], text: str, index: int
     ) -> list[str]:
@@ -212,7 +219,13 @@ class VisitorTurns:
         ctx = prepared.ctx
         if self.moderator is None or ctx is None:
             return None
-        system = system_message(ctx.speaker, ctx.language, ask_feeling=ctx.ask_feeling, visitor=True)
+        system = system_message(
+            ctx.speaker,
+            ctx.language,
+            ask_feeling=ctx.ask_feeling,
+            visitor=True,
+            actions=ctx.actions is not None,
+        )
         verdict = await self.moderator.check_reply(
             dialogue, [system, ctx.speaker.backstory or ""], names=[ctx.speaker.name, ctx.speaker.id]
         )
