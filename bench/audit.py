@@ -120,4 +120,4 @@ def _observations(
     a, b = agents.get((world, speaker)), agents.get((world, target))
     if a is None or b is None:
         return []
-    return [(world, agent.id, session_id, text) for agent, text in observation_texts(a, b, line)]
+    return [(world, agent.id, session_id, text) for agent, text in observation_texts(a, b, [b], line)]

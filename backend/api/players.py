@@ -8,7 +8,7 @@ from fastapi import APIRouter, Path, Response
 
 from backend.api.deps import SessionDep, WorldDep
 from backend.errors import NotFound
-from backend.ids import ID_RULE
+from backend.ids import ID_RULE, ParticipantId
 from backend.ids import player_id as full_id
 from backend.player import repo
 from backend.player.models import Player
@@ -16,10 +16,8 @@ from backend.player.schemas import PlayerList, PlayerPublic, PlayerUpsert
 
 router = APIRouter(prefix="/v1/players", tags=["players"])
 PlayerPath = Annotated[
-    str,
+    ParticipantId,
     Path(
-        min_length=1,
-        max_length=64,
         description=f"`player:` and an id of {ID_RULE} (the prefix may be left out: `guest-1` is `player:guest-1`)",
     ),
 ]

@@ -4,7 +4,7 @@ from fastapi.testclient import TestClient
 def test_health_reports_versions_and_providers(client: TestClient) -> None:
     body = client.get("/health").json()
     assert body["status"] == "ok"
-    assert body["protocol_version"] == 1
+    assert body["protocol_version"] == 2
     assert body["llm_provider"] == "scripted"
     assert body["embedding_provider"] == "local"
     assert body["database"] == "sqlite"

@@ -29,6 +29,16 @@ def test_lines_take_the_conversations_importance(client: TestClient, scripted: S
         {"reflection": "ひかりと話せてうれしかった。", "importance": 8, **learned}, purpose="reflection"
     )
     scripted.enqueue({"reflection": "葵と話した。", "importance": 4, **learned}, purpose="reflection")
+    # Two lines about different things (near-identical lines would merge into one memory: hygiene.py).
+    scripted.enqueue(
+        {
+            "dialogue": "こんにちは、ひかりさん。図書館の帰りです。",
+            "emotion": "happy",
+            "is_conversation_end": False,
+        },
+        {"dialogue": "おつかれさま！新しい豆が入ったよ。", "emotion": "happy", "is_conversation_end": False},
+        purpose="dialogue",
+    )
     first = client.post("/v1/conversation/turn", json=turn("aoi", "hikari", "s-r", [])).json()
     client.post("/v1/conversation/turn", json=turn("hikari", "aoi", "s-r", [f"葵: {first['dialogue']}"]))
     client.post("/v1/conversation/end", json={"session_id": "s-r", "reason": "distance"})

@@ -15,7 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from backend.cli import main
-from backend.ids import ID_PATTERN, MAX_ID_CHARS, MAX_SESSION_ID_CHARS
+from backend.ids import ID_PATTERN, MAX_ID_CHARS, MAX_SESSION_ID_CHARS, PARTICIPANT_PATTERN
 from backend.scripted import ScriptedLLM
 from tests.conftest import make_client
 from tests.conversation.helpers import add_agents, snapshot, turn
@@ -109,7 +109,7 @@ def test_every_id_parameter_and_field_of_every_route_uses_the_one_rule(demo: Tes
         if node.get("type") == "string"
         and where.rsplit(" ", 1)[-1] not in LOOKUPS
         and where not in LOOKUPS
-        and node.get("pattern") != ID_PATTERN
+        and node.get("pattern") not in (ID_PATTERN, PARTICIPANT_PATTERN)
     ]
     assert off_rule == []
     checked = [where for where, _ in _id_schemas(schema)]

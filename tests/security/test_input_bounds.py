@@ -14,7 +14,7 @@ from backend.scripted import ScriptedLLM
 from tests.conftest import make_client
 
 HUGE = 10**19  # past the 64-bit integers SQLite and PostgreSQL store
-DEMO_IDS = {"agent_id": "aoi", "other_id": "hikari", "poi_id": "cafe"}
+DEMO_IDS = {"agent_id": "aoi", "other_id": "hikari", "poi_id": "cafe", "player_id": "player:guest"}
 #: Bodies taken whole on purpose: a world document (bounded by MAX_IMPORT_BYTES) and the memory
 #: endpoint's single-or-batch body (validated as MemoryCreate / MemoryBatchCreate inside the route).
 FREE_FORM_BODIES = {("POST", "/v1/world/import"), ("POST", "/v1/agents/{agent_id}/memories")}

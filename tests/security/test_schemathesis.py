@@ -53,7 +53,7 @@ def _operations() -> list[Any]:
 
 OPERATIONS = _operations()
 #: Ids of the demo world: with these the generated bodies reach the service code instead of a 404.
-DEMO_IDS = {"agent_id": "aoi", "other_id": "hikari", "poi_id": "cafe"}
+DEMO_IDS = {"agent_id": "aoi", "other_id": "hikari", "poi_id": "cafe", "player_id": "player:guest"}
 MODES = ["positive", "negative", "demo-ids"]
 
 

@@ -55,6 +55,10 @@ def seed_world(client: TestClient, world: str, tag: str, headers: dict[str, str]
                 "time_of_day": 10.0, "day": 1}  # fmt: skip
         reply = _ok(client.post("/v1/conversation/turn", json=turn, headers=h))
         history = [*history, f"{speaker}: {reply['dialogue']}"]
+    _ok(client.put("/v1/players/guest", json={"display_name": f"来場者{tag}"}, headers=h))
+    visit = {"session_id": f"visit-{tag}", "player_id": "player:guest", "agent_id": "hana",
+             "text": f"{tag}の話を聞かせて", "time_of_day": 10.5}  # fmt: skip
+    _ok(client.post("/v1/conversation/player-turn", json=visit, headers=h))
     _ok(client.post("/v1/conversation/end", json={"session_id": session_id, "reason": "distance"}, headers=h))
     council = _ok(client.post("/v1/council", json={"title": f"{tag}祭りを開く", "rounds": 1}, headers=h))
     drain(client)
@@ -62,11 +66,12 @@ def seed_world(client: TestClient, world: str, tag: str, headers: dict[str, str]
     out.ids = {
         "agent_id": "hana",
         "other_id": "ren",
+        "player_id": "player:guest",
         "poi_id": "cafe",
         "memory_id": memory["id"],
         "session_id": session_id,
         "council_id": council["id"],
         "call_id": calls["calls"][0]["id"] if calls.get("calls") else 1,
     }
-    out.markers += [session_id, council["id"]]
+    out.markers += [session_id, council["id"], f"visit-{tag}"]
     return out

@@ -40,6 +40,20 @@ def test_a_recreated_agent_inherits_nothing_from_jobs_pending_at_its_deletion(
 ) -> None:
     add_agents(client)
     runner = _hold_jobs(client, monkeypatch)
+    # Two lines about different things (two near-identical lines would merge into one memory: hygiene.py).
+    scripted.enqueue(
+        {
+            "dialogue": "おはよう、葵！今日は新しい豆が入ったよ。",
+            "emotion": "happy",
+            "is_conversation_end": False,
+        },
+        {
+            "dialogue": "図書館で詩集を借りてきたところです。",
+            "emotion": "relaxed",
+            "is_conversation_end": False,
+        },
+        purpose="dialogue",
+    )
     first = client.post("/v1/conversation/turn", json=turn("hikari", "aoi", "s-gone", []))
     answer = turn("aoi", "hikari", "s-gone", [f"ひかり: {first.json()['dialogue']}"])
     assert client.post("/v1/conversation/turn", json=answer).status_code == 200
