@@ -35,6 +35,14 @@ def active(members: Sequence[str], left: Sequence[str]) -> list[str]:
     return [member for member in members if member not in gone]
 
 
+def listeners(members: Sequence[str], left: Sequence[str], speaker: str) -> list[str]:
+    """Who hears a line in a group: everyone still in it but its speaker. Empty for a conversation of two,
+    whose line the partner alone hears (the observation job's default: conversation/jobs.py)."""
+    if len(members) < 3:
+        return []
+    return [member for member in active(members, left) if member != speaker]
+
+
 def max_lines(members: Sequence[str], max_turns: int, player_max_turns: int) -> int:
     """A conversation's line limit: MAX_TURNS for two agents, x (agents - 1) for a group of agents,
     PLAYER_MAX_TURNS (at least that) when a visitor takes part."""

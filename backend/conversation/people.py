@@ -39,6 +39,14 @@ def read_people(session: Any, agents: AgentCache, world_id: str, ids: Sequence[s
     return found
 
 
+def with_members(
+    session: Any, agents: AgentCache, world_id: str, found: dict[str, Agent], members: Sequence[str]
+) -> dict[str, Agent]:
+    """`found` with the conversation's other `members` read too (those not already in it)."""
+    rest = [member for member in members if member not in found]
+    return {**found, **read_people(session, agents, world_id, rest)}
+
+
 def read_people_apart(engine: Any, agents: AgentCache, world_id: str, ids: Sequence[str]) -> dict[str, Agent]:
     """`read_people` in a session of its own."""
     with repo.read_session(engine) as session:

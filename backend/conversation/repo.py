@@ -141,9 +141,14 @@ def read_turn(session: Session, world_id: str, req: TurnRequest) -> StoredTurn:
     return StoredTurn(None, lines, conv["memory_watermark"], standing, joined(members, req), left)
 
 
-def members_of(conv: Any) -> list[str]:
-    """A stored conversation's participants (one stored before groups: its two agents)."""
-    return list(conv["participants"] or [conv["agent_a"], conv["agent_b"]])
+def members_of(conv: RowMapping) -> list[str]:
+    """A stored conversation's participants, from the columns a turn reads (`participants(conv)` for a row)."""
+    return _members(conv["participants"], conv["agent_a"], conv["agent_b"])
+
+
+def _members(participants: list[str] | None, agent_a: str, agent_b: str) -> list[str]:
+    # One stored before groups has no list: its participants are its two agents.
+    return list(participants or [agent_a, agent_b])
 
 
 def joined(members: Sequence[str], req: TurnRequest) -> list[str]:
@@ -435,7 +440,7 @@ def get_conversation(session: Session, world_id: str, session_id: str) -> Conver
 
 def participants(conv: Conversation) -> list[str]:
     """A conversation's participants in the order they joined (one stored before groups: its two)."""
-    return list(conv.participants or [conv.agent_a, conv.agent_b])
+    return _members(conv.participants, conv.agent_a, conv.agent_b)
 
 
 def read_conversation(engine: Any, world_id: str, session_id: str) -> Conversation:
@@ -454,13 +459,14 @@ def list_conversations(
 ) -> list[Conversation]:
     query = select(Conversation).where(Conversation.world_id == world_id)
     if agent_id:
-        # A group's third to sixth participants are only in the JSON list: matched as its quoted item.
-        quoted = f"%{json.dumps(agent_id)}%"
+        # A group's third to sixth participants are only in the JSON list: matched as its quoted item ('_'
+        # is an id character and a LIKE wildcard, so it is escaped).
+        quoted = "%" + json.dumps(agent_id).replace("_", "\\_") + "%"
         query = query.where(
             or_(
                 Conversation.agent_a == agent_id,
                 Conversation.agent_b == agent_id,
-                cast(col(Conversation.participants), String).like(quoted),
+                cast(col(Conversation.participants), String).like(quoted, escape="\\"),
             )
         )
     return list(session.exec(query.order_by(col(Conversation.updated_at).desc()).limit(limit)))

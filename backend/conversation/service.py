@@ -23,7 +23,7 @@ from backend.config import Settings
 from backend.conversation import group, repo, rules
 from backend.conversation import jobs as turn_jobs
 from backend.conversation.aftermath import Aftermath
-from backend.conversation.people import read_people
+from backend.conversation.people import read_people, with_members
 from backend.conversation.prompts import TurnContext, build_facts, build_messages, read_ahead_part
 from backend.conversation.schemas import (
     MAX_REPLY_CHARS,
@@ -172,7 +172,11 @@ class ConversationService:
         Raises:
             NotFound: unknown agent or target.  Conflict: the conversation has ended.
         """
-        prepared = await self.prepare(world_id, req)
+        return await self.answer(await self.prepare(world_id, req))
+
+    async def answer(self, prepared: PreparedTurn) -> dict[str, Any]:
+        """A prepared turn's reply: the stored one of a retry, else the model's (or the reply decided without
+        it: `forced`), composed and committed by `finish`."""
         if prepared.stored is not None:
             return prepared.stored
         reply = prepared.forced if prepared.forced is not None else await self._ask(prepared)
@@ -193,11 +197,7 @@ class ConversationService:
         req = self._check_history(prepared, state)
         language = rules.lang_key(req.language or state.speaker.language)
         partner_last = rules.line_text(req.history[-1]) if req.history else None
-        # A conversation's memory watermark is taken at its first turn (one past the newest memory id).
-        fresh = not state.stored.transcript
-        prepared.watermark = (
-            await asyncio.to_thread(self.memory.watermark) if fresh else state.stored.watermark
-        )
+        prepared.watermark = await self.watermark(state.stored)
         standing, brought_up = await self._memories(prepared, state, partner_last)
         prepared.ctx = TurnContext(
             speaker=state.speaker,
@@ -225,6 +225,13 @@ class ConversationService:
         if feeling is not None:
             prepared.ctx.emotion = feeling.model_dump(mode="json")
         return prepared
+
+    async def watermark(self, stored: repo.StoredTurn) -> int | None:
+        """The conversation's memory watermark: taken at its first line (one past the newest memory id),
+        then the stored one."""
+        if stored.transcript:
+            return stored.watermark
+        return await asyncio.to_thread(self.memory.watermark)
 
     def _said_goodbye(self, prepared: PreparedTurn, partner_last: str | None) -> bool:
         """Whether the partner's last line is a goodbye the speaker should return (in a group, only one that
@@ -322,11 +329,9 @@ class ConversationService:
         stored = repo.read_turn(session, world_id, req)
         if stored.reply is not None:
             return TurnState(speaker, partner, stored)
-        rest = [member for member in stored.members if member not in found]
-        people = {**found, **read_people(session, self.memory.agents, world_id, rest)}
-        missing = [member for member in rest if member not in people and member not in stored.left]
-        if missing and req.participants and missing[0] in req.participants:
-            _agent(people, world_id, missing[0], "participants")  # a joiner who is no agent: 404
+        people = with_members(session, self.memory.agents, world_id, found, stored.members)
+        for joiner in req.participants or ():
+            _agent(people, world_id, joiner, "participants")  # one who is neither an agent nor a player: 404
         item = self.plan_item(session, world_id, req.agent_id, req.day, req.time_of_day)
         activity = str(item["activity"]) if item and item.get("activity") else None
         facts = (
@@ -535,7 +540,7 @@ class ConversationService:
     def max_lines(self, members: list[str]) -> int:
         """The conversation's line limit (group.max_lines: MAX_TURNS, groups, PLAYER_MAX_TURNS)."""
         settings = self.settings
-        return group.max_lines(members or ["", ""], settings.max_turns, settings.player_max_turns)
+        return group.max_lines(members, settings.max_turns, settings.player_max_turns)
 
     async def finish(self, prepared: PreparedTurn, reply: TurnReply | None) -> dict[str, Any]:
         """Compose, commit (before replying) and schedule the after-turn work. Returns the stored reply."""
@@ -550,11 +555,10 @@ class ConversationService:
         result = self.compose(prepared, reply)
         line = f"{ctx.speaker.name}: {result['dialogue']}"
         told = self._told(prepared, result)
-        listeners = [m for m in group.active(prepared.members, prepared.left) if m != req.agent_id]
+        listeners = group.listeners(prepared.members, prepared.left, req.agent_id)
         observe = turn_jobs.observe_job(
-            prepared.world_id, req, result, news=told is not None,
-            listeners=listeners if len(prepared.members) > 2 else (),
-        )  # fmt: skip
+            prepared.world_id, req, result, news=told is not None, listeners=listeners
+        )
         said = repo.Said(
             line,
             ctx.language,

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from backend.config import Settings
 from backend.conversation import group, repo, rules
 from backend.conversation import jobs as turn_jobs
-from backend.conversation.people import read_people
+from backend.conversation.people import read_people, with_members
 from backend.conversation.prompts import system_message
 from backend.conversation.schemas import PlayerTurnRequest, TurnReply, TurnRequest
 from backend.conversation.transcript import check_history
@@ -70,10 +70,7 @@ class VisitorTurns:
             NotFound: unknown agent.  Conflict: the conversation ended, or is another's.
         """
         prepared, said = await self.prepare(world_id, body)
-        if prepared.stored is not None:
-            return with_line(prepared.stored, said)
-        reply = prepared.forced if prepared.forced is not None else await self.service._ask(prepared)
-        return with_line(await self.service.finish(prepared, reply), said)
+        return with_line(await self.service.answer(prepared), said)
 
     async def prepare(self, world_id: str, body: PlayerTurnRequest) -> tuple[PreparedTurn, VisitorLine]:
         """The visitor's line stored, and the agent's turn prepared (its stored reply on a retry)."""
@@ -125,8 +122,7 @@ class VisitorTurns:
                     f"no agent {line_req.target_id!r} in world {world_id!r}", details={"field": "agent_id"}
                 )
             stored = repo.read_turn(session, world_id, line_req)
-            rest = [m for m in stored.members if m not in people]
-            people.update(read_people(session, self.service.memory.agents, world_id, rest))
+            people = with_members(session, self.service.memory.agents, world_id, people, stored.members)
         return LineState(stored, people)
 
     async def _check(self, text: str) -> Verdict | None:
@@ -160,19 +156,16 @@ class VisitorTurns:
         line = f"{player.name}: {text}"
         reply = self._line_reply(line_req, members, state.stored.left, text, line, blocked)
         moderation = _trace("line", verdict) if blocked else None
-        if blocked:
+        if moderation is not None:
             log.warning(
-                "visitor %s's line in %s held back by moderation (%s, %s)",
-                body.player_id, body.session_id, verdict.source if verdict else None, verdict.category if verdict else None,
-            )  # fmt: skip
-        fresh = not state.stored.transcript
-        watermark = (
-            await asyncio.to_thread(self.service.memory.watermark) if fresh else state.stored.watermark
-        )
-        listeners = [m for m in group.active(members, state.stored.left) if m != body.player_id]
-        observe = turn_jobs.observe_job(
-            world_id, line_req, reply, listeners=listeners if len(members) > 2 else ()
-        )
+                "visitor %s's line in %s held back by moderation: %s",
+                body.player_id,
+                body.session_id,
+                moderation,
+            )
+        watermark = await self.service.watermark(state.stored)
+        listeners = group.listeners(members, state.stored.left, body.player_id)
+        observe = turn_jobs.observe_job(world_id, line_req, reply, listeners=listeners)
         said = repo.Said(line, language, watermark, None, moderation)
         committed = await asyncio.to_thread(
             repo.commit_turn, self.engine, world_id, line_req, reply, said, [observe]
@@ -205,6 +198,8 @@ class VisitorTurns:
         ends the conversation by the end rules of two)."""
         if len(members) < 3:
             return []
+        # One past the limit: the line limit ends a conversation at the agent's reply, never at the visitor's
+        # line (whose own end reason is not kept), so the goodbye is still weighed at the last line.
         limit = self.service.max_lines(members)
         outcome = group.leaving(
             speaker=line_req.agent_id, target=line_req.target_id, members=members, left=left, line=text,

@@ -146,3 +146,22 @@ def test_bad_groups_are_refused_with_the_field(client: TestClient) -> None:
         json=turn("aoi", "hikari", "g-g", [], participants=["aoi", "hikari", "ghost"]),
     )
     assert ghost.status_code == 404
+
+
+def test_listing_by_agent_finds_only_its_own_groups(client: TestClient) -> None:
+    """A third member is found in the participants list; '_' in an id is no wildcard there."""
+    add_agents(client, AOI, HIKARI, {**REN, "id": "r_n"}, {**REN, "id": "rxn", "name": "レン"})
+    client.post(
+        "/v1/conversation/turn", json=turn("aoi", "hikari", "g-x", [], participants=["aoi", "hikari", "rxn"])
+    )
+    client.post(
+        "/v1/conversation/turn", json=turn("aoi", "hikari", "g-u", [], participants=["aoi", "hikari", "r_n"])
+    )
+    by = {
+        agent: [
+            c["session_id"]
+            for c in client.get("/v1/conversations", params={"agent_id": agent}).json()["conversations"]
+        ]
+        for agent in ("rxn", "r_n")
+    }
+    assert by == {"rxn": ["g-x"], "r_n": ["g-u"]}
