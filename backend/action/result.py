@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 
 from backend.action.schemas import PERSON_TYPES, ActionResult, ActionResultAccepted, AgentAction
 from backend.errors import InvalidInput
-from backend.ids import PLAYER_PREFIX, is_player
+from backend.ids import is_player
 from backend.memory.models import MemoryCreate
+from backend.player.repo import default_name
 from backend.world import repo as world_repo
 from backend.world import service as world_service
 from backend.world.models import Agent
@@ -144,7 +145,7 @@ def _names(
     if target == agent.id:
         raise _unknown(f"{action.type} names the reporting agent itself", target)
     if is_player(target):
-        return "", (player_names(target) if player_names else None) or target[len(PLAYER_PREFIX) :]
+        return "", (player_names(target) if player_names else None) or default_name(target)
     name = world_repo.names(session, world_id, [target]).get(target)
     if name is None:
         raise _unknown(f"no agent {target!r} in world {world_id!r}", target)

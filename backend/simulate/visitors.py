@@ -23,6 +23,8 @@ from backend.simulate import load_client_package, visitor_lines
 machi_client = load_client_package()
 from machi_client.world import HeadlessWorld  # noqa: E402 - importable once the client package is loaded
 
+PLAYER_PREFIX = machi_client.PLAYER_PREFIX
+
 #: Game minutes a visitor takes to walk up to the agent it chose.
 WALK_MIN = 3.0
 #: Game minutes a visitor rests between visits (uniform), and before its first.
@@ -33,7 +35,6 @@ FIRST_MIN = (5.0, 45.0)
 LINES_PER_MINUTE = 10
 #: The share of visits with a rough line in them (moderation holds it back; the agent deflects).
 DEFAULT_ROUGH_SHARE = 0.1
-PLAYER_PREFIX = "player:"
 
 
 @dataclass
