@@ -33,9 +33,11 @@ from backend.llm.health import ModelHealth, find_health, watch
 from backend.llm.models import LLMCall
 from backend.llm.registry import build_embedder, build_provider, check_dependencies, wrap
 from backend.llm.scheduler import find_scheduler
+from backend.memory import embedding as memory_embedding
 from backend.memory import jobs as memory_jobs
 from backend.memory.afterthought import Afterthoughts
 from backend.memory.cache import IndexCache
+from backend.memory.embedding import Embeddings
 from backend.memory.jobs import RatingJob
 from backend.memory.notify import MemoryEvents
 from backend.memory.person import PersonBook
@@ -209,6 +211,10 @@ async def _running(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
         step: Callable[[FastAPI], Awaitable[Any]] = getattr(importlib.import_module(module_name), attr)
         await step(app)
     _register_job_handlers(app.state)
+    # Memories the current embedder has not embedded (a changed EMBEDDING_PROVIDER, a crash mid-write) get
+    # the worker's embed job; meanwhile retrieval finds them by their words.
+    if stale := await asyncio.to_thread(app.state.memory.embeddings.queue_stale):
+        log.info("memories to embed with %s in world(s) %s", app.state.embedder.identity, ", ".join(stale))
     if runs_jobs:
         await app.state.jobs.start()  # jobs a crash left pending run again now
     watchers = _watchers(app, settings, provider)
@@ -264,6 +270,7 @@ def _register_job_handlers(state: Any) -> None:
     """Each concept's job kinds get their handler on the one runner (the jobs layer knows none of them)."""
     runner, memory, after = state.jobs, state.memory, state.conversation.after
     runner.register(memory_jobs.RATE, memory.run_rating, merging=True)
+    runner.register(memory_embedding.EMBED, memory.embeddings.run, merging=True)
     runner.register(conversation_jobs.OBSERVE, after.observe_job, merging=True)
     runner.register(conversation_jobs.REFLECT, after.reflect_job)
 
@@ -362,5 +369,8 @@ def build_memory(
     people = PersonBook(repo, llm, agent_of, config)
     afterthoughts = Afterthoughts(llm, people, reflector, agent_of, config)
     rating = RatingJob(repo, agent_of, rater, reflector)
-    parts = MemoryParts(repo, cache, writer, retriever, rater, reflector, people, afterthoughts, rating)
+    embeddings = Embeddings(repo, cache, embedder)
+    parts = MemoryParts(
+        repo, cache, writer, retriever, rater, reflector, people, afterthoughts, rating, embeddings
+    )
     return MemoryService(parts, settings=config, agents=agents, tasks=tasks, jobs=jobs)

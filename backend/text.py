@@ -68,6 +68,24 @@ def token_set(text: str) -> set[str]:
     return set(tokens(text))
 
 
+#: English suffixes folded by `stem`, longest first ("walking", "walked", "walks" -> "walk").
+_SUFFIXES = ("ing", "ed", "es", "ly", "s")
+
+
+def stem(word: str) -> str:
+    """A light English stemmer: one common suffix off a word long enough to keep a stem of three letters."""
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) > len(suffix) + 2:
+            return word[: -len(suffix)]
+    return word
+
+
+def search_terms(text: str) -> set[str]:
+    """The terms lexical retrieval indexes and looks up: `tokens`, English words stemmed (Japanese bigrams need
+    no stemming: a conjugated verb keeps its stem's bigram, 食べた / 食べる share 食べ)."""
+    return {stem(token) if token.isascii() else token for token in tokens(text)}
+
+
 def keywords(text: str, limit: int = 8) -> list[str]:
     """Tags for a text: Latin words and whole katakana/kanji runs (names, places, things), most frequent first."""
     counts: dict[str, int] = {}

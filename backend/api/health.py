@@ -66,6 +66,12 @@ class HealthPublic(BaseModel):
     jobs: dict[str, int] | None = Field(
         None, description="Background jobs by status (pending, running, failed...)."
     )
+    embeddings: dict[str, Any] | None = Field(
+        None,
+        description="Memories embedded by the current embedder: embedder (its identity), ready, total, "
+        "pending, worlds_pending. Pending ones are being embedded by the worker (a new embedder, a large "
+        "write); meanwhile retrieval finds them by their words.",
+    )
 
 
 @router.get("/health", response_model=HealthPublic)
@@ -85,13 +91,14 @@ def health(request: Request) -> dict[str, Any]:
         "llm_reachable": state.model_health.reachable,
         "llm_detail": state.model_health.detail,
         "llm_health": state.model_health.snapshot(),
-        "embedding_provider": settings.embedding_provider,
-        "embedding_model": settings.embedding_model_name(),
+        "embedding_provider": state.embedder.name,
+        "embedding_model": state.embedder.model or settings.embedding_model_name(),
         "database": settings.database_kind(),
         "database_ok": database_ok,
         "background_tasks": state.tasks.pending,
         "llm_queue": llm_queue(state),
         "jobs": job_counts(state) if database_ok else None,
+        "embeddings": state.memory.embeddings.progress().public() if database_ok else None,
     }
 
 

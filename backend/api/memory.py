@@ -22,6 +22,7 @@ from backend.memory.models import (
     RetrieveRequest,
     RetrieveResponse,
     ScoredMemoryPublic,
+    Search,
 )
 
 router = APIRouter(prefix="/v1/agents/{agent_id}", tags=["memory"])
@@ -87,20 +88,21 @@ def list_memories(
 async def retrieve(
     agent_id: AgentId, request: RetrieveRequest, world: WorldDep, memory: MemoryDep
 ) -> RetrieveResponse:
-    """The k best memories for a query, with the normalised recency, importance and relevance of each."""
+    """The k best memories for a query, with the components each score is the weighted sum of (recency,
+    importance, relevance, time) and the weights. `touch: false` looks without marking them recalled."""
     memory.require_agent(world, agent_id)
-    hits = await memory.retrieve(
-        world,
-        agent_id,
-        request.query,
-        k=request.k,
-        weights=request.weights.model_dump() if request.weights else None,
-        day=request.day,
-        time_of_day=request.time_of_day,
-        types=list(request.types or []) or None,
-        decay=request.decay,
-        relevance=request.relevance,
+    weights = request.weights.model_dump() if request.weights else None
+    search = Search(
+        request.k,
+        weights,
+        request.day,
+        request.time_of_day,
+        list(request.types or []) or None,
+        request.decay,
+        request.relevance,
+        touch=request.touch,
     )
+    hits = await memory.retrieve(world, agent_id, request.query, search)
     return RetrieveResponse(
         results=[
             ScoredMemoryPublic(
@@ -109,9 +111,12 @@ async def retrieve(
                 recency=h.recency,
                 importance=h.importance,
                 relevance=h.relevance,
+                time=h.time,
             )
             for h in hits
-        ]
+        ],
+        scoring="fused" if memory.settings.fusion is not None else "seed",
+        weights=memory.settings.component_weights(weights),
     )
 
 

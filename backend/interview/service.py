@@ -126,7 +126,7 @@ class InterviewService:
             )
         else:
             weights: dict[str, float | None] = {
-                "relevance": settings.weight_relevance * triggers.RELEVANCE_BOOST
+                "relevance": self.memory.settings.weights.relevance * triggers.RELEVANCE_BOOST
             }
             query = Search(k, weights, ctx.day, ctx.time_of_day, touch=False)
             search = self.memory.retrieve(world_id, ctx.agent.id, ctx.question, query)

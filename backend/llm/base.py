@@ -472,18 +472,45 @@ def find_layer(llm: LLM, kind: type[W]) -> W | None:
     return None
 
 
+#: What a text is to an embedder: a stored memory ("passage") or what is searched for ("query"). Models
+#: trained with instructions (e5: "query: " / "passage: ") embed the two differently.
+EmbedKind = Literal["passage", "query"]
+
+
 class Embedder(abc.ABC):
     """Turns texts into L2-normalised float32 vectors of a fixed size."""
 
     name: str = "embedder"
     dim: int
+    #: The model's name (a file, a package model or a served model).
+    model: str = ""
+    #: Prepended to each text of that kind before it is embedded (`prefixes`).
+    query_prefix: str = ""
+    passage_prefix: str = ""
+
+    @property
+    def identity(self) -> str:
+        """Names the vector space: two embedders with the same identity give comparable vectors. Stored with
+        every memory's vector (`Memory.embedder`), so a change of embedder is noticed and re-embedded."""
+        prefixes = (
+            f"|q={self.query_prefix!r}|p={self.passage_prefix!r}"
+            if (self.query_prefix or self.passage_prefix)
+            else ""
+        )
+        return f"{self.name}/{self.model}{prefixes}"[:200]
+
+    def prefixed(self, texts: Sequence[str], kind: EmbedKind) -> list[str]:
+        """The texts with the prefix of their kind."""
+        prefix = self.query_prefix if kind == "query" else self.passage_prefix
+        return [prefix + text if prefix and text.strip() else text for text in texts]
 
     @abc.abstractmethod
-    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+    async def embed(self, texts: Sequence[str], *, kind: EmbedKind = "passage") -> np.ndarray:
         """Embed texts.
 
         Args:
             texts: the texts, any language.
+            kind: "passage" for what is stored, "query" for what is searched for (see `EmbedKind`).
 
         Returns:
             A float32 array of shape (len(texts), dim), each row L2-normalised (zero rows stay zero).

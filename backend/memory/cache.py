@@ -34,9 +34,6 @@ from __future__ import annotations
 import asyncio
 import logging
 
-import numpy as np
-
-from backend.errors import LLMError
 from backend.llm.base import Embedder
 from backend.memory.index import AgentIndex
 from backend.memory.models import Key
@@ -101,7 +98,7 @@ class IndexCache:
         since = index.rev
         if stamp.world_rev != index.world_rev or stamp.rev < since:
             return False
-        rows, _ = self.repo.index_rows(key, self.embedder.dim, since=since)
+        rows, _ = self.repo.index_rows(key, self.embedder.identity, self.embedder.dim, since=since)
         live = self.repo.live_ids(key) if stamp.deleted_rev > since else None
         with index.lock:
             if not index.apply(rows):
@@ -113,26 +110,15 @@ class IndexCache:
         return not _sparse(index)
 
     async def _load(self, key: Key, stamp: Stamp) -> AgentIndex:
-        rows, stale = await asyncio.to_thread(self.repo.index_rows, key, self.embedder.dim)
+        """Read the agent's index. Memories without a vector of the current embedder are held without one
+        (found by their words) until the `memory.embed` job embeds them (embedding.py): a load never waits
+        for the embedder."""
+        rows, _ = await asyncio.to_thread(
+            self.repo.index_rows, key, self.embedder.identity, self.embedder.dim
+        )
         index = AgentIndex(self.embedder.dim, capacity=max(64, len(rows)))
         index.rev, index.world_rev = stamp.rev, stamp.world_rev
-        saved = 0
-        if stale:
-            # Memories stored while the embedder was down, or under another embedder: embed them now.
-            by_id = {row.id: row for row in rows}
-            try:
-                vectors = await self.embedder.embed([by_id[i].content for i in stale])
-            except LLMError as exc:
-                log.warning("cannot embed %d memories of %s/%s: %s", len(stale), *key, exc)
-            else:
-                blobs = {}
-                for memory_id, vector in zip(stale, vectors, strict=True):
-                    by_id[memory_id].vector = vector
-                    blobs[memory_id] = np.asarray(vector, dtype=np.float32).tobytes()
-                saved = await asyncio.to_thread(self.repo.save_embeddings, key, blobs)
         await asyncio.to_thread(index.append, rows)
-        if saved:
-            index.advance(saved)
         self.loads += 1
         return index
 

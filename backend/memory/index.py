@@ -30,7 +30,7 @@ from backend.memory import similarity
 from backend.memory.models import TYPE_CODES
 from backend.memory.retrieval import inverse_sqrt
 from backend.memory.selection import Bounded
-from backend.text import token_set
+from backend.text import search_terms
 
 INITIAL_CAPACITY = 64
 #: From this many candidates the embedding relevance is pre-selected with the index's int8 copy (a quarter
@@ -53,7 +53,19 @@ ARRAYS = (
     "token_counts",
     "inverse_sqrt_tokens",
     "revs",
+    "created",
+    "episodes",
+    "vectored",
 )
+#: BM25's term-frequency saturation and length normalisation (the usual values). Terms are counted once per
+#: memory (a memory is a sentence or two: a repeated word says little more), so only `B` acts.
+BM25_K1 = 1.2
+BM25_B = 0.75
+#: Two memories in a row belong to one episode when they are of the same type and conversation (a session
+#: id: the lines of one talk) and formed at most this many game minutes apart: each is embedded after the one
+#: before it (memory/embedding.py), and retrieval lets an episode's memories lend each other relevance.
+#: Memories without a session id stand alone.
+EPISODE_GAP_MINUTES = 60.0
 
 
 @dataclass
@@ -67,6 +79,26 @@ class IndexRow:
     content: str
     vector: np.ndarray | None  # L2-normalised, or None (treated as zeros: no embedding relevance)
     rev: int = 0  # the revision that last wrote the row (memory/cache.py)
+    created_minutes: float | None = None  # game minutes it was formed (None: its access time)
+    session: str | None = None  # the conversation it came from, if any
+
+    @property
+    def created(self) -> float:
+        return self.accessed_minutes if self.created_minutes is None else self.created_minutes
+
+
+def same_episode(before: tuple[str, str | None, float] | None, after: tuple[str, str | None, float]) -> bool:
+    """Whether a memory (type, session id, created game minutes) continues the one formed just before it in
+    the same conversation."""
+    if before is None:
+        return False
+    kind, session, created = after
+    return (
+        session is not None
+        and kind == before[0]
+        and session == before[1]
+        and 0.0 <= created - before[2] <= EPISODE_GAP_MINUTES
+    )
 
 
 class AgentIndex:
@@ -94,6 +126,12 @@ class AgentIndex:
         self.token_counts = np.zeros(capacity, dtype=np.int32)
         self.inverse_sqrt_tokens = np.zeros(capacity, dtype=np.float32)  # for keyword relevance
         self.revs = np.zeros(capacity, dtype=np.int64)
+        self.created = np.zeros(capacity, dtype=np.float64)  # game minutes it was formed
+        self.episodes = np.zeros(capacity, dtype=np.int64)  # episode number (`same_episode`)
+        self.vectored = np.zeros(capacity, dtype=bool)  # has a vector of the current embedder
+        self.token_total = 0  # the terms of every row appended (BM25's average length)
+        #: (type, session, created) of the last row appended: a new row may continue its episode.
+        self._last: tuple[str, str | None, float] | None = None
         self.rev = 0  # the agent's memory revision held in full (module docstring)
         self.world_rev = 0  # the world's revision (replacements) at load
         #: Each row's text, by position (memories are never edited, and positions never move): a turn's
@@ -115,15 +153,22 @@ class AgentIndex:
             pos = self.size + offset
             if row.vector is not None:
                 self.vectors[pos] = row.vector
+                self.vectored[pos] = True
             self.ids[pos] = row.id
+            place = (row.type, row.session, row.created)
+            episode = self.episodes[pos - 1] if pos else 0
+            self.episodes[pos] = episode if same_episode(self._last, place) else episode + 1
+            self._last = place
+            self.created[pos] = row.created
             self.importance[pos] = row.importance
             self.accessed[pos] = row.accessed_minutes
             self.types[pos] = TYPE_CODES.get(row.type, 0)
             self.alive[pos] = True
             self.revs[pos] = row.rev
             self.contents.append(row.content)
-            tokens = token_set(row.content)
+            tokens = search_terms(row.content)
             self.token_counts[pos] = len(tokens)
+            self.token_total += len(tokens)
             for token in tokens:
                 self.postings.setdefault(token, array("i")).append(pos)
         added = slice(self.size, self.size + len(rows))
@@ -209,11 +254,22 @@ class AgentIndex:
         if row.rev > self.revs[pos]:
             self.importance[pos], self.revs[pos] = row.importance, row.rev
         self.accessed[pos] = max(self.accessed[pos], row.accessed_minutes)
-        if row.vector is not None and not self.vectors[pos].any():
+        if row.vector is not None and not self.vectored[pos]:
             self.vectors[pos] = row.vector
+            self.vectored[pos] = True
             self.norm_bound = max(self.norm_bound, similarity.norm_bound(self.vectors[pos : pos + 1]))
             if self.int8:
                 self._quantise(pos, pos + 1)
+
+    def set_vectors(self, ids: Sequence[int], vectors: np.ndarray) -> None:
+        """Give held rows their vectors (the embed job's): unknown or deleted ids are skipped."""
+        for memory_id, vector in zip(ids, vectors, strict=True):
+            for pos in self.positions([memory_id]).tolist():
+                self.vectors[pos] = vector
+                self.vectored[pos] = True
+                self.norm_bound = max(self.norm_bound, similarity.norm_bound(self.vectors[pos : pos + 1]))
+                if self.int8:
+                    self._quantise(pos, pos + 1)
 
     def keep_only(self, live: np.ndarray) -> int:
         """Remove every held id not in `live` (the agent's ids in the database). Returns how many went."""
@@ -302,6 +358,36 @@ class AgentIndex:
             return np.zeros(self.size, dtype=np.int64)
         hits = np.concatenate([np.frombuffer(p, dtype=np.intc) for p in lists])
         return np.bincount(hits, minlength=self.size)
+
+    def bm25(self, query_terms: set[str]) -> np.ndarray:
+        """BM25 of every held row for the query's terms (float64; 0 for a row sharing none). A term's rarity
+        (IDF) counts, so a name in every line weighs little and a rare word much."""
+        n = self.size
+        found = [(self.postings[t]) for t in query_terms if t in self.postings]
+        if not found or n == 0:
+            return np.zeros(n, dtype=np.float64)
+        df = np.array([len(p) for p in found], dtype=np.float64)
+        idf = np.log1p((n - df + 0.5) / (df + 0.5))
+        hits = np.concatenate([np.frombuffer(p, dtype=np.intc) for p in found])
+        scores = np.bincount(hits, weights=np.repeat(idf, df.astype(np.int64)), minlength=n)
+        average = max(self.token_total / n, 1.0)
+        lengths = self.token_counts[:n].astype(np.float64)
+        lengths *= BM25_B / average
+        lengths += 1.0 - BM25_B
+        lengths *= BM25_K1
+        lengths += 1.0
+        scores *= BM25_K1 + 1.0
+        scores /= lengths
+        return scores
+
+    def same_as_previous(self) -> np.ndarray:
+        """Per held row (bool): it continues the previous row's episode and both are live."""
+        n = self.size
+        out = np.zeros(n, dtype=bool)
+        if n > 1:
+            alive = self.alive[:n]
+            out[1:] = (self.episodes[1:n] == self.episodes[: n - 1]) & alive[1:] & alive[:-1]
+        return out
 
     def nbytes(self) -> int:
         """Bytes held by the arrays and posting lists (capacity included, Python object overhead not)."""

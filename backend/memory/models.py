@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, StringConstraints, field_validator
+from pydantic import BaseModel, ConfigDict, StrictBool, StringConstraints, field_validator
 from pydantic import Field as PydanticField
 from sqlalchemy import JSON, Index, LargeBinary, UniqueConstraint
 from sqlmodel import Field, SQLModel
@@ -59,6 +59,9 @@ class Memory(SQLModel, table=True):
     last_accessed_time_of_day: float = 0.0
     last_accessed_at: datetime = Field(default_factory=utcnow)
     embedding: bytes | None = Field(default=None, sa_type=LargeBinary)
+    #: The identity of the embedder that made `embedding` (`Embedder.identity`); None: not embedded yet. A
+    #: vector of another embedder is not used and is made again by the `memory.embed` job.
+    embedder: str | None = Field(default=None, max_length=200)
     # Where the memory came from: caller (the API / another concept) | conversation (end-of-talk summary)
     # | insight (threshold reflection). "Importance since the last reflection" counts from the last insight.
     origin: str = Field(default="caller", max_length=16)
@@ -85,13 +88,14 @@ WORLD_STAMP = ""
 
 @dataclass
 class ScoredMemory:
-    """A retrieved memory with its weighted score and the three normalised components."""
+    """A retrieved memory with its weighted score and the components it is the weighted sum of."""
 
     memory: Memory
     score: float
     recency: float
     importance: float
     relevance: float
+    time: float = 0.0
 
 
 class Recalled(NamedTuple):
@@ -131,6 +135,9 @@ class MemoryCreate(BaseModel):
     tags: list[Annotated[str, StringConstraints(max_length=100)]] | None = PydanticField(None, max_length=32)
     day: int = PydanticField(1, ge=1, le=MAX_DAY)
     time_of_day: float = PydanticField(0.0, ge=0, le=24)
+    #: The conversation (or other episode) the memory belongs to: consecutive memories of one are read in
+    #: context (each embedded after the one before it). Conversation lines Machi stores carry their session.
+    session_id: str | None = PydanticField(None, min_length=1, max_length=128)
     # Row ids: beyond 64 bits the database cannot hold them (a 500 rather than a 422).
     evidence_ids: list[Annotated[int, PydanticField(ge=1, le=2**63 - 1)]] = PydanticField(
         default_factory=list, max_length=200
@@ -201,6 +208,9 @@ class RetrieveRequest(BaseModel):
     types: list[MemoryType] | None = PydanticField(None, max_length=3)
     day: int | None = PydanticField(None, ge=1, le=MAX_DAY)
     time_of_day: float | None = PydanticField(None, ge=0, le=24)
+    #: False: a look, not a use (a dashboard probe, a bench): the found memories keep their access times, so
+    #: one question's winners do not crowd out the next one's.
+    touch: StrictBool = True
 
 
 class ScoredMemoryPublic(BaseModel):
@@ -209,10 +219,16 @@ class ScoredMemoryPublic(BaseModel):
     recency: float
     importance: float
     relevance: float
+    #: 1 when the memory was formed in the game days the query names ("昨日", "last week"), else 0.
+    time: float = 0.0
 
 
 class RetrieveResponse(BaseModel):
     results: list[ScoredMemoryPublic]
+    #: "fused" or "seed" (RETRIEVAL_SCORING).
+    scoring: str = "fused"
+    #: The weight of each component: every result's score is the sum of its components times these.
+    weights: dict[str, float] = PydanticField(default_factory=dict)
 
 
 class ReflectRequest(BaseModel):

@@ -1,6 +1,8 @@
 """Retrieval ranking over an agent's index: relevance, weighted scoring and top-k under the index lock.
 
-Runs in a worker thread (`asyncio.to_thread`); the retriever fetches the chosen rows afterwards if it needs them.
+Two scorings: fused (relevance first, fused.py; the default) and the seed's (every component min-max
+normalised over all candidates, recency per game minute: retrieval.py / selection.py). Runs in a worker
+thread (`asyncio.to_thread`); the retriever fetches the chosen rows afterwards if it needs them.
 """
 
 from __future__ import annotations
@@ -9,9 +11,14 @@ import numpy as np
 
 from backend.gametime import from_game_minutes, game_minutes
 from backend.memory import similarity
+from backend.memory.fused import Fusion, Signals, rank_fused
 from backend.memory.index import INT8_ROWS, AgentIndex
-from backend.memory.retrieval import Weights, keyword_overlap
+from backend.memory.retrieval import Components, Weights, keyword_overlap
 from backend.memory.selection import Bounded, rank_top_k
+from backend.memory.timewords import Window
+
+#: One ranked memory: (id, score, recency, importance, relevance, time).
+Ranked = tuple[int, float, float, float, float, float]
 
 
 def rank(
@@ -28,14 +35,17 @@ def rank(
     *,
     touch: bool = True,
     before_id: int | None = None,
-) -> tuple[list[tuple[int, float, float, float, float]], list[int], float]:
-    """Score every candidate under the index lock.
+    fusion: Fusion | None = None,
+    window: Window | None = None,
+) -> tuple[list[Ranked], list[int], float]:
+    """Score every candidate under the index lock: fused scoring with `fusion` (`window`: the game days the
+    query names), else the seed's (recency `decay` per game minute).
 
-    Returns (id, score, recency, importance, relevance) best first, the ids whose access time moves
+    Returns (id, score, recency, importance, relevance, time) best first, the ids whose access time moves
     forward to the query's time (none without `touch`: the index is left as it was), and that time in game
     minutes (`contents(index, ranked)` gives the texts).
-    The result does not depend on `int8_rows` (from how many candidates the int8 copy pre-selects): only
-    the time it takes does.
+    The result does not depend on `int8_rows` (from how many candidates the int8 copy pre-selects) in the
+    seed's scoring: only the time it takes does.
     """
     with index.lock:
         # Every row live and wanted (the usual case): slices are views, fancy indexing would copy each array.
@@ -44,17 +54,13 @@ def rank(
         if (index.size if isinstance(sel, slice) else sel.size) == 0:
             return [], [], 0.0
         now = _query_minutes(when, index.latest_minutes())
-        raw = relevance_raw(index, sel, mode, query_vector, query_tokens, int8_rows)
-        best, parts = rank_top_k(
-            accessed_minutes=index.accessed[sel],
-            importance=index.importance[sel],
-            relevance=raw,
-            tiebreak=index.ids[sel],
-            now_minutes=now,
-            decay=decay,
-            weights=weights,
-            k=k,
-        )
+        if fusion is not None:
+            best, parts = _fused(index, sel, mode, query_vector, query_tokens, int8_rows, now, weights, fusion,
+                                 window, k)  # fmt: skip
+        else:
+            best, parts = _seed(
+                index, sel, mode, query_vector, query_tokens, int8_rows, now, weights, decay, k
+            )
         chosen = best if isinstance(sel, slice) else sel[best]
         ids = index.ids[chosen]
         touched: list[int] = []
@@ -62,6 +68,7 @@ def rank(
             stale = index.accessed[chosen] < now
             touched = ids[stale].tolist()
             index.touch_rows(chosen[stale], now)
+        time = parts.time if parts.time is not None else np.zeros(len(ids))
         ranked = list(
             zip(
                 ids.tolist(),
@@ -69,13 +76,80 @@ def rank(
                 parts.recency.tolist(),
                 parts.importance.tolist(),
                 parts.relevance.tolist(),
+                time.tolist(),
                 strict=True,
             )
         )
         return ranked, touched, now
 
 
-def contents(index: AgentIndex, ranked: list[tuple[int, float, float, float, float]]) -> list[str]:
+def _seed(
+    index: AgentIndex,
+    sel: np.ndarray | slice,
+    mode: str,
+    query_vector: np.ndarray | None,
+    query_tokens: set[str],
+    int8_rows: int,
+    now: float,
+    weights: Weights,
+    decay: float,
+    k: int,
+) -> tuple[np.ndarray, Components]:
+    """The seed's scoring: every component min-max normalised over the candidates (retrieval.py)."""
+    raw = relevance_raw(index, sel, mode, query_vector, query_tokens, int8_rows)
+    return rank_top_k(
+        accessed_minutes=index.accessed[sel],
+        importance=index.importance[sel],
+        relevance=raw,
+        tiebreak=index.ids[sel],
+        now_minutes=now,
+        decay=decay,
+        weights=weights,
+        k=k,
+    )
+
+
+def _fused(
+    index: AgentIndex,
+    sel: np.ndarray | slice,
+    mode: str,
+    query_vector: np.ndarray | None,
+    query_tokens: set[str],
+    int8_rows: int,
+    now: float,
+    weights: Weights,
+    fusion: Fusion,
+    window: Window | None,
+    k: int,
+) -> tuple[np.ndarray, Components]:
+    """Relevance-first scoring (fused.py) of the candidate rows."""
+    dense = None
+    if query_vector is not None and mode != "keyword":
+        count = index.size if isinstance(sel, slice) else sel.size
+        dense = index.cosine_start(query_vector, int8=count >= int8_rows)().take(sel).approx
+    lexical = index.bm25(query_tokens)[sel] if mode != "embedding" or dense is None else None
+    linked = index.same_as_previous()
+    if not isinstance(sel, slice):  # a candidate links to the previous candidate only if that is its row
+        linked = linked[sel] & np.concatenate(([False], np.diff(sel) == 1))
+    in_window = None
+    if window is not None:
+        created_days = index.created[sel] // 1440.0 + 1.0
+        in_window = (created_days >= window[0]) & (created_days <= window[1])
+    signals = Signals(dense, index.vectored[sel], lexical, linked)
+    return rank_fused(
+        signals=signals,
+        accessed_minutes=index.accessed[sel],
+        importance=index.importance[sel],
+        in_window=in_window,
+        tiebreak=index.ids[sel],
+        now_minutes=now,
+        weights=weights,
+        fusion=fusion,
+        k=k,
+    )
+
+
+def contents(index: AgentIndex, ranked: list[Ranked]) -> list[str]:
     """The texts of ranked rows, from the index (call under `index.lock`, as `rank` does)."""
     positions = index.positions([row[0] for row in ranked])
     return [index.contents[int(pos)] for pos in positions]

@@ -12,7 +12,7 @@ from datetime import timedelta
 from typing import Any, NamedTuple
 
 import numpy as np
-from sqlalchemy import Integer, and_, bindparam, delete, func, insert, or_, update
+from sqlalchemy import Integer, and_, bindparam, case, delete, func, insert, or_, update
 from sqlalchemy import select as core_select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
@@ -81,6 +81,12 @@ class MemoryRepo:
             session.commit()
         return revs
 
+    def in_transaction(self, work: Callable[[Transaction], object]) -> None:
+        """Run `work(session)` (adding jobs, say) in one transaction of its own, and commit it."""
+        with Session(self.engine) as session:
+            work(session)
+            session.commit()
+
     def set_importances(
         self, key: Key, ratings: Sequence[tuple[Memory, int]], source: str
     ) -> tuple[list[int], int]:
@@ -140,15 +146,73 @@ class MemoryRepo:
             rev = bump(conn, key, deleted=True)
             return int(conn.execute(statement).rowcount or 0), rev
 
-    def save_embeddings(self, key: Key, vectors: dict[int, bytes]) -> int:
-        """Store embeddings of the agent's memories. Returns the revision (0: none given)."""
+    def save_embeddings(self, key: Key, vectors: dict[int, bytes], embedder: str) -> int:
+        """Store embeddings of the agent's memories, made by `embedder`. Returns the revision (0: none given)."""
         if not vectors:
             return 0
         with self.engine.begin() as conn:
             rev = bump(conn, key)
-            params = [{"memory_id": i, "blob": blob, "rev": rev} for i, blob in vectors.items()]
+            params = [
+                {"memory_id": i, "blob": blob, "rev": rev, "embedder": embedder}
+                for i, blob in vectors.items()
+            ]
             conn.execute(_SAVE_EMBEDDING, params)
         return rev
+
+    def unembedded(self, world_id: str, embedder: str, limit: int) -> list[Memory]:
+        """Up to `limit` memories of the world not embedded by `embedder` (none yet, or another), one agent's
+        (the first such agent's, in id order), oldest first; without their vectors."""
+        stale = _stale(embedder)
+        first = core_select(_MEMORY.c.agent_id).where(_MEMORY.c.world_id == world_id, stale)
+        with Session(self.engine) as session:
+            agent = session.execute(first.order_by(_MEMORY.c.id).limit(1)).scalar()
+            if agent is None:
+                return []
+            query = (
+                select(Memory)
+                .where(Memory.world_id == world_id, Memory.agent_id == agent, stale)
+                .options(defer(Memory.embedding))  # type: ignore[arg-type]
+                .order_by(col(Memory.id))
+                .limit(limit)
+            )
+            return list(session.exec(query).all())
+
+    def stream(self, key: Key, first_id: int, last_id: int) -> list[Memory]:
+        """The agent's memories from the one before `first_id` to `last_id`, in id order (no vectors): the
+        episode context of the memories in that range."""
+        c = _MEMORY.c
+        mine = and_(c.world_id == key[0], c.agent_id == key[1])
+        before = core_select(func.max(c.id)).where(mine, c.id < first_id).scalar_subquery()
+        query = (
+            select(Memory)
+            .where(Memory.world_id == key[0], Memory.agent_id == key[1])
+            .where(col(Memory.id) >= func.coalesce(before, first_id), col(Memory.id) <= last_id)
+            .options(defer(Memory.embedding))  # type: ignore[arg-type]
+            .order_by(col(Memory.id))
+        )
+        with Session(self.engine) as session:
+            return list(session.exec(query).all())
+
+    def last(self, key: Key) -> Memory | None:
+        """The agent's newest memory (by id), without its vector."""
+        query = (
+            select(Memory)
+            .where(Memory.world_id == key[0], Memory.agent_id == key[1])
+            .options(defer(Memory.embedding))  # type: ignore[arg-type]
+            .order_by(col(Memory.id).desc())
+            .limit(1)
+        )
+        with Session(self.engine) as session:
+            return session.exec(query).first()
+
+    def embedding_counts(self, embedder: str) -> tuple[int, int, list[str]]:
+        """(memories embedded by `embedder`, all memories, the worlds holding one that is not)."""
+        c = _MEMORY.c
+        ready = func.sum(case((c.embedder == embedder, 1), else_=0))
+        with self.engine.connect() as conn:
+            total, done = conn.execute(core_select(func.count(), ready)).one()
+            worlds = conn.execute(core_select(c.world_id).where(_stale(embedder)).distinct()).scalars().all()
+        return int(done or 0), int(total or 0), list(worlds)
 
     def save_merged(self, key: Key, memories: Sequence[Memory]) -> int:
         """Write back what a dedup merge changed in the agent's stored memories: one executemany. Returns the
@@ -303,12 +367,15 @@ class MemoryRepo:
             ).all()
         return list(reversed(found))
 
-    def index_rows(self, key: Key, dim: int, since: int | None = None) -> tuple[list[IndexRow], list[int]]:
+    def index_rows(
+        self, key: Key, embedder: str, dim: int, since: int | None = None
+    ) -> tuple[list[IndexRow], list[int]]:
         """Everything the index needs, in id order (only the rows written after revision `since`, when given);
-        also the ids whose stored embedding is missing or stale."""
+        also the ids whose stored embedding is missing or another embedder's (they get no vector)."""
         c = _MEMORY.c
         columns = (c.id, c.importance, c.last_accessed_day, c.last_accessed_time_of_day, c.type, c.content)
-        statement = core_select(*columns, c.embedding, c.rev).where(
+        when = (c.created_day, c.created_time_of_day, c.session_id, c.embedder)
+        statement = core_select(*columns, c.embedding, c.rev, *when).where(
             c.world_id == key[0], c.agent_id == key[1]
         )
         if since is not None:
@@ -316,14 +383,26 @@ class MemoryRepo:
         with self.engine.connect() as conn:
             result = conn.execute(statement.order_by(c.id)).all()
         found, stale = [], []
-        for memory_id, importance, day, tod, kind, content, blob, rev in result:
-            vector = np.frombuffer(blob, dtype=np.float32) if blob else None
+        for memory_id, importance, day, tod, kind, content, blob, rev, *made in result:
+            created_day, created_tod, session_id, made_by = made
+            vector = np.frombuffer(blob, dtype=np.float32) if blob and made_by == embedder else None
             if vector is None or vector.shape[0] != dim:
                 vector = None
                 stale.append(memory_id)
             minutes = game_minutes(day, tod)
+            created = game_minutes(created_day, created_tod)
             found.append(
-                IndexRow(memory_id, float(importance), minutes, kind, content, vector, int(rev or 0))
+                IndexRow(
+                    memory_id,
+                    float(importance),
+                    minutes,
+                    kind,
+                    content,
+                    vector,
+                    int(rev or 0),
+                    created,
+                    session_id,
+                )
             )
         return found, stale
 
@@ -534,8 +613,15 @@ _SET_IMPORTANCE = (
 _SAVE_EMBEDDING = (
     update(_MEMORY)
     .where(_MEMORY.c.id == bindparam("memory_id"))
-    .values(embedding=bindparam("blob"), rev=bindparam("rev"))
+    .values(embedding=bindparam("blob"), rev=bindparam("rev"), embedder=bindparam("embedder"))
 )
+
+
+def _stale(embedder: str) -> Any:
+    """Memories whose vector is not `embedder`'s (none yet, or another embedder's)."""
+    return or_(_MEMORY.c.embedder.is_(None), _MEMORY.c.embedder != embedder)
+
+
 _SAVE_MERGED = (
     update(_MEMORY)
     .where(_MEMORY.c.id == bindparam("memory_id"))

@@ -30,12 +30,14 @@ class Weights:
 
 @dataclass(frozen=True)
 class Components:
-    """Per-candidate normalised components (float64 arrays of one length) and the weighted score."""
+    """Per-candidate normalised components (float64 arrays of one length) and the weighted score; `time`
+    (fused scoring: formed inside the window the query names) is None where the scoring has none."""
 
     score: np.ndarray
     recency: np.ndarray
     importance: np.ndarray
     relevance: np.ndarray
+    time: np.ndarray | None = None
 
 
 # The arithmetic below works in place on one fresh array per component: at 100k candidates every

@@ -16,23 +16,25 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from backend.errors import LLMError
-from backend.gametime import game_minutes
+from backend.gametime import from_game_minutes, game_minutes
 from backend.llm.base import Embedder
-from backend.memory import ranking
+from backend.memory import ranking, timewords
 from backend.memory.cache import IndexCache
+from backend.memory.fused import Fusion
+from backend.memory.index import AgentIndex
 from backend.memory.models import Key, Memory, Recalled, ScoredMemory, Search
 from backend.memory.repo import MemoryRepo
 from backend.memory.retrieval import minmax, recency_normalised
 from backend.memory.settings import MemorySettings
 from backend.memory.triggers import RELEVANCE_BOOST, TurnAsk, classify
-from backend.text import token_set
+from backend.text import search_terms
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class Hit:
-    """One retrieved memory: its id and text (from the index), its score and the three components; the row
+    """One retrieved memory: its id and text (from the index), its score and the components; the row
     itself only where the retrieval had it in hand (the latest observations)."""
 
     id: int
@@ -41,6 +43,7 @@ class Hit:
     recency: float
     importance: float
     relevance: float
+    time: float = 0.0
     memory: Memory | None = None
 
     @property
@@ -65,12 +68,14 @@ class Retriever:
         mode = search.relevance or self.settings.relevance
         query_vector = await self._query_vector(query) if mode != "keyword" else None
         if query_vector is None and mode != "keyword":
-            mode = "keyword"  # the embedder failed: keyword overlap still works
-        query_tokens = token_set(query) if mode != "embedding" else set()
+            mode = "keyword"  # the embedder failed: the words still work
+        query_tokens = search_terms(query) if mode != "embedding" or self.settings.fusion else set()
         weights = self.settings.weights_with(search.weights)
+        fusion = self._fusion(search)
 
         def run() -> list[Hit]:
             with index.lock:  # re-entrant: `rank` takes it too; the texts are read under the same hold
+                window = self._window(index, query, search) if fusion is not None else None
                 ranked, touched, now = ranking.rank(
                     index,
                     mode,
@@ -83,15 +88,28 @@ class Retriever:
                     search.types,
                     touch=search.touch,
                     before_id=search.before_id,
+                    fusion=fusion,
+                    window=window,
                 )
                 texts = ranking.contents(index, ranked)
             self._mark_accessed(key, touched, now)
-            return [
-                Hit(i, text, score, rec, imp, rel)
-                for (i, score, rec, imp, rel), text in zip(ranked, texts, strict=True)
-            ]
+            return [Hit(i, text, *parts) for (i, *parts), text in zip(ranked, texts, strict=True)]
 
         return await asyncio.to_thread(run)
+
+    def _fusion(self, search: Search) -> Fusion | None:
+        """Fused scoring's knobs for this search (a `decay` per game minute given: the same half-life), or
+        None for the seed's scoring."""
+        fusion = self.settings.fusion
+        if fusion is None or search.decay is None:
+            return fusion
+        half_life = float(np.log(0.5) / np.log(search.decay)) if search.decay < 1.0 else 0.0
+        return replace(fusion, half_life_minutes=half_life)
+
+    def _window(self, index: AgentIndex, query: str, search: Search) -> timewords.Window | None:
+        """The game days the query names ("昨日", "last week"), counted from the query's day."""
+        today = search.day or from_game_minutes(index.latest_minutes())[0]
+        return timewords.window(query, today, self.settings.day_one_weekday)
 
     async def rows(self, key: Key, hits: Sequence[Hit]) -> list[ScoredMemory]:
         """The hits as ScoredMemory, their rows fetched (without vectors) unless in hand; a row gone since is
@@ -99,7 +117,7 @@ class Retriever:
         wanted = [hit.id for hit in hits if hit.memory is None]
         fetched = await asyncio.to_thread(self.repo.by_ids, key, wanted, embedding=False)
         return [
-            ScoredMemory(row, hit.score, hit.recency, hit.importance, hit.relevance)
+            ScoredMemory(row, hit.score, hit.recency, hit.importance, hit.relevance, hit.time)
             for hit in hits
             if (row := hit.memory or fetched.get(hit.id)) is not None
         ]
@@ -110,8 +128,8 @@ class Retriever:
         kind, k = classify(ask.partner_line), ask.k or self.settings.retrieval_k
         if kind == "recent":
             found = await self.latest(key, k=k, day=ask.day, time_of_day=ask.time_of_day)
-            hits = [Hit(s.memory.id or 0, s.memory.content, s.score, s.recency, s.importance, s.relevance, s.memory)
-                    for s in found]  # fmt: skip
+            hits = [Hit(s.memory.id or 0, s.memory.content, s.score, s.recency, s.importance, s.relevance,
+                        memory=s.memory) for s in found]  # fmt: skip
             return [hit for hit in hits if ask.before_id is None or hit.id < ask.before_id]
         plain = Search(k, day=ask.day, time_of_day=ask.time_of_day, before_id=ask.before_id)
         boosted = replace(plain, weights={"relevance": self.settings.weights.relevance * RELEVANCE_BOOST})
@@ -181,7 +199,7 @@ class Retriever:
 
     async def _query_vector(self, query: str) -> np.ndarray | None:
         try:
-            return (await self.embedder.embed([query]))[0]
+            return (await self.embedder.embed([query], kind="query"))[0]
         except LLMError as exc:
             log.warning("query embedding failed, using keyword relevance: %s", exc)
             return None

@@ -18,6 +18,7 @@ from backend.jobs.runner import JobRunner
 from backend.memory import jobs as memory_jobs
 from backend.memory.afterthought import Afterthoughts
 from backend.memory.cache import IndexCache
+from backend.memory.embedding import Embeddings
 from backend.memory.models import (
     NEWS_TAG,
     Key,
@@ -56,6 +57,7 @@ class MemoryParts:
     people: PersonBook
     afterthoughts: Afterthoughts
     rating: memory_jobs.RatingJob
+    embeddings: Embeddings
 
 
 class MemoryService:
@@ -73,6 +75,8 @@ class MemoryService:
         self.repo, self.cache, self.writer = parts.repo, parts.cache, parts.writer
         self.retriever, self.rater, self.reflector = parts.retriever, parts.rater, parts.reflector
         self.people, self.afterthoughts, self.rating = parts.people, parts.afterthoughts, parts.rating
+        #: The `memory.embed` job, the start-up check and the progress (embedding.py).
+        self.embeddings = parts.embeddings
         self.settings = settings
         #: Agent rows shared with the conversation service (checked against `updated_at` on each read).
         self.agents = agents
@@ -157,7 +161,7 @@ class MemoryService:
                 "location_name": item.location_name,
                 "tags": item.tags if item.tags is not None else memory_tags(item.content),
                 "evidence_ids": list(item.evidence_ids),
-                "session_id": session_id,
+                "session_id": session_id or item.session_id,
                 "created_day": item.day,
                 "created_time_of_day": item.time_of_day,
                 "last_accessed_day": item.day,

@@ -5,10 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from backend.config import Settings
+from backend.memory.fused import Fusion
 from backend.memory.retrieval import Weights
+from backend.memory.timewords import WEEKDAYS_EN
 
 #: Memory types with a cap (`memory_cap_<type>`).
 CAPPED_TYPES = ("observation", "reflection", "plan")
+#: Each scoring's own weights (WEIGHT_* unset). Fused: relevance is [0, 1] over the candidates and leads;
+#: recency and importance move a memory past others about as relevant (bench/memory_quality.py).
+DEFAULT_WEIGHTS = {"fused": Weights(0.3, 0.2, 1.0), "seed": Weights(1.0, 1.0, 1.0)}
 
 
 @dataclass(frozen=True)
@@ -18,7 +23,10 @@ class MemorySettings:
     relevance: str = "hybrid"
     retrieval_k: int = 10
     retrieval_decay: float = 0.99
-    weights: Weights = Weights(1.0, 1.0, 1.0)
+    weights: Weights = DEFAULT_WEIGHTS["fused"]
+    #: None: the seed's scoring (retrieval.py); else fused scoring with these knobs (fused.py).
+    fusion: Fusion | None = Fusion()
+    day_one_weekday: int = 0
     reflection_threshold: float = 150.0
     importance_provisional: int = 3
     importance_batch_s: float = 5.0
@@ -39,7 +47,13 @@ class MemorySettings:
             relevance=s.relevance,
             retrieval_k=s.retrieval_k,
             retrieval_decay=s.retrieval_decay,
-            weights=Weights(s.weight_recency, s.weight_importance, s.weight_relevance),
+            weights=_weights(s),
+            fusion=(
+                Fusion(half_life_minutes=s.retrieval_half_life_days * 1440.0, shortlist=s.retrieval_shortlist)
+                if s.retrieval_scoring == "fused"
+                else None
+            ),
+            day_one_weekday=WEEKDAYS_EN.index(s.retrieval_day_one_weekday),
             reflection_threshold=s.reflection_threshold,
             importance_provisional=s.importance_provisional,
             importance_batch_s=s.importance_batch_s,
@@ -63,6 +77,14 @@ class MemorySettings:
         """The cap of a memory type, or None for a type without one."""
         return self.caps.get(kind)
 
+    def component_weights(self, given: dict[str, float | None] | None = None) -> dict[str, float]:
+        """The weight of each component a retrieval reports (the `time` one in fused scoring only)."""
+        w = self.weights_with(given)
+        out = {"recency": w.recency, "importance": w.importance, "relevance": w.relevance}
+        if self.fusion is not None:
+            out["time"] = self.fusion.time_weight
+        return out
+
     def weights_with(self, given: dict[str, float | None] | None) -> Weights:
         """The retrieval weights: those given, the rest from settings."""
         given = given or {}
@@ -75,3 +97,13 @@ class MemorySettings:
         return Weights(
             pick("recency", w.recency), pick("importance", w.importance), pick("relevance", w.relevance)
         )
+
+
+def _weights(s: Settings) -> Weights:
+    """WEIGHT_* where set, the scoring's own weights for the rest."""
+    own = DEFAULT_WEIGHTS[s.retrieval_scoring]
+    return Weights(
+        own.recency if s.weight_recency is None else s.weight_recency,
+        own.importance if s.weight_importance is None else s.weight_importance,
+        own.relevance if s.weight_relevance is None else s.weight_relevance,
+    )

@@ -19,7 +19,7 @@ import numpy as np
 from backend.errors import LLMError
 from backend.gametime import game_minutes
 from backend.llm.base import Embedder
-from backend.memory import hygiene
+from backend.memory import embedding, hygiene
 from backend.memory.cache import IndexCache
 from backend.memory.index import AgentIndex, IndexRow
 from backend.memory.models import Key, Memory
@@ -72,10 +72,12 @@ class MemoryWriter:
             written = await asyncio.to_thread(
                 lambda: [hygiene.deduplicate(self.repo, b.key, b.rows, self.settings) for b in batches]
             )
-            vectors = await self._embed([row for outcome in written for row in outcome.fresh])
+            fresh = [outcome.fresh for outcome in written]
+            vectors = await self._embed(await asyncio.to_thread(self._passages, batches, fresh), fresh)
             start = 0
             for batch, outcome in zip(batches, written, strict=True):
                 batch.written = outcome
+                batch.follow_up = embedding.with_job(batch.key[0], batch.follow_up)
                 if vectors is not None:
                     batch.vectors = vectors[start : start + len(outcome.fresh)]
                 start += len(outcome.fresh)
@@ -93,17 +95,32 @@ class MemoryWriter:
         for kind_ids in gone.values():
             self.events.evicted(*batch.key, kind_ids)
 
-    async def _embed(self, rows: list[Memory]) -> np.ndarray | None:
-        if not rows:
+    def _passages(self, batches: list[Batch], fresh: list[list[Memory]]) -> list[str]:
+        """What to embed for each fresh row, in order: its text after the one before it in its episode
+        (embedding.passages), the agent's newest stored memory being the one before a batch's first."""
+        if sum(len(rows) for rows in fresh) > embedding.INLINE_MAX:
+            return []  # left to the embed job
+        texts: list[str] = []
+        for batch, rows in zip(batches, fresh, strict=True):
+            if rows:
+                texts += embedding.passages(rows, self.repo.last(batch.key))
+        return texts
+
+    async def _embed(self, texts: list[str], fresh: list[list[Memory]]) -> np.ndarray | None:
+        """Embed the fresh rows (their `texts`); None when none are, this time: a large write, or the embedder
+        failed (the rows stay unembedded, and their batch's follow-up adds the embed job)."""
+        rows = [row for batch in fresh for row in batch]
+        if not rows or not texts:
             return None
         try:
-            vectors: np.ndarray = await self.embedder.embed([row.content for row in rows])
+            vectors: np.ndarray = await self.embedder.embed(texts)
         except LLMError as exc:
-            # Keep the memories; the index embeds them again when it next loads.
             log.warning("embedding failed, storing %d memories without vectors: %s", len(rows), exc)
             return None
+        identity = self.embedder.identity
         for row, vector in zip(rows, vectors, strict=True):
             row.embedding = np.asarray(vector, dtype=np.float32).tobytes()
+            row.embedder = identity
         return vectors
 
     def _under_cap(self, index: AgentIndex | None, kind: str, added: int) -> bool:
@@ -162,6 +179,8 @@ def _bring_in_step(
             row.content,
             None if vectors is None else vectors[i],
             row.rev,
+            game_minutes(row.created_day, row.created_time_of_day),
+            row.session_id,
         )
         for i, row in enumerate(stored)
     ]

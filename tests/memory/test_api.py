@@ -23,6 +23,14 @@ def aoi(client: TestClient) -> TestClient:
     return client
 
 
+@pytest.fixture
+def seed_aoi(settings: Settings, scripted: ScriptedLLM) -> Any:
+    """葵 under the seed's scoring (RETRIEVAL_SCORING=seed: every component min-max normalised)."""
+    with make_client(settings, scripted, retrieval_scoring="seed") as seeded:
+        add_agent(seeded)
+        yield seeded
+
+
 def retrieve(client: TestClient, world: str | None = None, **body: Any) -> list[dict[str, Any]]:
     headers = {"X-Machi-World": world} if world else {}
     response = client.post(f"{URL}/retrieve", json=body, headers=headers)
@@ -68,7 +76,8 @@ def test_japanese_query_ranks_the_cafe_memory_first(aoi: TestClient, relevance: 
     assert results[0]["relevance"] == 1.0 and results[1]["relevance"] == 0.0
 
 
-def test_retrieval_scores_match_the_formula_by_hand(aoi: TestClient) -> None:
+def test_retrieval_scores_match_the_formula_by_hand(seed_aoi: TestClient) -> None:
+    aoi = seed_aoi
     texts = [("カフェでヒカリと話した", 8, 9.0), ("カフェで本を読んだ", 2, 11.0), ("公園を歩いた", 5, 12.0)]
     for content, importance, hour in texts:
         post_memory(aoi, type="observation", content=content, importance=importance, time_of_day=hour)
@@ -99,7 +108,8 @@ def test_retrieval_scores_match_the_formula_by_hand(aoi: TestClient) -> None:
     )
 
 
-def test_retrieval_updates_last_access_in_game_time(aoi: TestClient) -> None:
+def test_retrieval_updates_last_access_in_game_time(seed_aoi: TestClient) -> None:
+    aoi = seed_aoi
     post_memory(
         aoi, type="observation", content="カフェでヒカリと話した", importance=5, day=1, time_of_day=10
     )

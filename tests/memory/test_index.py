@@ -257,7 +257,8 @@ def test_rank_with_the_int8_copy_equals_the_reference_formula(seed: int) -> None
                 ranked, _, _ = rank(
                     index, mode, query, tokens, k, weights, 0.99, (1, 200 / 60), types, int8_rows
                 )
-                assert ranked == expected
+                assert [row[:5] for row in ranked] == expected
+                assert all(row[5] == 0.0 for row in ranked)  # the seed's scoring has no time component
 
 
 def test_the_int8_copy_is_made_only_for_an_index_that_uses_it() -> None:
