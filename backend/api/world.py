@@ -28,9 +28,10 @@ IMPORT_BODY = {
 
 
 @router.get("/export")
-def export_world(session: SessionDep, world: WorldDep) -> dict[str, Any]:
-    """The whole world (agents, places, memories with embeddings, plans, conversations...) as one document."""
-    return transfer.export_world(session, world)
+def export_world(session: SessionDep, world: WorldDep, memory: MemoryDep) -> dict[str, Any]:
+    """The whole world (agents, places, memories with embeddings, plans, conversations...) as one document;
+    `embedder` names this server's embedder (an import under another one re-embeds the memories)."""
+    return transfer.export_world(session, world, memory.embeddings.embedder.identity)
 
 
 @router.post("/import", openapi_extra=IMPORT_BODY)

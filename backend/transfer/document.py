@@ -1,6 +1,6 @@
 """The world document's shape, and reading one as a stream of header values and rows.
 
-A document is `{"format": "machi-world", "version": 1, "world_id", "exported_at", <section>: [rows]}` with one
+A document is `{"format": "machi-world", "version": 1, "world_id", "exported_at", "embedder", <section>: [rows]}` with one
 section per table in SECTIONS. `read` parses a file incrementally (ijson): one row is built at a time and
 dropped once handed over, so reading a 100 MB export holds one row, not the document. `walk` gives the same
 items from a document already in memory (a bundled town, a test), so both go through the same checks.
@@ -22,7 +22,7 @@ FORMAT = "machi-world"
 VERSION = 1
 REQUIRED_SECTIONS = ("agents", "pois")
 #: The top-level values besides the sections; anything else at the top is skipped unread.
-HEADERS = ("format", "version", "world_id", "exported_at")
+HEADERS = ("format", "version", "world_id", "exported_at", "embedder")
 #: Levels of nesting a document may have (a row is two levels in; its deepest field a few more). Deeper is
 #: refused while parsing: stored JSON that deep could not be written back out.
 MAX_DEPTH = 32

@@ -1,7 +1,8 @@
 """Save and resume a whole world as one JSON document (`machi world export/import`, `/v1/world/*`).
 
 The document's shape is in document.py: one section per table. Memory embeddings travel as base64 float32
-bytes, so a restored world retrieves exactly as the saved one did. Import reads the document twice, as a
+bytes with the identity of the embedder that made them, so a world restored under the same embedder
+retrieves exactly as the saved one did, and one restored under another is re-embedded (memory/embedding.py). Import reads the document twice, as a
 stream: first every row is checked by the write API's models (check.py, validation.py) and nothing is
 written; then, in one transaction, the world's rows and pending jobs are deleted and the rows inserted in
 batches. A bad document changes nothing, and memory use does not grow with the file.
@@ -16,6 +17,7 @@ from typing import IO, TYPE_CHECKING, Any
 from backend.errors import InvalidInput
 from backend.gametime import utcnow
 from backend.jobs import repo as job_store
+from backend.memory import embedding as memory_embedding
 from backend.memory import repo as memory_repo
 from backend.memory.models import Memory
 from backend.transfer import document, repo
@@ -34,14 +36,17 @@ if TYPE_CHECKING:
 IMPORT_BATCH = 500
 
 
-def export_world(session: Session, world_id: str) -> dict[str, Any]:
-    """Every row of `world_id` as one JSON-ready document."""
+def export_world(session: Session, world_id: str, embedder: str | None = None) -> dict[str, Any]:
+    """Every row of `world_id` as one JSON-ready document; `embedder` names the embedder of this server
+    (each memory names the one that made its vector: an import under another embedder re-embeds it)."""
     doc: dict[str, Any] = {
         "format": FORMAT,
         "version": VERSION,
         "world_id": world_id,
         "exported_at": utcnow().isoformat(),
     }
+    if embedder is not None:
+        doc["embedder"] = embedder
     for name, table in SECTIONS.items():
         doc[name] = [_dump(row) for row in repo.section_rows(session, table, world_id)]
     return doc
@@ -108,6 +113,9 @@ def _replace(session: Session, world_id: str, items: Iterable[Item], checked: Ch
                 batches.add(item.section, parse_row(item.section, item.index, item.data, checked=True))
         batches.flush()
         repo.mark(session, world_id, imported=True)
+        # Memories whose vectors are another embedder's (or none) are embedded again by the worker; until
+        # then retrieval finds them by their words.
+        memory_embedding.add_job(session, world_id)
         session.commit()
     except BaseException:
         session.rollback()

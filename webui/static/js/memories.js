@@ -177,7 +177,8 @@ function componentBar(label, value, cls) {
 }
 
 /**
- * The retrieval probe form: POST .../memories/retrieve and draw the three components of each hit.
+ * The retrieval probe form: POST .../memories/retrieve (touch: false, a look that changes no access time)
+ * and draw the components of each hit with their weights.
  * `params` (the page's query string) may carry `query` and `k` to run a probe as soon as the page opens.
  */
 export function setupProbe(agentId, params = new URLSearchParams()) {
@@ -194,7 +195,7 @@ export function setupProbe(agentId, params = new URLSearchParams()) {
     try {
       data = await api(`/v1/agents/${encodeURIComponent(agentId)}/memories/retrieve`, {
         method: "POST",
-        body: { query, k: Number(k.value) },
+        body: { query, k: Number(k.value), touch: false },
       });
     } catch (err) {
       showError(out, err, "retrieve");
@@ -204,6 +205,8 @@ export function setupProbe(agentId, params = new URLSearchParams()) {
       fill(out, h("li", { class: "muted", text: "Nothing came back." }));
       return;
     }
+    const weights = data.weights || {};
+    const sum = Object.entries(weights).map(([name, w]) => `${w} × ${name}`).join(" + ");
     fill(
       out,
       data.results.map((hit, i) =>
@@ -214,11 +217,13 @@ export function setupProbe(agentId, params = new URLSearchParams()) {
             h("span", { class: "rank", text: String(i + 1) }),
             h("span", { class: "hit-text", text: hit.memory.content }),
             chip(hit.memory.type, `type-${hit.memory.type}`),
-            h("span", { class: "score", title: "weighted sum of the three components", text: hit.score.toFixed(2) })),
+            h("span", { class: "muted", text: `${hit.memory.created_day}日目` }),
+            h("span", { class: "score", title: `score = ${sum}`, text: hit.score.toFixed(2) })),
           h("div", { class: "components" },
+            componentBar("relevance 関連度", hit.relevance, "relevance"),
             componentBar("recency 新しさ", hit.recency, "recency"),
             componentBar("importance 重要度", hit.importance, "importance"),
-            componentBar("relevance 関連度", hit.relevance, "relevance")),
+            "time" in weights ? componentBar("time 時期", hit.time || 0, "time") : null),
         ),
       ),
     );
