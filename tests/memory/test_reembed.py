@@ -50,7 +50,7 @@ def wait_until(server: ServerProcess, done: Any, timeout: float = 240.0) -> dict
 def stored_embedders(database: Path) -> dict[str | None, int]:
     with sqlite3.connect(database) as conn:
         rows = conn.execute("SELECT embedder, COUNT(*) FROM memory WHERE agent_id = 'aoi' GROUP BY embedder")
-        return {name: count for name, count in rows}
+        return dict(rows.all())
 
 
 @pytest.mark.slow
