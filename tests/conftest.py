@@ -35,6 +35,9 @@ def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
                 "PLAYER_",
                 "WORLD_PLAYER_",
                 "MODERATION",
+                "RETRIEVAL_",
+                "WEIGHT_",
+                "MEMORY_",
             )
         ):
             monkeypatch.delenv(key, raising=False)

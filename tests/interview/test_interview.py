@@ -200,3 +200,20 @@ def test_a_retrieval_past_its_share_of_the_deadline_falls_back_without_a_model_c
     # Not "I have not heard of it": an unread mind is a fallback, not an answer.
     assert reply["fallback"] and reply["answer"] == FALLBACK_ANSWERS["ja"] and reply["memories_used"] == []
     assert scripted.calls("interview") == []
+
+
+def test_after_a_busy_day_the_answer_comes_from_the_right_memory(client: TestClient) -> None:
+    """"ひかりに何を渡した？" once answered from the last session's small talk: the fact, stored in the morning,
+    must still be what the answer rests on after a day of talks and errands."""
+    add_agents(client, AOI, HIKARI)
+    [given] = remember(client, "aoi", "ひかりに本を渡した。", day=1)
+    names = {"aoi": "葵", "hikari": "ひかり"}
+    for i in range(4):
+        talk(client, "aoi", "hikari", f"busy-{i}", names)
+    errands = [f"商店街で{item}を買った。" for item in ("パン", "牛乳", "花", "ノート", "傘")]
+    errands += [f"ひかりと{place}で話した。" for place in ("駅前", "公園", "図書館", "カフェ", "神社")]
+    remember(client, "aoi", *errands, day=1)
+    drain(client)
+    reply = ask(client, "aoi", "ひかりに何を渡した？")
+    assert reply["memories_used"][0]["id"] == given
+    assert "本" in reply["answer"] and reply["fallback"] is False
