@@ -62,14 +62,17 @@ class Signals:
 
 def zscore(values: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
     """(x - mean) / std over the rows in `mask` (all rows without one); all zeros when they do not vary."""
-    picked = values if mask is None else values[mask]
-    if picked.size == 0:
+    picked = values if mask is None or mask.all() else values[mask]
+    n = picked.size
+    if n == 0:
         return np.zeros(values.shape, dtype=np.float64)
-    mean, std = float(picked.mean()), float(picked.std())
-    if not std > 1e-12:
+    wide = picked.astype(np.float64, copy=False)
+    mean = float(wide.sum()) / n
+    variance = float(wide @ wide) / n - mean * mean  # one pass each (np.std takes several)
+    if not variance > 1e-18:
         return np.zeros(values.shape, dtype=np.float64)
     out = np.subtract(values, mean, dtype=np.float64)
-    out /= std
+    out *= 1.0 / np.sqrt(variance)
     return out
 
 

@@ -132,6 +132,9 @@ class AgentIndex:
         self.token_total = 0  # the terms of every row appended (BM25's average length)
         #: (type, session, created) of the last row appended: a new row may continue its episode.
         self._last: tuple[str, str | None, float] | None = None
+        # Per-row values every query reads, kept with the (size, ...) they were computed for.
+        self._lengths: tuple[tuple[int, int], np.ndarray] | None = None
+        self._links: tuple[tuple[int, int], np.ndarray] | None = None
         self.rev = 0  # the agent's memory revision held in full (module docstring)
         self.world_rev = 0  # the world's revision (replacements) at load
         #: Each row's text, by position (memories are never edited, and positions never move): a turn's
@@ -381,13 +384,17 @@ class AgentIndex:
         return scores
 
     def same_as_previous(self) -> np.ndarray:
-        """Per held row (bool): it continues the previous row's episode and both are live."""
+        """Per held row (bool): it continues the previous row's episode and both are live (kept until rows are
+        added or removed)."""
         n = self.size
-        out = np.zeros(n, dtype=bool)
-        if n > 1:
-            alive = self.alive[:n]
-            out[1:] = (self.episodes[1:n] == self.episodes[: n - 1]) & alive[1:] & alive[:-1]
-        return out
+        key = (n, self.dead)
+        if self._links is None or self._links[0] != key:
+            out = np.zeros(n, dtype=bool)
+            if n > 1:
+                alive = self.alive[:n]
+                out[1:] = (self.episodes[1:n] == self.episodes[: n - 1]) & alive[1:] & alive[:-1]
+            self._links = (key, out)
+        return self._links[1]
 
     def nbytes(self) -> int:
         """Bytes held by the arrays and posting lists (capacity included, Python object overhead not)."""
