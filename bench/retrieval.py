@@ -33,7 +33,6 @@ import numpy as np
 from backend.memory.fused import Fusion
 from backend.memory.index import AgentIndex, IndexRow
 from backend.memory.ranking import INT8_ROWS, rank
-from backend.memory.retrieval import Weights
 from backend.memory.settings import DEFAULT_WEIGHTS
 from backend.text import search_terms
 

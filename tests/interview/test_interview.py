@@ -203,7 +203,7 @@ def test_a_retrieval_past_its_share_of_the_deadline_falls_back_without_a_model_c
 
 
 def test_after_a_busy_day_the_answer_comes_from_the_right_memory(client: TestClient) -> None:
-    """"ひかりに何を渡した？" once answered from the last session's small talk: the fact, stored in the morning,
+    """ "ひかりに何を渡した？" once answered from the last session's small talk: the fact, stored in the morning,
     must still be what the answer rests on after a day of talks and errands."""
     add_agents(client, AOI, HIKARI)
     [given] = remember(client, "aoi", "ひかりに本を渡した。", day=1)
