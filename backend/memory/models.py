@@ -39,6 +39,8 @@ class Memory(SQLModel, table=True):
         Index("ix_memory_world_agent_session", "world_id", "agent_id", "session_id", "type"),
         # What another process's index asks after a change: the agent's rows written since its revision.
         Index("ix_memory_world_agent_rev", "world_id", "agent_id", "rev"),
+        # What the embed job and /health ask: the memories the current embedder has not embedded.
+        Index("ix_memory_world_embedder", "world_id", "embedder"),
     )
 
     id: int | None = Field(default=None, primary_key=True)

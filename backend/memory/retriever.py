@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -30,6 +31,9 @@ from backend.memory.triggers import RELEVANCE_BOOST, TurnAsk, classify
 from backend.text import search_terms
 
 log = logging.getLogger(__name__)
+
+#: Query vectors kept per process (384 floats each: 256 of them are 400 KB).
+QUERY_VECTORS_KEPT = 256
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,7 @@ class Retriever:
         self.cache = cache
         self.embedder = embedder
         self.settings = settings
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()  # query -> vector (`_query_vector`)
 
     async def rank(self, key: Key, query: str, search: Search) -> list[Hit]:
         """The k best memories for `query` by the weighted score, best first (see the module docstring)."""
@@ -198,8 +203,18 @@ class Retriever:
                 index.advance(rev)
 
     async def _query_vector(self, query: str) -> np.ndarray | None:
+        """The query's vector; the last QUERY_VECTORS_KEPT are kept (a conversation's standing query, the
+        partner's name and the place, is asked again on every turn of it). A pure cache: no state."""
+        vector = self._vectors.get(query)
+        if vector is not None:
+            self._vectors.move_to_end(query)
+            return vector
         try:
-            return (await self.embedder.embed([query], kind="query"))[0]
+            vector = (await self.embedder.embed([query], kind="query"))[0]
         except LLMError as exc:
             log.warning("query embedding failed, using keyword relevance: %s", exc)
             return None
+        self._vectors[query] = vector
+        if len(self._vectors) > QUERY_VECTORS_KEPT:
+            self._vectors.popitem(last=False)
+        return vector
