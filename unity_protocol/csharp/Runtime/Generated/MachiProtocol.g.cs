@@ -651,6 +651,14 @@ namespace Machi.Protocol
         public string EmbeddingProvider { get; set; }
 
         /// <summary>
+        /// Memories embedded by the current embedder: embedder (its identity), ready, total,
+        /// pending, worlds_pending. Pending ones are being embedded by the worker (a new embedder, a
+        /// large write); meanwhile retrieval finds them by their words.
+        /// </summary>
+        [JsonProperty("embeddings")]
+        public Dictionary<string, object> Embeddings { get; set; }
+
+        /// <summary>
         /// Background jobs by status (pending, running, failed...).
         /// </summary>
         [JsonProperty("jobs")]
@@ -797,6 +805,10 @@ namespace Machi.Protocol
         [JsonProperty("location_name")]
         [JsonConverter(typeof(TentacledMinMaxLengthCheckConverter))]
         public string LocationName { get; set; }
+
+        [JsonProperty("session_id")]
+        [JsonConverter(typeof(FriskyMinMaxLengthCheckConverter))]
+        public string SessionId { get; set; }
 
         [JsonProperty("tags")]
         [JsonConverter(typeof(TentacledDecodeArrayConverter))]
@@ -1325,6 +1337,9 @@ namespace Machi.Protocol
         [JsonConverter(typeof(TentacledMinMaxValueCheckConverter))]
         public double? TimeOfDay { get; set; }
 
+        [JsonProperty("touch", NullValueHandling = NullValueHandling.Ignore)]
+        public bool? Touch { get; set; }
+
         [JsonProperty("types")]
         public List<TypeElement> Types { get; set; }
 
@@ -1351,6 +1366,12 @@ namespace Machi.Protocol
     {
         [JsonProperty("results")]
         public List<ScoredMemoryPublic> Results { get; set; }
+
+        [JsonProperty("scoring", NullValueHandling = NullValueHandling.Ignore)]
+        public string Scoring { get; set; }
+
+        [JsonProperty("weights", NullValueHandling = NullValueHandling.Ignore)]
+        public Dictionary<string, double> Weights { get; set; }
     }
 
     public partial class ScoredMemoryPublic
@@ -1369,6 +1390,9 @@ namespace Machi.Protocol
 
         [JsonProperty("score")]
         public double Score { get; set; }
+
+        [JsonProperty("time", NullValueHandling = NullValueHandling.Ignore)]
+        public double? Time { get; set; }
     }
 
     public partial class StateAccepted
