@@ -331,9 +331,12 @@ STEPS: list[dict[str, Any]] = [
     },
     {
         "title": "What does the agent remember?",
-        "why": "Memories ranked by recency, importance and relevance to a query (RetrieveRequest).",
+        "why": "Memories ranked for a query, relevance first (RetrieveRequest): each score is the sum of its "
+        "components (relevance, recency, importance, and time: formed on the days the query names) times "
+        "`weights`. `touch: false` looks without marking them recalled (a debug view); leave it out when the "
+        "character really remembers.",
         "method": "POST", "path": "/v1/agents/aoi/memories/retrieve", "schema": "RetrieveResponse",
-        "body": {"query": "ひかり", "k": 3},
+        "body": {"query": "今日ひかりと何を話した？", "k": 3, "touch": False},
     },
     {
         "title": "Its reflections",
