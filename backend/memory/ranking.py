@@ -7,6 +7,8 @@ thread (`asyncio.to_thread`); the retriever fetches the chosen rows afterwards i
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from backend.gametime import from_game_minutes, game_minutes
@@ -54,13 +56,11 @@ def rank(
         if (index.size if isinstance(sel, slice) else sel.size) == 0:
             return [], [], 0.0
         now = _query_minutes(when, index.latest_minutes())
+        ask = _Ask(mode, query_vector, query_tokens, int8_rows, now, weights, k)
         if fusion is not None:
-            best, parts = _fused(index, sel, mode, query_vector, query_tokens, int8_rows, now, weights, fusion,
-                                 window, k)  # fmt: skip
+            best, parts = _fused(index, sel, ask, fusion, window)
         else:
-            best, parts = _seed(
-                index, sel, mode, query_vector, query_tokens, int8_rows, now, weights, decay, k
-            )
+            best, parts = _seed(index, sel, ask, decay)
         chosen = best if isinstance(sel, slice) else sel[best]
         ids = index.ids[chosen]
         touched: list[int] = []
@@ -83,51 +83,45 @@ def rank(
         return ranked, touched, now
 
 
+@dataclass(frozen=True)
+class _Ask:
+    """One query, as both scorings read it: the relevance mode and signals, the query's game time, k."""
+
+    mode: str
+    vector: np.ndarray | None
+    tokens: set[str]
+    int8_rows: int
+    now: float
+    weights: Weights
+    k: int
+
+
 def _seed(
-    index: AgentIndex,
-    sel: np.ndarray | slice,
-    mode: str,
-    query_vector: np.ndarray | None,
-    query_tokens: set[str],
-    int8_rows: int,
-    now: float,
-    weights: Weights,
-    decay: float,
-    k: int,
+    index: AgentIndex, sel: np.ndarray | slice, ask: _Ask, decay: float
 ) -> tuple[np.ndarray, Components]:
     """The seed's scoring: every component min-max normalised over the candidates (retrieval.py)."""
-    raw = relevance_raw(index, sel, mode, query_vector, query_tokens, int8_rows)
+    raw = relevance_raw(index, sel, ask.mode, ask.vector, ask.tokens, ask.int8_rows)
     return rank_top_k(
         accessed_minutes=index.accessed[sel],
         importance=index.importance[sel],
         relevance=raw,
         tiebreak=index.ids[sel],
-        now_minutes=now,
+        now_minutes=ask.now,
         decay=decay,
-        weights=weights,
-        k=k,
+        weights=ask.weights,
+        k=ask.k,
     )
 
 
 def _fused(
-    index: AgentIndex,
-    sel: np.ndarray | slice,
-    mode: str,
-    query_vector: np.ndarray | None,
-    query_tokens: set[str],
-    int8_rows: int,
-    now: float,
-    weights: Weights,
-    fusion: Fusion,
-    window: Window | None,
-    k: int,
+    index: AgentIndex, sel: np.ndarray | slice, ask: _Ask, fusion: Fusion, window: Window | None
 ) -> tuple[np.ndarray, Components]:
     """Relevance-first scoring (fused.py) of the candidate rows."""
     dense = None
-    if query_vector is not None and mode != "keyword":
+    if ask.vector is not None and ask.mode != "keyword":
         count = index.size if isinstance(sel, slice) else sel.size
-        dense = index.cosine_start(query_vector, int8=count >= int8_rows)().take(sel).approx
-    lexical = index.bm25(query_tokens)[sel] if mode != "embedding" or dense is None else None
+        dense = index.cosine_start(ask.vector, int8=count >= ask.int8_rows)().take(sel).approx
+    lexical = index.bm25(ask.tokens)[sel] if ask.mode != "embedding" or dense is None else None
     linked = index.same_as_previous()
     if not isinstance(sel, slice):  # a candidate links to the previous candidate only if that is its row
         linked = linked[sel] & np.concatenate(([False], np.diff(sel) == 1))
@@ -142,10 +136,10 @@ def _fused(
         importance=index.importance[sel],
         in_window=in_window,
         tiebreak=index.ids[sel],
-        now_minutes=now,
-        weights=weights,
+        now_minutes=ask.now,
+        weights=ask.weights,
         fusion=fusion,
-        k=k,
+        k=ask.k,
     )
 
 
