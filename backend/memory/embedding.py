@@ -15,6 +15,7 @@ first memory still unembedded. Until a memory is embedded, retrieval finds it by
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Sequence
@@ -132,7 +133,7 @@ class Embeddings:
         those worlds."""
         worlds = self.repo.embedding_counts(self.embedder.identity)[2]
         for world_id in worlds:
-            self.repo.in_transaction(lambda session, w=world_id: add_job(session, w))
+            self.repo.in_transaction(functools.partial(add_job, world_id=world_id))
         return worlds
 
     async def run(self, job: Job) -> None:
@@ -175,7 +176,7 @@ class Embeddings:
             index.advance(rev)
 
     def _again(self, world_id: str) -> None:
-        self.repo.in_transaction(lambda session: add_job(session, world_id))
+        self.repo.in_transaction(functools.partial(add_job, world_id=world_id))
 
 
 def _texts_of(stream: list[Memory], wanted: set[int | None]) -> dict[int, str]:

@@ -373,15 +373,22 @@ class AgentIndex:
         idf = np.log1p((n - df + 0.5) / (df + 0.5))
         hits = np.concatenate([np.frombuffer(p, dtype=np.intc) for p in found])
         scores = np.bincount(hits, weights=np.repeat(idf, df.astype(np.int64)), minlength=n)
-        average = max(self.token_total / n, 1.0)
-        lengths = self.token_counts[:n].astype(np.float64)
-        lengths *= BM25_B / average
-        lengths += 1.0 - BM25_B
-        lengths *= BM25_K1
-        lengths += 1.0
-        scores *= BM25_K1 + 1.0
-        scores /= lengths
+        scores *= self._bm25_lengths()
         return scores
+
+    def _bm25_lengths(self) -> np.ndarray:
+        """(k1 + 1) / (1 + k1 * (1 - b + b * length / average length)) per row, kept until rows change."""
+        key = (self.size, self.token_total)
+        if self._lengths is None or self._lengths[0] != key:
+            average = max(self.token_total / max(self.size, 1), 1.0)
+            factor = self.token_counts[: self.size].astype(np.float64)
+            factor *= BM25_B / average
+            factor += 1.0 - BM25_B
+            factor *= BM25_K1
+            factor += 1.0
+            np.divide(BM25_K1 + 1.0, factor, out=factor)
+            self._lengths = (key, factor)
+        return self._lengths[1]
 
     def same_as_previous(self) -> np.ndarray:
         """Per held row (bool): it continues the previous row's episode and both are live (kept until rows are

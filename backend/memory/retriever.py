@@ -98,7 +98,10 @@ class Retriever:
                 )
                 texts = ranking.contents(index, ranked)
             self._mark_accessed(key, touched, now)
-            return [Hit(i, text, *parts) for (i, *parts), text in zip(ranked, texts, strict=True)]
+            return [
+                Hit(i, text, score, rec, imp, rel, time)
+                for (i, score, rec, imp, rel, time), text in zip(ranked, texts, strict=True)
+            ]
 
         return await asyncio.to_thread(run)
 
