@@ -117,6 +117,8 @@ class Embeddings:
         self.cache = cache
         self.embedder = embedder
         self._progress: tuple[float, Progress] | None = None  # (monotonic time, progress) read last
+        #: world -> held while this process runs its embed job (in-flight work, not state).
+        self._runs: dict[str, asyncio.Lock] = {}
 
     def progress(self) -> Progress:
         """The counts, read at most once per `PROGRESS_TTL_S` (a count over every memory; GET /health)."""
@@ -138,11 +140,15 @@ class Embeddings:
 
     async def run(self, job: Job) -> None:
         """Embed the world's unembedded memories, `BATCHES_PER_RUN` batches; more left: a new job is added.
-        Raises LLMError when the embedder fails (the runner retries the job later)."""
-        for _ in range(BATCHES_PER_RUN):
-            if not await self.embed_batch(job.world_id):
-                return
-        await asyncio.to_thread(self._again, job.world_id)
+        Raises LLMError when the embedder fails (the runner retries the job later).
+
+        One run per world at a time in this process: a job added while another runs (a write meanwhile)
+        waits for it, then embeds what is left, instead of embedding the same rows beside it."""
+        async with self._runs.setdefault(job.world_id, asyncio.Lock()):
+            for _ in range(BATCHES_PER_RUN):
+                if not await self.embed_batch(job.world_id):
+                    return
+            await asyncio.to_thread(self._again, job.world_id)
 
     async def embed_batch(self, world_id: str) -> int:
         """Embed one batch of one agent's unembedded memories; returns how many (0: none left)."""
