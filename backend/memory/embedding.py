@@ -129,6 +129,10 @@ class Embeddings:
             self._progress = (now, Progress(identity, ready, total, worlds))
         return self._progress[1]
 
+    def written(self) -> None:
+        """Memories were written: the next progress is counted afresh (not the one kept from before)."""
+        self._progress = None
+
     def queue_stale(self) -> list[str]:
         """Add the embed job of every world holding a memory the current embedder has not embedded (start-up:
         a changed EMBEDDING_PROVIDER re-embeds everything; a crash's unembedded rows are picked up). Returns

@@ -197,6 +197,8 @@ class RetrievalWeights(BaseModel):
     recency: float | None = PydanticField(None, ge=0, allow_inf_nan=False)
     importance: float | None = PydanticField(None, ge=0, allow_inf_nan=False)
     relevance: float | None = PydanticField(None, ge=0, allow_inf_nan=False)
+    #: Fused scoring: how much being formed on the days the query names counts (0: not at all).
+    time: float | None = PydanticField(None, ge=0, allow_inf_nan=False)
 
 
 class RetrieveRequest(BaseModel):

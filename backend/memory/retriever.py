@@ -106,13 +106,18 @@ class Retriever:
         return await asyncio.to_thread(run)
 
     def _fusion(self, search: Search) -> Fusion | None:
-        """Fused scoring's knobs for this search (a `decay` per game minute given: the same half-life), or
-        None for the seed's scoring."""
+        """Fused scoring's knobs for this search (a `decay` per game minute given: the same half-life; a `time`
+        weight given: that one), or None for the seed's scoring."""
         fusion = self.settings.fusion
-        if fusion is None or search.decay is None:
-            return fusion
-        half_life = float(np.log(0.5) / np.log(search.decay)) if search.decay < 1.0 else 0.0
-        return replace(fusion, half_life_minutes=half_life)
+        if fusion is None:
+            return None
+        time_weight = (search.weights or {}).get("time")
+        if time_weight is not None:
+            fusion = replace(fusion, time_weight=float(time_weight))
+        if search.decay is not None:
+            half_life = float(np.log(0.5) / np.log(search.decay)) if search.decay < 1.0 else 0.0
+            fusion = replace(fusion, half_life_minutes=half_life)
+        return fusion
 
     def _window(self, index: AgentIndex, query: str, search: Search) -> timewords.Window | None:
         """The game days the query names ("昨日", "last week"), counted from the query's day."""

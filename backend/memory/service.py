@@ -136,6 +136,7 @@ class MemoryService:
             )
             batches.append(Batch(key, rows, follow_up))
         written = await self.writer.write(batches)
+        self.embeddings.written()
         if rated_later:
             pass
         elif self.jobs is not None:

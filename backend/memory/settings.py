@@ -82,7 +82,8 @@ class MemorySettings:
         w = self.weights_with(given)
         out = {"recency": w.recency, "importance": w.importance, "relevance": w.relevance}
         if self.fusion is not None:
-            out["time"] = self.fusion.time_weight
+            time = (given or {}).get("time")
+            out["time"] = self.fusion.time_weight if time is None else float(time)
         return out
 
     def weights_with(self, given: dict[str, float | None] | None) -> Weights:

@@ -103,6 +103,13 @@ def test_every_score_is_the_weighted_sum_of_the_components_reported(aoi: TestCli
         total = sum(weights[name] * hit[name] for name in weights)
         assert hit["score"] == pytest.approx(total)
     assert found["results"][0]["memory"]["content"] == "ひかりと明日図書館で勉強する約束をした。"
+    timeless = retrieve(aoi, query="昨日ひかりと何を約束した？", k=8, day=4, time_of_day=9.0, touch=False,
+                        weights={"time": 0})  # fmt: skip
+    assert timeless["weights"]["time"] == 0.0
+    for hit in timeless["results"]:
+        assert hit["score"] == pytest.approx(
+            sum(timeless["weights"][n] * hit[n] for n in timeless["weights"])
+        )
 
 
 def test_touch_false_leaves_every_access_time_as_it_was(aoi: TestClient) -> None:

@@ -1360,6 +1360,10 @@ namespace Machi.Protocol
         [JsonProperty("relevance")]
         [JsonConverter(typeof(PurpleMinMaxValueCheckConverter))]
         public double? Relevance { get; set; }
+
+        [JsonProperty("time")]
+        [JsonConverter(typeof(PurpleMinMaxValueCheckConverter))]
+        public double? Time { get; set; }
     }
 
     public partial class RetrieveResponse
