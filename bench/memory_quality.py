@@ -178,7 +178,9 @@ def ask(client: TestClient, stored: Stored, q: Question, ranking: str, touch: bo
     hits = []
     for result in retrieve(client, stored.agent, q, ranking, touch)["results"]:
         keys = tuple(stored.owners.get(result["memory"]["id"], ()))
-        hits.append(Hit(keys, tuple(stored.items[key].day for key in keys)))
+        # A memory the bench did not write (an insight the character reflected meanwhile) has its own day.
+        days = tuple(stored.items[key].day for key in keys) or (result["memory"]["created_day"],)
+        hits.append(Hit(keys, days))
     return hits
 
 

@@ -15,6 +15,7 @@ from backend.gametime import from_game_minutes, game_minutes
 from backend.memory import similarity
 from backend.memory.fused import Fusion, Signals, rank_fused
 from backend.memory.index import INT8_ROWS, AgentIndex
+from backend.memory.models import TYPE_CODES
 from backend.memory.retrieval import Components, Weights, keyword_overlap
 from backend.memory.selection import Bounded, rank_top_k
 from backend.memory.timewords import Window
@@ -127,8 +128,11 @@ def _fused(
         linked = linked[sel] & np.concatenate(([False], np.diff(sel) == 1))
     in_window = None
     if window is not None:
+        # What happened (observations) and what was planned for those days; a reflection formed then is
+        # about earlier times, so it does not count as "what I did yesterday".
         created_days = index.created[sel] // 1440.0 + 1.0
         in_window = (created_days >= window[0]) & (created_days <= window[1])
+        in_window &= index.types[sel] != TYPE_CODES["reflection"]
     signals = Signals(dense, index.vectored[sel], lexical, linked)
     return rank_fused(
         signals=signals,
