@@ -21,6 +21,9 @@ WEEKDAYS_EN = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday
 WEEKDAYS_JA = ("月", "火", "水", "木", "金", "土", "日")
 _KANJI_DIGITS = {c: i for i, c in enumerate("〇一二三四五六七八九")}
 _NUMBER = r"(\d+|[一二三四五六七八九十]+)"
+#: After a time word written in hiragana: a particle, punctuation or the end, so that "きょう" is today but
+#: "きょうだい" (siblings) and "きょうみ" (interest) are not.
+_KANA_END = r"(?=[はもにでのとってからまでねよ、。,.!?！？\s]|$)"
 _WORD_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "a couple of": 2}
 
 
@@ -56,9 +59,10 @@ _Rule = tuple[re.Pattern[str], Callable[[re.Match[str], int, int], Window]]
 
 def _rules() -> list[_Rule]:
     rules: list[tuple[str, Callable[[re.Match[str], int, int], Window]]] = [
-        (r"一昨日|おととい|おとつい|\bday before yesterday\b", lambda m, t, f: (t - 2, t - 2)),
-        (r"昨日|きのう|昨夜|昨晩|ゆうべ|\byesterday\b|\blast night\b", lambda m, t, f: (t - 1, t - 1)),
-        (r"今日|きょう|本日|今朝|今夜|今晩|\btoday\b|\btonight\b|\bthis (morning|afternoon|evening)\b",
+        (rf"一昨日|(おととい|おとつい){_KANA_END}|\bday before yesterday\b", lambda m, t, f: (t - 2, t - 2)),
+        (rf"昨日|昨夜|昨晩|(きのう|ゆうべ){_KANA_END}|\byesterday\b|\blast night\b", lambda m, t, f: (t - 1, t - 1)),
+        (rf"今日|本日|今朝|今夜|今晩|(きょう|けさ|こんや){_KANA_END}|\btoday\b|\btonight\b|"
+         r"\bthis (morning|afternoon|evening)\b",
          lambda m, t, f: (t, t)),
         (_NUMBER + r"日目|\bday (\d+)\b", lambda m, t, f: (_count(m), _count(m))),
         (_NUMBER + r"日前|\b(\d+|one|two|three|four|five|six|seven) days? ago\b",

@@ -33,6 +33,8 @@ from backend.memory.timewords import window
         ("last week", (1, 7)),
         ("What did you do on Monday?", (8, 8)),
         ("ＹＥＳＴＥＲＤＡＹ", (11, 11)),  # full-width letters
+        ("きょうはなにしたの？", (12, 12)),
+        ("きのう、どこにいた？", (11, 11)),
     ],
 )
 def test_time_words_name_game_days(query: str, expected: tuple[int, int]) -> None:
@@ -40,7 +42,15 @@ def test_time_words_name_game_days(query: str, expected: tuple[int, int]) -> Non
 
 
 @pytest.mark.parametrize(
-    "query", ["ひかりに何を渡した？", "When did Caroline go to the support group?", "yesterdays", "Sundayish"]
+    "query",
+    [
+        "ひかりに何を渡した？",
+        "When did Caroline go to the support group?",
+        "yesterdays",
+        "Sundayish",
+        "ミナトのきょうだいにどんなお祝い事がある？",  # siblings, not today
+        "きょうみのある本はある？",  # interest
+    ],
 )
 def test_a_query_without_time_words_names_no_days(query: str) -> None:
     assert window(query, today=12) is None
