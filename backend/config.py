@@ -188,11 +188,15 @@ class Settings(BaseSettings):
     retrieval_half_life_days: float = Field(3.0, gt=0, le=3650)
     # fused: how many of the most relevant memories recency and importance may re-rank (at least 4 k).
     retrieval_shortlist: int = Field(50, ge=1, le=10_000)
+    # fused: the share of meaning (the embedder's cosine) in relevance; the rest is words (BM25).
+    retrieval_dense_weight: float = Field(0.8, ge=0, le=1)
+    # fused: how much of the better neighbouring line of the same conversation a memory's relevance gains.
+    retrieval_neighbour_weight: float = Field(0.3, ge=0, le=1)
     # Which weekday game day 1 is ("月曜日に何した？" / "on Monday" name a game day).
     retrieval_day_one_weekday: Weekday = "monday"
     # seed: recency decay per game minute (0.99: a half-life of 69 game minutes).
     retrieval_decay: float = Field(0.99, gt=0, le=1)
-    # Component weights; unset = the scoring's own (fused: relevance 1, recency 0.3, importance 0.2;
+    # Component weights; unset = the scoring's own (fused: relevance 1, recency 0.1, importance 0.2;
     # seed: 1 / 1 / 1).
     weight_recency: float | None = Field(None, ge=0)
     weight_importance: float | None = Field(None, ge=0)

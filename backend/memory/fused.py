@@ -2,7 +2,7 @@
 
 1. Relevance fuses meaning and words: the dense cosine (the memory embedded with the one before it in its
    episode) and BM25 over `search_terms`, each turned into a z-score over the candidates, then
-   `DENSE_WEIGHT * z(dense) + LEXICAL_WEIGHT * z(bm25)`. A memory without a vector of the current embedder
+   `DENSE_WEIGHT * z(dense) + LEXICAL_WEIGHT * z(bm25)` (0.8 and 0.2, RETRIEVAL_DENSE_WEIGHT). A memory without a vector of the current embedder
    (not embedded yet, or under another embedder) is ranked by its words alone: `z(bm25)`.
 2. An episode's memories lend each other relevance: each gains `NEIGHBOUR_WEIGHT` times the better of its
    neighbours' fused values in the same episode (never less than 0: a neighbour only lifts). A question about
@@ -27,8 +27,8 @@ import numpy as np
 
 from backend.memory.retrieval import Components, Weights, top_k
 
-DENSE_WEIGHT = 0.7
-LEXICAL_WEIGHT = 0.3
+DENSE_WEIGHT = 0.8
+LEXICAL_WEIGHT = 0.2
 NEIGHBOUR_WEIGHT = 0.3
 #: Candidates by relevance that recency and importance may re-rank (at least 4 k).
 SHORTLIST = 50
@@ -43,7 +43,7 @@ class Fusion:
     dense_weight: float = DENSE_WEIGHT
     lexical_weight: float = LEXICAL_WEIGHT
     neighbour_weight: float = NEIGHBOUR_WEIGHT
-    #: Above the most the other components can add (1 + 0.3 + 0.2 by default): a memory inside the named
+    #: Above the most the other components can add (1 + 0.1 + 0.2 by default): a memory inside the named
     #: window always ranks before one outside it, and the rest fill up when the window holds fewer than k.
     time_weight: float = 2.0
 

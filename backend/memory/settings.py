@@ -13,7 +13,7 @@ from backend.memory.timewords import WEEKDAYS_EN
 CAPPED_TYPES = ("observation", "reflection", "plan")
 #: Each scoring's own weights (WEIGHT_* unset). Fused: relevance is [0, 1] over the candidates and leads;
 #: recency and importance move a memory past others about as relevant (bench/memory_quality.py).
-DEFAULT_WEIGHTS = {"fused": Weights(0.3, 0.2, 1.0), "seed": Weights(1.0, 1.0, 1.0)}
+DEFAULT_WEIGHTS = {"fused": Weights(0.1, 0.2, 1.0), "seed": Weights(1.0, 1.0, 1.0)}
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,13 @@ class MemorySettings:
             retrieval_decay=s.retrieval_decay,
             weights=_weights(s),
             fusion=(
-                Fusion(half_life_minutes=s.retrieval_half_life_days * 1440.0, shortlist=s.retrieval_shortlist)
+                Fusion(
+                    half_life_minutes=s.retrieval_half_life_days * 1440.0,
+                    shortlist=s.retrieval_shortlist,
+                    dense_weight=s.retrieval_dense_weight,
+                    lexical_weight=1.0 - s.retrieval_dense_weight,
+                    neighbour_weight=s.retrieval_neighbour_weight,
+                )
                 if s.retrieval_scoring == "fused"
                 else None
             ),
