@@ -259,15 +259,24 @@ def test_memory_table_filters_by_type_and_text(page: Page, town: dict[str, Any])
     expect(page.locator("#mem-count")).to_contain_text("matching")
 
 
-def test_retrieval_probe_shows_the_three_components_for_a_japanese_query(
+def test_retrieval_probe_shows_the_components_for_a_japanese_query_and_touches_nothing(
     page: Page, town: dict[str, Any]
 ) -> None:
+    http: httpx.Client = town["http"]
+
+    def accessed() -> dict[int, tuple[int, float]]:
+        rows = http.get("/v1/agents/aoi/memories", params={"limit": 200}).json()["memories"]
+        return {m["id"]: (m["last_accessed_day"], m["last_accessed_time_of_day"]) for m in rows}
+
+    before = accessed()
     page.goto(town["base"] + "/agents/aoi")
     page.fill("#probe-query", "カフェ")
     page.click("#probe-form button[type=submit]")
     hits = page.locator("#probe-results .hit")
     expect(hits.first).to_be_visible()
-    for component in ("recency", "importance", "relevance"):
+    assert accessed() == before  # a look, not a recall (touch: false)
+    expect(hits.first.locator(".score")).to_have_attribute("title", re.compile(r"relevance.*time"))
+    for component in ("recency", "importance", "relevance", "time"):
         expect(hits.first.locator(f'[data-component="{component}"] .component-value')).to_have_text(
             re.compile(r"^\d\.\d\d$")
         )
