@@ -1,9 +1,10 @@
 """Relevance-first scoring (RETRIEVAL_SCORING=fused, the default), pure numpy.
 
-1. Relevance fuses meaning and words: the dense cosine (the memory embedded with the one before it in its
-   episode) and BM25 over `search_terms`, each turned into a z-score over the candidates, then
-   `DENSE_WEIGHT * z(dense) + LEXICAL_WEIGHT * z(bm25)` (0.8 and 0.2, RETRIEVAL_DENSE_WEIGHT). A memory without a vector of the current embedder
-   (not embedded yet, or under another embedder) is ranked by its words alone: `z(bm25)`.
+1. Relevance fuses meaning and words: the dense cosine (the memory embedded after the line before it in its
+   conversation) and BM25 over `search_terms`, each turned into a z-score over the candidates, then
+   `dense_weight * z(dense) + lexical_weight * z(bm25)` (0.8 and 0.2: RETRIEVAL_DENSE_WEIGHT). A memory
+   without a vector of the current embedder (not embedded yet, or under another) is ranked by its words
+   alone: `z(bm25)`.
 2. An episode's memories lend each other relevance: each gains `NEIGHBOUR_WEIGHT` times the better of its
    neighbours' fused values in the same episode (never less than 0: a neighbour only lifts). A question about
    a talk often matches the line before the one that answers it.
