@@ -115,7 +115,8 @@ def _replace(session: Session, world_id: str, items: Iterable[Item], checked: Ch
         repo.mark(session, world_id, imported=True)
         # Memories whose vectors are another embedder's (or none) are embedded again by the worker; until
         # then retrieval finds them by their words.
-        memory_embedding.add_job(session, world_id)
+        if checked.counts.get("memories"):
+            memory_embedding.add_job(session, world_id)
         session.commit()
     except BaseException:
         session.rollback()
