@@ -139,7 +139,7 @@ class Embeddings:
         those worlds."""
         worlds = self.repo.embedding_counts(self.embedder.identity)[2]
         for world_id in worlds:
-            self.repo.in_transaction(functools.partial(add_job, world_id=world_id))
+            self._again(world_id)
         return worlds
 
     async def run(self, job: Job) -> None:
@@ -186,6 +186,7 @@ class Embeddings:
             index.advance(rev)
 
     def _again(self, world_id: str) -> None:
+        """Add the world's embed job in a transaction of its own."""
         self.repo.in_transaction(functools.partial(add_job, world_id=world_id))
 
 

@@ -258,21 +258,21 @@ class AgentIndex:
             self.importance[pos], self.revs[pos] = row.importance, row.rev
         self.accessed[pos] = max(self.accessed[pos], row.accessed_minutes)
         if row.vector is not None and not self.vectored[pos]:
-            self.vectors[pos] = row.vector
-            self.vectored[pos] = True
-            self.norm_bound = max(self.norm_bound, similarity.norm_bound(self.vectors[pos : pos + 1]))
-            if self.int8:
-                self._quantise(pos, pos + 1)
+            self._set_vector(pos, row.vector)
 
     def set_vectors(self, ids: Sequence[int], vectors: np.ndarray) -> None:
         """Give held rows their vectors (the embed job's): unknown or deleted ids are skipped."""
         for memory_id, vector in zip(ids, vectors, strict=True):
             for pos in self.positions([memory_id]).tolist():
-                self.vectors[pos] = vector
-                self.vectored[pos] = True
-                self.norm_bound = max(self.norm_bound, similarity.norm_bound(self.vectors[pos : pos + 1]))
-                if self.int8:
-                    self._quantise(pos, pos + 1)
+                self._set_vector(pos, vector)
+
+    def _set_vector(self, pos: int, vector: np.ndarray) -> None:
+        """One held row's vector, with the norm bound and (once made) the int8 copy kept in step."""
+        self.vectors[pos] = vector
+        self.vectored[pos] = True
+        self.norm_bound = max(self.norm_bound, similarity.norm_bound(self.vectors[pos : pos + 1]))
+        if self.int8:
+            self._quantise(pos, pos + 1)
 
     def keep_only(self, live: np.ndarray) -> int:
         """Remove every held id not in `live` (the agent's ids in the database). Returns how many went."""

@@ -74,7 +74,7 @@ class Retriever:
         query_vector = await self._query_vector(query) if mode != "keyword" else None
         if query_vector is None and mode != "keyword":
             mode = "keyword"  # the embedder failed: the words still work
-        query_tokens = search_terms(query) if mode != "embedding" or self.settings.fusion else set()
+        query_tokens = search_terms(query) if mode != "embedding" else set()
         weights = self.settings.weights_with(search.weights)
         fusion = self._fusion(search)
 
