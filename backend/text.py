@@ -152,6 +152,22 @@ def one_line(text: str, max_chars: int | None = None) -> str:
     return text
 
 
+# Angle brackets of every width and look-alike ("＜", "﹤", "〈", "《", "≪"...) read as "<" and ">" when they
+# stand next to a quoted block's marker; runs of them could spell "<<<" or ">>>".
+_ANGLES = str.maketrans({**dict.fromkeys("＜﹤‹〈〈《≪⟨❮❰⧼", "<"), **dict.fromkeys("＞﹥›〉〉》≫⟩❯❱⧽", ">")})
+_ANGLE_RUNS = re.compile(
+    r"<(?:[\s\u200b-\u200f\u2060\ufeff\u00ad]*<)+|>(?:[\s\u200b-\u200f\u2060\ufeff\u00ad]*>)+"
+)
+
+
+def quote_data(text: str) -> str:
+    """Text put inside a prompt's quoted block (`<<<NAME` ... `NAME>>>`) on one line, unable to close or
+    open a block: every run of two or more angle brackets (of any width, whatever invisible characters or
+    spaces part them) becomes one, so no "<<<" or ">>>" survives, whatever the text holds. One pass is
+    stable: the result never holds two angle brackets of one direction in a row."""
+    return _ANGLE_RUNS.sub(lambda m: m.group()[0], one_line(text).translate(_ANGLES))
+
+
 # An escape sequence the next piece of a stream may still complete (cleaning it now would leave "[31" visible).
 _OPEN_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*)?$")
 

@@ -19,6 +19,7 @@ from backend.gametime import format_clock
 from backend.ids import is_player
 from backend.intention.appointment import rebase
 from backend.intention.telling import Tellable
+from backend.text import quote_data
 from backend.world.models import Agent
 
 HISTORY_OPEN = "<<<TRANSCRIPT"
@@ -126,8 +127,8 @@ def system_message(
 
 
 def _quote(line: str) -> str:
-    # A relayed line must not be able to close the quoted block early.
-    return line.replace(HISTORY_OPEN, "<TRANSCRIPT").replace(HISTORY_CLOSE, "TRANSCRIPT>").replace("\n", " ")
+    # A relayed line must not be able to close the quoted block early, nor open one.
+    return quote_data(line)
 
 
 def moment_message(ctx: TurnContext) -> str:

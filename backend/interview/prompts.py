@@ -12,6 +12,7 @@ from typing import Any
 
 from backend.conversation.prompts import LANGUAGE_NAMES
 from backend.gametime import format_clock
+from backend.text import quote_data
 from backend.world.models import Agent
 
 QUESTION_OPEN = "<<<QUESTION"
@@ -84,8 +85,7 @@ def system_message(agent: Agent, language: str) -> str:
 
 def quote(text: str) -> str:
     """The question on one line, unable to close its quoted block early."""
-    text = text.replace(QUESTION_OPEN, "<QUESTION").replace(QUESTION_CLOSE, "QUESTION>")
-    return " ".join(text.split())
+    return " ".join(quote_data(text).split())
 
 
 def question_message(ctx: InterviewContext) -> str:
