@@ -277,6 +277,12 @@ class Settings(BaseSettings):
     #: A conversation with a visitor ends at this many lines (MAX_TURNS is for two characters; a visitor
     #: queued at a booth gets a longer talk, still bounded so the next in line gets theirs).
     player_max_turns: int = Field(20, ge=2, le=200)
+    #: What a character may say of visitors who are not in the conversation. Whatever a visitor said reaches
+    #: any prompt only as quoted data, and a line repeating another visitor's words is never said to a
+    #: visitor. "anonymous": their memories are shown with each absent visitor's name replaced by "a visitor"
+    #: (来場者); "none": memories that came from other visitors' words are left out of the prompt; "named":
+    #: shown with names (a private showing among friends).
+    visitor_mentions: Literal["anonymous", "none", "named"] = "anonymous"
     #: Whether a turn's reply may carry actions for Unity to perform (go_to, follow, give, gesture, look_at,
     #: end_conversation; GET /v1/world/actions): the prompt then lists the world's places, people and
     #: gestures. Off: shorter prompts and replies, for the smallest models.

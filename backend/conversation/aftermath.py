@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from backend.conversation import group, repo
@@ -185,7 +186,7 @@ class Aftermath:
                 heard_news = bool(line.get("news")) and heard
                 item = _observation(
                     content, line.get("location_name"), int(line["day"]), float(line["time_of_day"]),
-                    news=heard_news,
+                    news=heard_news, marks=line.get("marks") or (),
                 )  # fmt: skip
                 (news if heard_news else items).setdefault(agent.id, []).append(item)
         if items:  # every agent's memories of the lines in one write
@@ -308,14 +309,22 @@ def _by_lines(
 
 
 def _observation(
-    content: str, location: str | None, day: int, time_of_day: float, *, news: bool = False
+    content: str,
+    location: str | None,
+    day: int,
+    time_of_day: float,
+    *,
+    news: bool = False,
+    marks: Sequence[str] = (),
 ) -> MemoryCreate:
     """A participant's observation of a line (importance left to the background rating); news the listener
-    heard is tagged `news`, which keeps the conversation's own importance off it (see rate_lines)."""
+    heard is tagged `news`, which keeps the conversation's own importance off it (see rate_lines); `marks`
+    (a visitor's words: conversation/heard.py) are added as they are."""
     from backend.memory.models import NEWS_TAG, MemoryCreate
     from backend.memory.tags import memory_tags
 
+    extra = [*([NEWS_TAG] if news else []), *marks]
     return MemoryCreate(
         type="observation", content=content, location_name=location, day=day, time_of_day=time_of_day,
-        tags=[*memory_tags(content), NEWS_TAG] if news else None,
+        tags=[*memory_tags(content), *extra] if extra else None,
     )  # fmt: skip

@@ -35,10 +35,12 @@ def observe_job(
     *,
     news: bool = False,
     listeners: Sequence[str] = (),
+    marks: Sequence[str] = (),
 ) -> Job:
     """The turn's observation job row (repo.commit_turn adds it, merged into the session's pending one when
     there is one, so a busy runner stores several lines of a conversation in one run). A line that told the
-    listener news (`news`) is flagged: the listener's memory of it is rated on its own.
+    listener news (`news`) is flagged: the listener's memory of it is rated on its own. `marks` (a
+    visitor's words: heard.Split.marks) go on every memory of the line.
     """
     line = {
         "turn_index": reply["turn_index"],
@@ -53,6 +55,8 @@ def observe_job(
         line["news"] = True
     if listeners:  # a group: everyone still in it hears the line (else the partner alone)
         line["listeners"] = list(listeners)
+    if marks:
+        line["marks"] = list(marks)
     return new_job(
         world_id,
         OBSERVE,

@@ -20,7 +20,7 @@ from backend.action.prompts import describe_actions
 from backend.action.schemas import AgentAction
 from backend.action.validate import WorldFacts, read_world_facts, validate_actions
 from backend.config import Settings
-from backend.conversation import group, repo, rules
+from backend.conversation import group, heard, repo, rules
 from backend.conversation import jobs as turn_jobs
 from backend.conversation.aftermath import Aftermath
 from backend.conversation.people import read_people, with_members
@@ -46,6 +46,7 @@ from backend.llm.scheduler import find_scheduler
 from backend.logs import reason
 from backend.memory.models import Recalled, Search
 from backend.memory.triggers import TurnAsk
+from backend.player import repo as players
 from backend.tasks import TaskRunner
 from backend.world.models import Agent
 from backend.world.schemas import StateReport
@@ -120,6 +121,8 @@ class PreparedTurn:
     forced: TurnReply | None = None
     #: The reply is an in-character deflection (moderation): told to Unity as `deflected`.
     deflected: bool = False
+    #: The tags of what the speaker says in this turn (heard.Split.marks): a visitor's words in view.
+    marks: list[str] = field(default_factory=list)
     #: What moderation held back in this turn (kept on its turn row), None when nothing.
     moderation: dict[str, Any] | None = None
     #: What an action of the reply may name; the actions dropped for naming something else (kept on the row).
@@ -199,6 +202,8 @@ class ConversationService:
         partner_last = rules.line_text(req.history[-1]) if req.history else None
         prepared.watermark = await self.watermark(state.stored)
         standing, brought_up = await self._memories(prepared, state, partner_last)
+        recalled = await self._heard(prepared, standing, brought_up, language)
+        prepared.marks = recalled.marks(prepared.members or req.members())
         prepared.ctx = TurnContext(
             speaker=state.speaker,
             partner=state.partner,
@@ -210,9 +215,10 @@ class ConversationService:
             turn_index=prepared.turn_index,
             max_turns=self.max_lines(prepared.members),
             plan_activity=state.plan_activity,
-            memories=[text for _, text in standing],
-            memory_ids=[memory_id for memory_id, _ in standing],
-            brought_up=[text for _, text in brought_up],
+            memories=[item.content for item in recalled.standing],
+            memory_ids=[item.id for item in recalled.standing],
+            brought_up=[item.content for item in recalled.brought_up],
+            heard=recalled.heard,
             partner_said_farewell=self._said_goodbye(prepared, partner_last),
             person_summary=person_summary,
             ask_feeling=self.emotion is not None and self.settings.emotion_from_turn,
@@ -367,8 +373,33 @@ class ConversationService:
         except (LLMError, TimeoutError) as exc:
             log.warning("turn for %s goes on without memories: %s", speaker.id, reason(exc))
             return [], []
-        shown = {memory_id for memory_id, _ in standing}
+        shown = {item.id for item in standing}
         return standing, [item for item in found if item.id not in shown][:LINE_MEMORIES]
+
+    async def _heard(
+        self, prepared: PreparedTurn, standing: list[Recalled], brought_up: list[Recalled], language: str
+    ) -> heard.Split:
+        """The recalled memories split into the speaker's own and those of visitors' words (heard.py); the
+        latter's tags and the visitors' names are read only when there are any."""
+        marked = [item.id for item in [*standing, *brought_up] if item.visitor]
+        tags: dict[int, list[str]] = {}
+        names: dict[str, str] = {}
+        if marked:
+            key = (prepared.world_id, prepared.request.agent_id)
+            tags = await asyncio.to_thread(self.memory.repo.tags_of, key, marked)
+            who = sorted({v for found in tags.values() for v in heard.visitors_in(found)})
+            names = await asyncio.to_thread(self._visitor_names, prepared.world_id, who)
+        members = prepared.members or prepared.request.members()
+        return heard.split(
+            standing, brought_up, tags, names,
+            members=members, mode=self.settings.visitor_mentions, language=language,
+        )  # fmt: skip
+
+    def _visitor_names(self, world_id: str, ids: list[str]) -> dict[str, str]:
+        if not ids:
+            return {}
+        with repo.read_session(self.engine) as session:
+            return {row.id: row.display_name for row in players.get_many(session, world_id, ids).values()}
 
     async def _standing(self, prepared: PreparedTurn, state: TurnState) -> list[Recalled]:
         """The speaker's standing memories: those its first turn chose, or chosen now (and kept with the turn)."""
@@ -381,7 +412,7 @@ class ConversationService:
             touch=not prepared.dry, before_id=prepared.watermark,
         )  # fmt: skip
         standing = await self.memory.recall(world_id, speaker.id, about, search)
-        prepared.standing = [memory_id for memory_id, _ in standing]
+        prepared.standing = [item.id for item in standing]
         return standing
 
     def options(self, prepared: PreparedTurn) -> GenerateOptions:
@@ -417,6 +448,8 @@ class ConversationService:
         while count_messages(messages, count) > budget:
             if len(ctx.history) > KEPT_LINES:
                 ctx = replace(ctx, history=ctx.history[max(1, (len(ctx.history) - KEPT_LINES) // 4) :])
+            elif ctx.heard:  # visitors' words go before the speaker's own memories
+                ctx = replace(ctx, heard=ctx.heard[:-1])
             elif ctx.brought_up:
                 ctx = replace(ctx, brought_up=ctx.brought_up[:-1])
             elif ctx.memories:
@@ -557,7 +590,7 @@ class ConversationService:
         told = self._told(prepared, result)
         listeners = group.listeners(prepared.members, prepared.left, req.agent_id)
         observe = turn_jobs.observe_job(
-            prepared.world_id, req, result, news=told is not None, listeners=listeners
+            prepared.world_id, req, result, news=told is not None, listeners=listeners, marks=prepared.marks
         )
         said = repo.Said(
             line,
@@ -575,10 +608,10 @@ class ConversationService:
         return committed.reply
 
     async def _guarded(self, prepared: PreparedTurn, reply: TurnReply | None) -> TurnReply | None:
-        """The model's reply, or a deflection in its place when the reply guard holds it back (only in a
-        conversation with a visitor)."""
+        """The model's reply, or a deflection in its place when the reply guard holds it back (every line is
+        checked when it is said: conversation/visitor.py `guard_reply`)."""
         ctx = prepared.ctx
-        if self.guard is None or ctx is None or not ctx.visitor or prepared.deflected or reply is None:
+        if self.guard is None or ctx is None or prepared.deflected or reply is None:
             return reply
         if not reply.dialogue.strip():
             return reply

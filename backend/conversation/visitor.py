@@ -22,13 +22,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from backend.config import Settings
-from backend.conversation import group, repo, rules
+from backend.conversation import group, heard, repo, rules
 from backend.conversation import jobs as turn_jobs
 from backend.conversation.people import read_people, with_members
 from backend.conversation.prompts import system_message
 from backend.conversation.schemas import PlayerTurnRequest, TurnReply, TurnRequest
 from backend.conversation.transcript import check_history
 from backend.errors import InvalidInput, NotFound
+from backend.ids import is_player
+from backend.memory.models import VISITOR_TAG
 from backend.moderation import Moderator, Verdict, deflection
 from backend.player import repo as players
 
@@ -165,7 +167,9 @@ class VisitorTurns:
             )
         watermark = await self.service.watermark(state.stored)
         listeners = group.listeners(members, state.stored.left, body.player_id)
-        observe = turn_jobs.observe_job(world_id, line_req, reply, listeners=listeners)
+        visitors = [member for member in members if is_player(member)]
+        marks = [VISITOR_TAG, *sorted(visitors)[: heard.MAX_NAMED]]
+        observe = turn_jobs.observe_job(world_id, line_req, reply, listeners=listeners, marks=marks)
         said = repo.Said(line, language, watermark, None, moderation)
         committed = await asyncio.to_thread(
             repo.commit_turn, self.engine, world_id, line_req, reply, said, [observe]
@@ -207,13 +211,35 @@ class VisitorTurns:
         )  # fmt: skip
         return outcome.left
 
-    # --- the reply guard (every turn of a conversation with a visitor) ---
+    # --- the reply guard (every model line, when it is said) ---
     async def guard_reply(self, prepared: PreparedTurn, dialogue: str) -> str | None:
-        """A deflection to say instead of `dialogue` when moderation holds it back or it repeats the system
-        prompt; None when it may be said. What held it back is kept on the turn row."""
+        """A deflection to say instead of `dialogue`, or None when it may be said; what held it back is kept
+        on the turn row. Every line passes the word list when it is said (whatever it was made from); a line
+        with a visitor's words in view also the provider's check; a line to a visitor must not recite the
+        system prompt nor repeat another visitor's words (heard.retold)."""
         ctx = prepared.ctx
-        if self.moderator is None or ctx is None:
+        if self.moderator is None or ctx is None or not self.moderator.enabled:
             return None
+        verdict = await self._reply_verdict(prepared, dialogue)
+        if verdict.allowed:
+            return None
+        prepared.moderation = _trace("reply", verdict)
+        log.warning(
+            "reply of %s in %s held back by moderation: %s",
+            ctx.speaker.id, prepared.request.session_id, prepared.moderation,
+        )  # fmt: skip
+        return self.deflection(prepared)
+
+    async def _reply_verdict(self, prepared: PreparedTurn, dialogue: str) -> Verdict:
+        ctx = prepared.ctx
+        assert ctx is not None and self.moderator is not None
+        if not ctx.guarded:  # characters among themselves: the operator's list, instantly
+            hit = self.moderator.words.find(dialogue) if self.moderator.words is not None else None
+            if hit is None:
+                return Verdict(allowed=True)
+            return Verdict(allowed=False, source="word_list", category=hit.category, matched=hit.word)
+        if not ctx.visitor:
+            return await self.moderator.check(dialogue)
         system = system_message(
             ctx.speaker,
             ctx.language,
@@ -224,14 +250,12 @@ class VisitorTurns:
         verdict = await self.moderator.check_reply(
             dialogue, [system, ctx.speaker.backstory or ""], names=[ctx.speaker.name, ctx.speaker.id]
         )
-        if verdict.allowed:
-            return None
-        prepared.moderation = _trace("reply", verdict)
-        log.warning(
-            "reply of %s in %s held back by moderation: %s",
-            ctx.speaker.id, prepared.request.session_id, prepared.moderation,
-        )  # fmt: skip
-        return self.deflection(prepared)
+        repeated = heard.retold(dialogue, ctx.heard, prepared.members or prepared.request.members())
+        if verdict.allowed and repeated is not None:
+            return Verdict(
+                allowed=False, source="visitor_words", category="retold", matched=repeated.text[:80]
+            )
+        return verdict
 
     def may_show(self, text: str) -> bool:
         """Whether a visitor conversation's streamed line may be shown so far (the word list alone: the

@@ -30,7 +30,7 @@ from backend.intention.schemas import (
 )
 from backend.llm.base import LLM, PRIORITY_PLAN, GenerateOptions
 from backend.logs import reason
-from backend.memory.models import MemoryCreate
+from backend.memory.models import VISITOR_TAG, MemoryCreate
 from backend.memory.service import MemoryService
 from backend.memory.tags import memory_tags
 from backend.world import repo as world_repo
@@ -290,7 +290,10 @@ class IntentionService:
         recent = self.memory.recent(
             world_id, agent.id, limit=REVISION_MEMORIES, min_importance=REVISION_IMPORTANCE
         )
-        important = [m for m in recent if day - m.created_day <= fresh_days]
+        # A visitor's words never become the agent's own intentions or news (they would be told to others).
+        important = [
+            m for m in recent if day - m.created_day <= fresh_days and VISITOR_TAG not in (m.tags or ())
+        ]
         fresh = [r for r in heard if day - r.day <= fresh_days and r.origin_id != agent.id]
         previous = list(row.lines) if row else []
         return {

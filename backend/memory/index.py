@@ -81,6 +81,7 @@ class IndexRow:
     rev: int = 0  # the revision that last wrote the row (memory/cache.py)
     created_minutes: float | None = None  # game minutes it was formed (None: its access time)
     session: str | None = None  # the conversation it came from, if any
+    visitor: bool = False  # it came from a visitor's words (VISITOR_TAG)
 
     @property
     def created(self) -> float:
@@ -140,6 +141,8 @@ class AgentIndex:
         #: Each row's text, by position (memories are never edited, and positions never move): a turn's
         #: prompt takes the retrieved texts from here instead of fetching the rows.
         self.contents: list[str] = []
+        #: The ids of memories that came from a visitor's words (VISITOR_TAG; memories are never edited).
+        self.visitor: set[int] = set()
         #: token -> row positions holding it (array('i') appends in place, read zero-copy by numpy).
         self.postings: dict[str, array[int]] = {}
         self._latest: float | None = 0.0  # newest live access time; None when it must be recomputed
@@ -169,6 +172,8 @@ class AgentIndex:
             self.alive[pos] = True
             self.revs[pos] = row.rev
             self.contents.append(row.content)
+            if row.visitor:
+                self.visitor.add(row.id)
             tokens = search_terms(row.content)
             self.token_counts[pos] = len(tokens)
             self.token_total += len(tokens)

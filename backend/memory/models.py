@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Literal, NamedTuple
@@ -13,6 +13,7 @@ from sqlalchemy import JSON, Index, LargeBinary, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from backend.gametime import utcnow
+from backend.ids import is_player
 from backend.world.models import DEFAULT_WORLD, Agent
 
 #: An agent's memories are kept per (world id, agent id).
@@ -26,6 +27,11 @@ MAX_BATCH = 1000
 #: Tag of a listener's memory of a line that told it news: rated on its own (not with the conversation's
 #: small talk) and passed on when rated important (backend/intention).
 NEWS_TAG = "news"
+#: Tag of a memory that holds a visitor's words or came from them (a line of a conversation a visitor took
+#: part in, a reflection on one, a line said with such memories in mind). Its other tags name the visitors
+#: (`player:...`). A prompt shows such a memory only as quoted data, and what a character says with it in mind
+#: is checked against repeating it to another visitor (backend/conversation/visitor.py).
+VISITOR_TAG = "visitor"
 #: Game days accepted on the wire (the world and plan APIs use the same bound).
 MAX_DAY = 1_000_000
 
@@ -100,12 +106,23 @@ class ScoredMemory:
     time: float = 0.0
 
 
+def visitor_tags(tag_lists: Iterable[Sequence[str] | None]) -> list[str]:
+    """What marks a memory made from memories with these tags: `VISITOR_TAG` and the visitors' ids (sorted)
+    when any of them came from a visitor's words, else []."""
+    marked = [tags for tags in tag_lists if tags and VISITOR_TAG in tags]
+    if not marked:
+        return []
+    return [VISITOR_TAG, *sorted({tag for tags in marked for tag in tags if is_player(tag)})]
+
+
 class Recalled(NamedTuple):
     """A retrieved memory's id and text, read from the index (what a prompt needs; no row is fetched).
     Ids grow with creation, so sorting by id puts memories in the order they were formed."""
 
     id: int
     content: str
+    #: Whether the memory came from a visitor's words (`VISITOR_TAG`).
+    visitor: bool = False
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -27,7 +28,7 @@ from backend.gametime import format_clock
 from backend.llm.base import LLM, PRIORITY_BACKGROUND, GenerateOptions
 from backend.memory import prompts
 from backend.memory.cache import IndexCache
-from backend.memory.models import AgentLookup, Key, Memory, Search
+from backend.memory.models import AgentLookup, Key, Memory, Search, visitor_tags
 from backend.memory.notify import MemoryEvents
 from backend.memory.repo import MemoryRepo, new_memory
 from backend.memory.retriever import Retriever
@@ -254,9 +255,12 @@ class Reflector:
         afterthought.py), citing those of `evidence_ids` that still exist."""
         known = await asyncio.to_thread(self.repo.existing_ids, key, evidence_ids)
         cited = [i for i in evidence_ids if i in known]
+        # A reflection on a talk with a visitor (its lines are marked) is marked too: it retells their words.
+        marks = await asyncio.to_thread(self.repo.visitor_tags, key, cited)
         row = _reflection_row(
-            key, summary, importance, cited, day, time_of_day, origin="conversation", session_id=session_id
-        )
+            key, summary, importance, cited, day, time_of_day, origin="conversation", session_id=session_id,
+            marks=marks,
+        )  # fmt: skip
         [written] = await self.writer.write([Batch(key, [row])])
         return written.rows[0]
 
@@ -341,6 +345,8 @@ class Reflector:
         shown_ids = {m.id for m in shown if m.id is not None}
         cited = {i for insight in insights for i in insight.evidence_ids}
         known = shown_ids & await asyncio.to_thread(self.repo.existing_ids, key, sorted(cited))
+        # The model read every shown memory: an insight written with a visitor's words in view is marked.
+        marks = visitor_tags(m.tags for m in shown)
         rows = []
         for insight in insights:
             if not set(insight.evidence_ids) <= known:
@@ -358,6 +364,7 @@ class Reflector:
                     day,
                     time_of_day,
                     origin="insight",
+                    marks=marks,
                 )  # fmt: skip
             )
         if not rows:
@@ -377,6 +384,7 @@ def _reflection_row(
     *,
     origin: str,
     session_id: str | None = None,
+    marks: Sequence[str] = (),
 ) -> Memory:
     return new_memory(
         {
@@ -386,7 +394,7 @@ def _reflection_row(
             "content": content.strip(),
             "importance": importance,
             "importance_source": "model",
-            "tags": keywords(content),
+            "tags": [*keywords(content), *marks],
             "evidence_ids": list(dict.fromkeys(evidence)),
             "session_id": session_id,
             "created_day": day,

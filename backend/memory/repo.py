@@ -21,7 +21,15 @@ from sqlmodel import Session, col, select
 
 from backend.gametime import from_game_minutes, game_minutes, utcnow
 from backend.memory.index import IndexRow
-from backend.memory.models import WORLD_STAMP, Key, Memory, MemoryStamp, PersonMemory
+from backend.memory.models import (
+    VISITOR_TAG,
+    WORLD_STAMP,
+    Key,
+    Memory,
+    MemoryStamp,
+    PersonMemory,
+    visitor_tags,
+)
 from backend.storage import rows as table_rows
 from backend.world.models import Agent
 
@@ -292,6 +300,19 @@ class MemoryRepo:
         with self.engine.connect() as conn:
             return {int(i) for i in conn.execute(_EXISTING_IDS, _ids_params(key, ids)).scalars()}
 
+    def tags_of(self, key: Key, ids: Sequence[int]) -> dict[int, list[str]]:
+        """The tags of the agent's memories of `ids` (those that exist)."""
+        if not ids:
+            return {}
+        with self.engine.connect() as conn:
+            rows = conn.execute(_TAGS_OF_IDS, _ids_params(key, ids)).all()
+        return {int(memory_id): list(tags or []) for memory_id, tags in rows}
+
+    def visitor_tags(self, key: Key, ids: Sequence[int]) -> list[str]:
+        """The tags that mark a memory made from these (`models.visitor_tags`): [] when none of them came
+        from a visitor's words."""
+        return visitor_tags(self.tags_of(key, ids).values())
+
     def unrated_lines(self, key: Key, older_than_s: float) -> list[Memory]:
         """The agent's conversation-line observations still provisional after `older_than_s` seconds: lines of
         a conversation that never ended (its end-of-conversation reflection rates the others)."""
@@ -374,7 +395,7 @@ class MemoryRepo:
         also the ids whose stored embedding is missing or another embedder's (they get no vector)."""
         c = _MEMORY.c
         columns = (c.id, c.importance, c.last_accessed_day, c.last_accessed_time_of_day, c.type, c.content)
-        when = (c.created_day, c.created_time_of_day, c.session_id, c.embedder)
+        when = (c.created_day, c.created_time_of_day, c.session_id, c.embedder, c.tags)
         statement = core_select(*columns, c.embedding, c.rev, *when).where(
             c.world_id == key[0], c.agent_id == key[1]
         )
@@ -384,7 +405,7 @@ class MemoryRepo:
             result = conn.execute(statement.order_by(c.id)).all()
         found, stale = [], []
         for memory_id, importance, day, tod, kind, content, blob, rev, *made in result:
-            created_day, created_tod, session_id, made_by = made
+            created_day, created_tod, session_id, made_by, tags = made
             vector = np.frombuffer(blob, dtype=np.float32) if blob and made_by == embedder else None
             if vector is None or vector.shape[0] != dim:
                 vector = None
@@ -402,6 +423,7 @@ class MemoryRepo:
                     int(rev or 0),
                     created,
                     session_id,
+                    VISITOR_TAG in (tags or ()),
                 )
             )
         return found, stale
@@ -599,6 +621,7 @@ _WITH_IDS = (
 _BY_IDS = select(Memory).where(*_WITH_IDS)
 _BY_IDS_WITHOUT_VECTOR = _BY_IDS.options(defer(Memory.embedding, raiseload=True))  # type: ignore[arg-type]
 _EXISTING_IDS = select(Memory.id).where(*_WITH_IDS)
+_TAGS_OF_IDS = select(Memory.id, Memory.tags).where(*_WITH_IDS)
 _SET_IMPORTANCE = (
     update(_MEMORY)
     .where(

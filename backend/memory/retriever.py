@@ -23,7 +23,7 @@ from backend.memory import ranking, timewords
 from backend.memory.cache import IndexCache
 from backend.memory.fused import Fusion
 from backend.memory.index import AgentIndex
-from backend.memory.models import Key, Memory, Recalled, ScoredMemory, Search
+from backend.memory.models import VISITOR_TAG, Key, Memory, Recalled, ScoredMemory, Search
 from backend.memory.repo import MemoryRepo
 from backend.memory.retrieval import minmax, recency_normalised
 from backend.memory.settings import MemorySettings
@@ -49,10 +49,12 @@ class Hit:
     relevance: float
     time: float = 0.0
     memory: Memory | None = None
+    #: Whether it came from a visitor's words (VISITOR_TAG).
+    visitor: bool = False
 
     @property
     def recalled(self) -> Recalled:
-        return Recalled(self.id, self.content)
+        return Recalled(self.id, self.content, self.visitor)
 
 
 class Retriever:
@@ -99,7 +101,7 @@ class Retriever:
                 texts = ranking.contents(index, ranked)
             self._mark_accessed(key, touched, now)
             return [
-                Hit(i, text, score, rec, imp, rel, time)
+                Hit(i, text, score, rec, imp, rel, time, visitor=i in index.visitor)
                 for (i, score, rec, imp, rel, time), text in zip(ranked, texts, strict=True)
             ]
 
@@ -142,7 +144,7 @@ class Retriever:
         if kind == "recent":
             found = await self.latest(key, k=k, day=ask.day, time_of_day=ask.time_of_day)
             hits = [Hit(s.memory.id or 0, s.memory.content, s.score, s.recency, s.importance, s.relevance,
-                        memory=s.memory) for s in found]  # fmt: skip
+                        memory=s.memory, visitor=VISITOR_TAG in (s.memory.tags or ())) for s in found]  # fmt: skip
             return [hit for hit in hits if ask.before_id is None or hit.id < ask.before_id]
         plain = Search(k, day=ask.day, time_of_day=ask.time_of_day, before_id=ask.before_id)
         boosted = replace(plain, weights={"relevance": self.settings.weights.relevance * RELEVANCE_BOOST})
@@ -192,7 +194,11 @@ class Retriever:
             with index.lock:
                 positions = index.positions(ids)
                 texts = {int(index.ids[pos]): index.contents[int(pos)] for pos in positions}
-            return [Recalled(memory_id, texts[memory_id]) for memory_id in ids if memory_id in texts]
+            return [
+                Recalled(memory_id, texts[memory_id], memory_id in index.visitor)
+                for memory_id in ids
+                if memory_id in texts
+            ]
 
         return await asyncio.to_thread(read)
 

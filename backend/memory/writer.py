@@ -22,7 +22,7 @@ from backend.llm.base import Embedder
 from backend.memory import embedding, hygiene
 from backend.memory.cache import IndexCache
 from backend.memory.index import AgentIndex, IndexRow
-from backend.memory.models import Key, Memory
+from backend.memory.models import VISITOR_TAG, Key, Memory
 from backend.memory.notify import MemoryEvents
 from backend.memory.repo import FollowUp, MemoryRepo
 from backend.memory.settings import MemorySettings
@@ -181,6 +181,7 @@ def _bring_in_step(
             row.rev,
             game_minutes(row.created_day, row.created_time_of_day),
             row.session_id,
+            VISITOR_TAG in (row.tags or ()),
         )
         for i, row in enumerate(stored)
     ]

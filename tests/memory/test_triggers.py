@@ -216,12 +216,12 @@ def test_recall_gives_the_texts_retrieve_would_give(
         build_town(twin)
         ask = triggers.TurnAsk(query, partner_line=line, day=3, time_of_day=18.0, k=3)
         recalled = call(twin, service(twin).recall_for_turn, "default", "aoi", ask)
-        texts = [text for _, text in recalled]
+        texts = [item.content for item in recalled]
         with Session(twin.app.state.engine) as session:  # type: ignore[attr-defined]
             stored = {row.content: row for row in session.exec(select(Memory))}
     rows = turn(town, line, query)
     assert texts == [found.memory.content for found in rows] and len(texts) == 3
-    assert [memory_id for memory_id, _ in recalled] == [stored[text].id for text in texts]
+    assert [item.id for item in recalled] == [stored[text].id for text in texts]
     for text in texts:  # accessed at the turn's time (a memory stamped later keeps its own time)
         row = stored[text]
         assert (row.last_accessed_day, row.last_accessed_time_of_day) >= (3, 18.0)

@@ -35,9 +35,23 @@ def test_an_injection_changes_no_rule_and_stays_quoted(
     system, moment = (m["content"] for m in dialogue_prompts(scripted)[-1])
     assert system == calm_system  # the visitor's words never reach the rules
     assert attack[:20] not in system
-    # The words sit inside the one quoted block: they cannot close it early.
-    block = moment[moment.index(HISTORY_OPEN) : moment.rindex(HISTORY_CLOSE)]
-    assert moment.count(HISTORY_CLOSE) == 1 and attack.split()[-1][:6] in block
+    # The words sit inside a quoted block (the transcript; the calm visitor's words are in one of their
+    # own): they cannot close it early, and nothing of them stands outside.
+    blocks, outside = quoted_blocks(moment)
+    assert moment.count(HISTORY_OPEN) == moment.count(HISTORY_CLOSE) == len(blocks) >= 1
+    word = max(attack.split(), key=len)[:6]
+    assert word in blocks[-1] and word not in outside
+
+
+def quoted_blocks(moment: str) -> tuple[list[str], str]:
+    """The quoted blocks of a prompt in order, and the text outside them."""
+    blocks, outside, rest = [], [], moment
+    while HISTORY_OPEN in rest:
+        before, rest = rest.split(HISTORY_OPEN, 1)
+        block, rest = rest.split(HISTORY_CLOSE, 1)
+        outside.append(before)
+        blocks.append(block)
+    return blocks, "".join([*outside, rest])
 
 
 @pytest.mark.parametrize("language", ["ja", "en"])
