@@ -87,3 +87,27 @@ def test_readme_examples_come_from_a_real_run_of_every_call() -> None:
         "unity_protocol/README.md is stale; run `machi protocol readme`"
     )
     assert f'"protocol_version": {PROTOCOL_VERSION}' in committed and "event: reply" in committed
+
+
+def test_council_judge_and_interview_calls_are_in_the_export() -> None:
+    """Unity can build the council, judge and interview requests and read their replies from the schemas."""
+    documents = export_documents()
+    index = json.loads(documents[INDEX])
+    used_by = {item["name"]: item.get("used_by", "") for item in index["schemas"]}
+    expected = {
+        "CouncilCreate": "POST /v1/council",
+        "CouncilAccepted": "POST /v1/council",
+        "CouncilPublic": "GET /v1/council/{council_id}",
+        "CouncilList": "GET /v1/council",
+        "JudgeRequest": "POST /v1/judge",
+        "JudgeResult": "POST /v1/conversations/{session_id}/judge",
+        "InterviewRequest": "POST /v1/agents/{agent_id}/interview",
+        "InterviewResult": "POST /v1/agents/{agent_id}/interview",
+    }
+    for name, route in expected.items():
+        assert route in used_by.get(name, ""), f"{name} is not exported for {route}"
+    interview = json.loads(documents["InterviewRequest" + SUFFIX])
+    assert interview["required"] == ["question"] and interview["properties"]["question"]["maxLength"] == 500
+    council = json.loads(documents["CouncilCreate" + SUFFIX])
+    assert council["required"] == ["title"] and council["properties"]["rounds"]["maximum"] == 5
+    assert {"InterviewMemory" + SUFFIX, "CouncilSummary" + SUFFIX} <= set(documents)
