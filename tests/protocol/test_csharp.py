@@ -224,7 +224,9 @@ def _drive_server(client: TestClient, sent: dict[str, bytes]) -> dict[str, bytes
     assert council["title"] == "公園に図書コーナーを作る" and council["rounds"] == 1 and council["outcome"]
     assert [c["id"] for c in json.loads(replies["CouncilList.json"])["councils"]] == [council_id]
     interview = json.loads(replies["InterviewResult.json"])
-    assert interview["agent_id"] == "aoi" and "ケーキ" in interview["answer"] and interview["fallback"] is False
+    assert (
+        interview["agent_id"] == "aoi" and "ケーキ" in interview["answer"] and interview["fallback"] is False
+    )
     assert "カフェで新しいケーキを見つけた" in [m["content"] for m in interview["memories_used"]]
     assert set(json.loads(replies["JudgeResult.json"])["scores"]) == {"in_character", "coherence"}
     verdict = json.loads(replies["JudgeResult.conversation.json"])

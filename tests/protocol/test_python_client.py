@@ -231,7 +231,9 @@ def test_interview_council_and_judge_against_the_server(client: TestClient) -> N
     answer = py.interview("aoi", "パンは誰にもらったの？", day=1, time_of_day=18.0)
     assert answer["fallback"] is False and "パン" in answer["answer"]
     assert [m["content"] for m in answer["memories_used"]][0] == "ひかりから焼きたてのパンを分けてもらった。"
-    accepted = py.start_council({"title": "公園に図書コーナーを作る", "members": ["aoi", "hikari"], "rounds": 1})
+    accepted = py.start_council(
+        {"title": "公園に図書コーナーを作る", "members": ["aoi", "hikari"], "rounds": 1}
+    )
     assert accepted["status"] == "pending" and accepted["number"] == 1
     drain(client)
     council = py.council(accepted["id"])
