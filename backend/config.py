@@ -96,7 +96,7 @@ class Settings(BaseSettings):
     database_url: str = "sqlite:///./data/machi.db"
     # PostgreSQL only: connections each process keeps open (pool) and may open beyond them at a peak
     # (overflow). Every process also holds two of its own (the event listener and the database lock), so
-    # processes x (pool + overflow + 2) must stay under the server's max_connections (README "Scaling out").
+    # processes x (pool + overflow + 2) must stay under the server's max_connections (docs/scaling.md).
     database_pool_size: int = Field(5, ge=1, le=200)
     database_max_overflow: int = Field(10, ge=0, le=500)
     # Whether events cross processes (backend/events/README.md): "auto" relays them on PostgreSQL (NOTIFY)
@@ -291,7 +291,7 @@ class Settings(BaseSettings):
     #: model call; an in-character "I don't remember" with fallback=true when the model is late or fails).
     interview_deadline_s: float = Field(30.0, gt=0, le=600)
 
-    # --- processes (README "Scaling out"): any number of each kind on one database ---
+    # --- processes (docs/scaling.md): any number of each kind on one database ---
     # What this process does. "all": HTTP and background jobs in one process (tests, `machi serve
     # --workers 0`, and the in-process llamacpp provider, whose model lives in the process). "api": HTTP only;
     # the jobs its turns commit are run by a worker process. "worker": background jobs only, no HTTP

@@ -1,6 +1,6 @@
 """The stored transcript is the server's: the history Unity sends is checked against it, never replaces it.
 
-The rule (README.md, "How a character's mind works", and the protocol README state it for Unity):
+The rule (docs/mind.md, "A turn", and the protocol README state it for Unity):
 - The lines a conversation already has are the stored transcript. A history line at one of those places that
   says something else (compared once speakers are written by display name, spaces collapsed and width folded)
   is answered from the stored line: the prompt and the stored transcript keep the server's line, the reply

@@ -43,14 +43,25 @@ groups of up to six and actions; a version-1 client is still served and its requ
 
 UNITY = """## Install in Unity
 
-Unity {unity} LTS or newer (`"unity"` in `csharp/package.json`). Merge this into your project's
-`Packages/manifest.json`:
+Unity {unity} LTS or newer (`"unity"` in `csharp/package.json`). The package is this repository's
+`unity_protocol/csharp` folder (`{name}` {version}); install it from disk or from git.
+
+**From disk** (a clone of this repository on the same machine; nothing to host, and edits to the package show
+up at once): *Window > Package Manager > + > Add package from disk...* and pick
+`unity_protocol/csharp/package.json`, or write the entry yourself in `Packages/manifest.json`, as a `file:`
+path relative to the project's `Packages/` folder (here the clone `machi/` sits beside the Unity project):
+
+{file_entry}
+**From git**: merge this into your project's `Packages/manifest.json` (it also brings UniTask from OpenUPM
+and UniVRM for the sample; with the disk install, take everything but the `{name}` line):
 
 {manifest}
-- **Machi Client** comes from this repository's `unity_protocol/csharp` folder (`?path=`). Replace
-  `{repo}` with where you host the repository, and pin a tag or commit after `#`
-  (`#v{version}`: the package version). Unity needs `git` on its PATH for git packages. Unity also fetches
-  the package's own dependencies, UniTask and Newtonsoft.Json; listing them pins their versions.
+- **Machi Client** comes from the repository's `unity_protocol/csharp` folder (`?path=`). Replace
+  `{repo}` with where you host the repository. The repository has no release tags: to pin a
+  version, add `#` and a commit hash (`git rev-parse HEAD`), e.g. `{repo}?path=unity_protocol/csharp#<commit>`;
+  without one Unity takes the default branch's latest commit and records it in `Packages/packages-lock.json`.
+  Unity needs `git` on its PATH for git packages. Unity also fetches the package's own dependencies,
+  UniTask and Newtonsoft.Json; listing them pins their versions.
 - **UniTask** (`com.cysharp.unitask`) comes from OpenUPM: that is what the `scopedRegistries` block is for.
   Without OpenUPM, use its git URL instead:
   `{unitask_git}`.
@@ -101,6 +112,13 @@ display name (an agent id is accepted too).
 **What to do now** (`plan/now`):
 
 {snippet_plan_now}
+**Ask an agent** (an interview; the JSON is in "Council, judge and interview over HTTP" below):
+
+{snippet_interview}
+**Hold a council** on a proposal: it answers at once (202) and deliberates on the server; wait for it by
+polling (or follow the `council.updated` event):
+
+{snippet_council}
 **Events.** `ws://<host>/v1/events?types=<a,b>&agents=<ids>` (the same headers as HTTP; `?world=` and
 `?api_key=` where a client cannot set headers) sends each event as one JSON text message: `{{"id", "type",
 "world_id", "at", "payload"}}`. The package has no WebSocket client of its own; the sample's `MachiEvents`
@@ -118,8 +136,14 @@ mood's values and label). `VrmEmotionMapper.Show(reply)`, `EndLine()` and `Rest(
 
 RULES = """## Rules every call follows
 
-- Headers: `X-Machi-Protocol: 1` (a missing header means 1; another major gets `400 unsupported_protocol`
-  naming the versions served), `X-Machi-World: <world>` (optional, default `default`), and the API key as
+- **Protocol version.** Send `X-Machi-Protocol: 2` (the C# package does: `MachiClientOptions.ProtocolVersion`).
+  A missing header means 2, and 1 is still served: version-1 requests are valid version-2 requests, and the
+  replies only gained fields. Any other value on a `/v1/` route, another major such as `3` or an unreadable
+  one such as `v2`, gets `400 unsupported_protocol` with `details` `{"header", "value", "supported": [1, 2]}`,
+  and nothing is done (step 24). `/health`, `/docs` and the dashboard answer whatever the header says, so a
+  client can read `protocol_version` from `/health`. Every HTTP answer carries `X-Machi-Protocol: 2`. The
+  `/v1/events` WebSocket does not check the header.
+- Headers: `X-Machi-World: <world>` (optional, default `default`), and the API key as
   `X-Api-Key: <key>` or `Authorization: Bearer <key>` when the server has `MACHI_API_KEY` (without it: `401
   unauthorized`; past `AUTH_FAILURE_LIMIT` wrong keys from one address within `AUTH_FAILURE_WINDOW_S`, its
   wrong keys get `429 too_many_requests` with `Retry-After`; the read-only `MACHI_VIEWER_KEY` gets `403
@@ -348,5 +372,13 @@ STEPS: list[dict[str, Any]] = [
         "why": "A 4xx names the field; never retry it.",
         "method": "POST", "path": "/v1/conversation/turn", "schema": "ErrorBody", "status": 422,
         "body": {"agent_id": "aoi", "target_id": "aoi", "session_id": "x", "history": [], "time_of_day": 25},
+    },
+    {
+        "title": "A client of another protocol version",
+        "why": "A `/v1/` request whose `X-Machi-Protocol` major the server does not serve is refused before "
+        "anything is done; `details.supported` lists the majors it serves. Update the package (or run a "
+        "matching server); `/health` answers any version.",
+        "method": "GET", "path": "/v1/agents", "schema": "ErrorBody", "status": 400,
+        "headers": {"X-Machi-Protocol": "3"},
     },
 ]  # fmt: skip

@@ -21,7 +21,16 @@ from backend.conversation.schemas import (
     TurnRequest,
     TurnResult,
 )
+from backend.council.schemas import (
+    CouncilAccepted,
+    CouncilCreate,
+    CouncilList,
+    CouncilPublic,
+    JudgeRequest,
+    JudgeResult,
+)
 from backend.intention.schemas import IntentionsPublic, WhisperRequest, WhisperResult
+from backend.interview.schemas import InterviewRequest, InterviewResult
 from backend.memory.models import (
     MemoryBatchCreate,
     MemoryCreate,
@@ -107,6 +116,14 @@ PROTOCOL_MODELS: tuple[WireModel, ...] = (
     WireModel(WhisperRequest, "request", "POST /v1/agents/{agent_id}/whisper"),
     WireModel(WhisperResult, "reply", "POST /v1/agents/{agent_id}/whisper"),
     WireModel(IntentionsPublic, "reply", "GET /v1/agents/{agent_id}/intentions"),
+    WireModel(InterviewRequest, "request", "POST /v1/agents/{agent_id}/interview"),
+    WireModel(InterviewResult, "reply", "POST /v1/agents/{agent_id}/interview"),
+    WireModel(CouncilCreate, "request", "POST /v1/council"),
+    WireModel(CouncilAccepted, "reply", "POST /v1/council (202: the council runs in the background)"),
+    WireModel(CouncilPublic, "reply", "GET /v1/council/{council_id}"),
+    WireModel(CouncilList, "reply", "GET /v1/council"),
+    WireModel(JudgeRequest, "request", "POST /v1/judge"),
+    WireModel(JudgeResult, "reply", "POST /v1/judge, POST /v1/conversations/{session_id}/judge"),
 )
 
 

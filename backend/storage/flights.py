@@ -1,6 +1,6 @@
 """Single-flight across processes: named leases in the database, renewed while their work runs.
 
-Several Machi processes share one database (README "Scaling out"). Work that must run once at a time for a
+Several Machi processes share one database (docs/scaling.md). Work that must run once at a time for a
 key, whichever process is asked (a day's plan, a council, a world import, loading the demo world at
 start-up), takes the key's lease first:
 

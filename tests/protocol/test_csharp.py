@@ -183,6 +183,16 @@ def _drive_server(client: TestClient, sent: dict[str, bytes]) -> dict[str, bytes
     call("POST", "/v1/agents/aoi/action-result", "action-give", "ActionResultAccepted.give.json")
     call("POST", "/v1/agents/aoi/action-result", "action-gesture", "ActionResultAccepted.gesture.json")
     call("POST", "/v1/agents/hikari/action-result", "action-go-to", "ActionResultAccepted.go-to.json")
+    # The council (202, then read back once it ran), the judge, the interview.
+    council_id = call("POST", "/v1/council", "council", "CouncilAccepted.json").json()["id"]
+    drain(client)
+    call("GET", f"/v1/council/{council_id}", None, "CouncilPublic.json")
+    call("GET", "/v1/council?limit=5&status=done", None, "CouncilList.json")
+    call("POST", "/v1/agents/aoi/interview", "interview", "InterviewResult.json")
+    call("POST", "/v1/judge", "judge", "JudgeResult.json")
+    replies["JudgeResult.conversation.json"] = client.post(
+        "/v1/conversations/cs-roundtrip-1/judge", headers=headers
+    ).content
     missing = client.get("/v1/agents/nobody", headers=headers)
     assert missing.status_code == 404
     replies["ErrorBody.json"] = missing.content
@@ -209,6 +219,22 @@ def _drive_server(client: TestClient, sent: dict[str, bytes]) -> dict[str, bytes
     ]
     assert remembered[0] == "ひかりに本を渡した。" and "手がふさがっていた" in remembered[1]
     assert "公園" in remembered[2]
+    council = json.loads(replies["CouncilPublic.json"])
+    assert council["status"] == "done" and council["members"] == ["aoi", "hikari", "ren"]
+    assert council["title"] == "公園に図書コーナーを作る" and council["rounds"] == 1 and council["outcome"]
+    assert [c["id"] for c in json.loads(replies["CouncilList.json"])["councils"]] == [council_id]
+    interview = json.loads(replies["InterviewResult.json"])
+    assert (
+        interview["agent_id"] == "aoi" and "ケーキ" in interview["answer"] and interview["fallback"] is False
+    )
+    assert "カフェで新しいケーキを見つけた" in [m["content"] for m in interview["memories_used"]]
+    assert set(json.loads(replies["JudgeResult.json"])["scores"]) == {"in_character", "coherence"}
+    verdict = json.loads(replies["JudgeResult.conversation.json"])
+    assert verdict["session_id"] == "cs-roundtrip-1" and set(verdict["scores"]) == {
+        "in_character",
+        "coherence",
+        "memory_use",
+    }
     assert json.loads(replies["EndResult.json"])["end_reason"] in (
         "distance",
         "farewell",
@@ -216,6 +242,28 @@ def _drive_server(client: TestClient, sent: dict[str, bytes]) -> dict[str, bytes
         "max_turns",
     )
     return replies
+
+
+#: The council, judge and interview methods: name -> (parameter types, return type), as reflection reads them.
+COUNCIL_AND_INTERVIEW = {
+    "StartCouncilAsync": (["CouncilCreate", "CancellationToken"], "UniTask<CouncilAccepted>"),
+    "GetCouncilAsync": (["String", "CancellationToken"], "UniTask<CouncilPublic>"),
+    "GetCouncilsAsync": (["String", "Int32", "CancellationToken"], "UniTask<CouncilList>"),
+    "GetCouncilRecordAsync": (["String", "CancellationToken"], "UniTask<String>"),
+    "WaitForCouncilAsync": (["String", "TimeSpan", "CancellationToken"], "UniTask<CouncilPublic>"),
+    "InterviewAsync": (["String", "InterviewRequest", "CancellationToken"], "UniTask<InterviewResult>"),
+    "JudgeAsync": (["JudgeRequest", "CancellationToken"], "UniTask<JudgeResult>"),
+    "JudgeConversationAsync": (["String", "CancellationToken"], "UniTask<JudgeResult>"),
+}
+
+
+def test_machi_client_has_the_council_judge_and_interview_calls(roundtrip: Path) -> None:
+    """MachiClient, as compiled, offers the council, judge and interview calls with the exported DTOs."""
+    methods = [json.loads(line) for line in _run(roundtrip, "methods").splitlines()]
+    found = {m["name"]: (m["parameters"], m["returns"]) for m in methods}
+    assert "TurnAsync" in found, "the reflection listing reads the client's calls"
+    for name, signature in COUNCIL_AND_INTERVIEW.items():
+        assert found.get(name) == signature, f"MachiClient.{name}: {found.get(name)}"
 
 
 def test_a_real_rate_limit_and_length_refusal_parse_as_the_visitor_ui_expects(

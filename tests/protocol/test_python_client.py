@@ -223,6 +223,28 @@ def test_visitors_groups_and_actions_against_the_server(client: TestClient) -> N
     drain(client)
 
 
+def test_interview_council_and_judge_against_the_server(client: TestClient) -> None:
+    py = _client(httpx.MockTransport(lambda r: _forward(client, r)))
+    for agent, name in (("aoi", "葵"), ("hikari", "ひかり")):
+        py.put_agent(agent, {"name": name, "language": "ja"})
+    py.add_memory("aoi", {"type": "observation", "content": "ひかりから焼きたてのパンを分けてもらった。"})
+    answer = py.interview("aoi", "パンは誰にもらったの？", day=1, time_of_day=18.0)
+    assert answer["fallback"] is False and "パン" in answer["answer"]
+    assert [m["content"] for m in answer["memories_used"]][0] == "ひかりから焼きたてのパンを分けてもらった。"
+    accepted = py.start_council(
+        {"title": "公園に図書コーナーを作る", "members": ["aoi", "hikari"], "rounds": 1}
+    )
+    assert accepted["status"] == "pending" and accepted["number"] == 1
+    drain(client)
+    council = py.council(accepted["id"])
+    assert council["status"] == "done" and council["outcome"] and council["members"] == ["aoi", "hikari"]
+    verdict = py.judge({"content": "葵: こんにちは！", "criteria": ["coherence"]})
+    assert set(verdict["scores"]) == {"coherence"} and 1 <= verdict["scores"]["coherence"] <= 10
+    with pytest.raises(MachiApiError) as err:
+        py.interview("nobody", "元気？")
+    assert err.value.status == 404
+
+
 def test_a_real_rate_limit_is_raised_with_its_name(settings: Settings, scripted: ScriptedLLM) -> None:
     with make_client(settings, scripted, player_lines_per_minute=1) as app:
         app.put("/v1/agents/aoi", json={"name": "葵"})

@@ -23,7 +23,9 @@ def test_manifest_installs_this_package_from_its_folder_with_its_dependencies() 
     assert block, "no manifest block"
     manifest = json.loads(block.group(1))
     url = manifest["dependencies"][package["name"]]
-    assert url.endswith(f".git?path=unity_protocol/csharp#v{package['version']}")
+    # The repository has no release tags: the URL names none, and the text says to pin a commit.
+    assert url.endswith(".git?path=unity_protocol/csharp") and "#" not in url
+    assert "git rev-parse HEAD" in render_unity()
     for name, version in package["dependencies"].items():
         assert manifest["dependencies"][name] == version
     assert {"com.vrmc.gltf", "com.vrmc.vrm"} <= set(manifest["dependencies"])
@@ -41,3 +43,31 @@ def test_every_csharp_region_of_the_sample_is_shown_and_none_is_missing() -> Non
     assert all(code in rendered for code in regions.values())
     assert "client.TurnAsync(request, ct)" in regions["turn"] and "TurnStreamAsync" in regions["stream"]
     assert "GetPlanNowAsync" in regions["plan-now"] and "ClientWebSocket" in regions["events"]
+
+
+def test_the_package_can_be_installed_from_disk_by_a_file_path_to_its_folder() -> None:
+    """The `file:` entry points, from a Unity project's Packages/ folder beside a clone named machi/, at the
+    folder holding package.json; the text names Unity's Add package from disk."""
+    package = json.loads((PACKAGE / "package.json").read_text(encoding="utf-8"))
+    rendered = render_unity()
+    entry = json.loads(
+        re.search(r"```json\n(\{\n  \"com\.machi\.client\": \"file:.*?)```", rendered, re.S).group(1)
+    )
+    path = entry[package["name"]].removeprefix("file:")
+    project_packages = PACKAGE.parents[2] / "UnityProject" / "Packages"  # a project beside the clone
+    clone = PACKAGE.parents[1]
+    resolved = (project_packages / path.replace("../../machi/", f"../../{clone.name}/")).resolve()
+    assert resolved == PACKAGE.resolve() and (resolved / "package.json").is_file()
+    assert "Add package from disk" in rendered
+
+
+def test_the_protocol_rule_names_the_versions_the_server_serves() -> None:
+    """The header rule states what the middleware does: the current major, the ones still served."""
+    from backend import PROTOCOL_VERSION
+    from backend.api.protocol import SUPPORTED_VERSIONS
+    from backend.protocol.readme_text import RULES
+
+    rules = " ".join(RULES.split())
+    assert f"Send `X-Machi-Protocol: {PROTOCOL_VERSION}`" in rules
+    assert f"A missing header means {PROTOCOL_VERSION}" in rules
+    assert f'"supported": {list(SUPPORTED_VERSIONS)}' in rules

@@ -78,12 +78,49 @@ def _refs(node: object) -> list[str]:
 def test_readme_examples_come_from_a_real_run_of_every_call() -> None:
     from backend.protocol.readme import render_readme
     from backend.protocol.readme_text import STEPS
+    from backend.protocol.walkthrough import WALKTHROUGH
 
     fresh = render_readme()  # raises if any documented call did not answer as documented
     committed = (DEFAULT_SCHEMA_DIR.parent / "README.md").read_text(encoding="utf-8")
-    headings = [line for line in fresh.splitlines() if line.startswith("### ")]
-    assert len(headings) == len(STEPS)
-    assert headings == [line for line in committed.splitlines() if line.startswith("### ")], (
-        "unity_protocol/README.md is stale; run `machi protocol readme`"
-    )
+    headings = _headings(fresh)
+    assert len(headings) == len(STEPS) + len(WALKTHROUGH)
+    assert headings == _headings(committed), "unity_protocol/README.md is stale; run `machi protocol readme`"
     assert f'"protocol_version": {PROTOCOL_VERSION}' in committed and "event: reply" in committed
+    assert '"code": "unsupported_protocol"' in committed and "X-Machi-Protocol: 3" in committed
+    for route in ("/v1/agents/hikari/interview", "/v1/council", "/v1/judge"):
+        assert f"curl -s -X POST 'http://127.0.0.1:8000{route}'" in committed
+    assert '"fallback": false' in committed and '"status": "done"' in committed
+
+
+def _headings(markdown: str) -> list[str]:
+    """The `### ` headings outside code blocks (a council record shown as markdown has its own)."""
+    found, fenced = [], False
+    for line in markdown.splitlines():
+        fenced = fenced != line.startswith("```")
+        if not fenced and line.startswith("### "):
+            found.append(line)
+    return found
+
+
+def test_council_judge_and_interview_calls_are_in_the_export() -> None:
+    """Unity can build the council, judge and interview requests and read their replies from the schemas."""
+    documents = export_documents()
+    index = json.loads(documents[INDEX])
+    used_by = {item["name"]: item.get("used_by", "") for item in index["schemas"]}
+    expected = {
+        "CouncilCreate": "POST /v1/council",
+        "CouncilAccepted": "POST /v1/council",
+        "CouncilPublic": "GET /v1/council/{council_id}",
+        "CouncilList": "GET /v1/council",
+        "JudgeRequest": "POST /v1/judge",
+        "JudgeResult": "POST /v1/conversations/{session_id}/judge",
+        "InterviewRequest": "POST /v1/agents/{agent_id}/interview",
+        "InterviewResult": "POST /v1/agents/{agent_id}/interview",
+    }
+    for name, route in expected.items():
+        assert route in used_by.get(name, ""), f"{name} is not exported for {route}"
+    interview = json.loads(documents["InterviewRequest" + SUFFIX])
+    assert interview["required"] == ["question"] and interview["properties"]["question"]["maxLength"] == 500
+    council = json.loads(documents["CouncilCreate" + SUFFIX])
+    assert council["required"] == ["title"] and council["properties"]["rounds"]["maximum"] == 5
+    assert {"InterviewMemory" + SUFFIX, "CouncilSummary" + SUFFIX} <= set(documents)

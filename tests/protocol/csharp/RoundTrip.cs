@@ -8,6 +8,8 @@
 //                                        header as sent) the way the client does; prints it as one JSON line
 //   roundtrip.exe events URL TYPES AGENTS N   the Agent Town sample's MachiEvents.ReceiveAsync on URL's
 //                                        /v1/events: prints the first N events, one JSON line each
+//   roundtrip.exe methods                MachiClient's public instance methods, one JSON line each: name,
+//                                        parameter types, return type
 // Exit code 0 on success; a failed check prints "FAIL: ..." and exits 1.
 using System;
 using System.Collections.Generic;
@@ -33,6 +35,7 @@ public static class RoundTrip
                 case "selftest": SelfTest(); break;
                 case "events": Events(args[1], args[2], args[3], int.Parse(args[4])); break;
                 case "error": Error(long.Parse(args[1]), args[2], args.Length > 3 ? args[3] : null); break;
+                case "methods": Methods(); break;
                 default: throw new ArgumentException("unknown mode " + args[0]);
             }
             return 0;
@@ -125,6 +128,14 @@ public static class RoundTrip
             Action = new AgentAction { Type = AgentActionType.GoTo, Target = "park" }, Outcome = Outcome.Interrupted,
             Detail = "stopped on the way", SessionId = "cs-group-1", Day = 1, TimeOfDay = 15
         });
+        // The council, the judge, the interview.
+        Write(dir, "council", new CouncilCreate
+        {
+            Title = "公園に図書コーナーを作る", Background = "公園のベンチで本を読む人が増えた。", Members = new List<string> { "aoi", "hikari", "ren" },
+            Moderator = "aoi", Rounds = 1, Language = Language.Ja
+        });
+        Write(dir, "interview", new InterviewRequest { Question = "新しいケーキのこと、覚えてる？", Day = 1, TimeOfDay = 16.5 });
+        Write(dir, "judge", new JudgeRequest { Content = "葵: こんにちは、ひかりさん！", Criteria = new List<string> { "in_character", "coherence" } });
     }
 
     private static void Deserialize(string inDir, string outDir)
@@ -301,6 +312,30 @@ public static class RoundTrip
             }
         }
         Check(received >= count, "received " + received + " of " + count + " events");
+    }
+
+    private static void Methods()
+    {
+        foreach (MethodInfo method in typeof(MachiClient).GetMethods(BindingFlags.Public | BindingFlags.Instance | BindingFlags.DeclaredOnly))
+        {
+            Console.WriteLine(JsonConvert.SerializeObject(new
+            {
+                name = method.Name,
+                parameters = Array.ConvertAll(method.GetParameters(), p => TypeName(p.ParameterType)),
+                returns = TypeName(method.ReturnType)
+            }));
+        }
+    }
+
+    /// <summary>"UniTask<InterviewResult>", "String", "List<PoiPublic>": short names, generics spelled out.</summary>
+    private static string TypeName(Type type)
+    {
+        if (!type.IsGenericType)
+        {
+            return type.Name;
+        }
+        string name = type.Name.Substring(0, type.Name.IndexOf('`'));
+        return name + "<" + string.Join(",", Array.ConvertAll(type.GetGenericArguments(), TypeName)) + ">";
     }
 
     private static void Check(bool condition, string what)

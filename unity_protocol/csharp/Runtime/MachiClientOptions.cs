@@ -21,6 +21,9 @@ namespace Machi.Client
         public TimeSpan Timeout = TimeSpan.FromSeconds(30);
         /// <summary>Per-attempt limit for conversation turns (the server answers within its TURN_DEADLINE_S).</summary>
         public TimeSpan TurnTimeout = TimeSpan.FromSeconds(25);
+        /// <summary>Per-attempt limit for interviews (the server answers within its INTERVIEW_DEADLINE_S, 30 s
+        /// by default) and the judge (one or two model calls).</summary>
+        public TimeSpan InterviewTimeout = TimeSpan.FromSeconds(40);
         /// <summary>Extra attempts after the first on network errors, timeouts and 5xx (never on 4xx).</summary>
         public int MaxRetries = 3;
         public TimeSpan InitialBackoff = TimeSpan.FromMilliseconds(500);

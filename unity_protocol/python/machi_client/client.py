@@ -236,6 +236,23 @@ class MachiClient:
         body: JSON = {"query": query} | ({"k": k} if k else {})
         return self._send("POST", f"/v1/agents/{agent_id}/memories/retrieve", body)
 
+    def interview(self, agent_id: str, question: str, **when: Any) -> JSON:
+        """The agent answers from memory and nothing it remembers changes (`when`: day, time_of_day)."""
+        body: JSON = {"question": question, **when}
+        return self._send("POST", f"/v1/agents/{agent_id}/interview", body, timeout=self.turn_timeout_s + 15)
+
+    def start_council(self, proposal: JSON) -> JSON:
+        """202 `{id, number, label, status}`: the council deliberates in the background (`council(id)`).
+        Not retry-safe: a retry after a lost answer may start a second council."""
+        return self._send("POST", "/v1/council", proposal)
+
+    def council(self, council_id: str) -> JSON:
+        return self._send("GET", f"/v1/council/{council_id}")
+
+    def judge(self, request: JSON) -> JSON:
+        """Scores `content` on each criterion (1-10); 503 llm_error when the judge model fails twice."""
+        return self._send("POST", "/v1/judge", request, timeout=self.turn_timeout_s + 15)
+
     def turn_stream(
         self,
         request: JSON,

@@ -13,6 +13,11 @@
 //    var conversationDetail = ConversationDetail.FromJson(jsonString);
 //    var conversationList = ConversationList.FromJson(jsonString);
 //    var conversationSummary = ConversationSummary.FromJson(jsonString);
+//    var councilAccepted = CouncilAccepted.FromJson(jsonString);
+//    var councilCreate = CouncilCreate.FromJson(jsonString);
+//    var councilList = CouncilList.FromJson(jsonString);
+//    var councilPublic = CouncilPublic.FromJson(jsonString);
+//    var councilSummary = CouncilSummary.FromJson(jsonString);
 //    var emotionNow = EmotionNow.FromJson(jsonString);
 //    var endRequest = EndRequest.FromJson(jsonString);
 //    var endResult = EndResult.FromJson(jsonString);
@@ -23,6 +28,11 @@
 //    var historyFix = HistoryFix.FromJson(jsonString);
 //    var intentionLine = IntentionLine.FromJson(jsonString);
 //    var intentionsPublic = IntentionsPublic.FromJson(jsonString);
+//    var interviewMemory = InterviewMemory.FromJson(jsonString);
+//    var interviewRequest = InterviewRequest.FromJson(jsonString);
+//    var interviewResult = InterviewResult.FromJson(jsonString);
+//    var judgeRequest = JudgeRequest.FromJson(jsonString);
+//    var judgeResult = JudgeResult.FromJson(jsonString);
 //    var llmHealthPublic = LlmHealthPublic.FromJson(jsonString);
 //    var memoryBatchCreate = MemoryBatchCreate.FromJson(jsonString);
 //    var memoryCreate = MemoryCreate.FromJson(jsonString);
@@ -543,6 +553,161 @@ namespace Machi.Protocol
     }
 
     /// <summary>
+    /// The answer to POST /v1/council: the job runs in the background.
+    /// </summary>
+    public partial class CouncilAccepted
+    {
+        [JsonProperty("id")]
+        public string Id { get; set; }
+
+        [JsonProperty("label")]
+        public string Label { get; set; }
+
+        [JsonProperty("number")]
+        public long Number { get; set; }
+
+        [JsonProperty("status")]
+        public string Status { get; set; }
+    }
+
+    /// <summary>
+    /// A proposal for the council. `members` defaults to the world's council (agents with a
+    /// council_role).
+    /// </summary>
+    public partial class CouncilCreate
+    {
+        [JsonProperty("background", NullValueHandling = NullValueHandling.Ignore)]
+        [JsonConverter(typeof(MagentaMinMaxLengthCheckConverter))]
+        public string Background { get; set; }
+
+        [JsonProperty("category")]
+        [JsonConverter(typeof(FriskyMinMaxLengthCheckConverter))]
+        public string Category { get; set; }
+
+        [JsonProperty("expected_effects", NullValueHandling = NullValueHandling.Ignore)]
+        [JsonConverter(typeof(MagentaMinMaxLengthCheckConverter))]
+        public string ExpectedEffects { get; set; }
+
+        [JsonProperty("language")]
+        public Language? Language { get; set; }
+
+        [JsonProperty("members")]
+        [JsonConverter(typeof(FluffyDecodeArrayConverter))]
+        public List<string> Members { get; set; }
+
+        [JsonProperty("moderator")]
+        [JsonConverter(typeof(IndecentMinMaxLengthCheckConverter))]
+        public string Moderator { get; set; }
+
+        [JsonProperty("proposer")]
+        [JsonConverter(typeof(MischievousMinMaxLengthCheckConverter))]
+        public string Proposer { get; set; }
+
+        [JsonProperty("rounds", NullValueHandling = NullValueHandling.Ignore)]
+        public long? Rounds { get; set; }
+
+        [JsonProperty("title")]
+        [JsonConverter(typeof(BraggadociousMinMaxLengthCheckConverter))]
+        public string Title { get; set; }
+    }
+
+    public partial class CouncilList
+    {
+        [JsonProperty("councils")]
+        public List<CouncilSummary> Councils { get; set; }
+    }
+
+    public partial class CouncilSummary
+    {
+        [JsonProperty("category")]
+        public string Category { get; set; }
+
+        [JsonProperty("created_at")]
+        public DateTimeOffset CreatedAt { get; set; }
+
+        [JsonProperty("id")]
+        public string Id { get; set; }
+
+        [JsonProperty("label")]
+        public string Label { get; set; }
+
+        [JsonProperty("members")]
+        public List<string> Members { get; set; }
+
+        [JsonProperty("number")]
+        public long Number { get; set; }
+
+        [JsonProperty("outcome")]
+        public string Outcome { get; set; }
+
+        [JsonProperty("status")]
+        public string Status { get; set; }
+
+        [JsonProperty("title")]
+        public string Title { get; set; }
+
+        [JsonProperty("updated_at")]
+        public DateTimeOffset UpdatedAt { get; set; }
+    }
+
+    public partial class CouncilPublic
+    {
+        [JsonProperty("background")]
+        public string Background { get; set; }
+
+        [JsonProperty("category")]
+        public string Category { get; set; }
+
+        [JsonProperty("created_at")]
+        public DateTimeOffset CreatedAt { get; set; }
+
+        [JsonProperty("error")]
+        public string Error { get; set; }
+
+        [JsonProperty("expected_effects")]
+        public string ExpectedEffects { get; set; }
+
+        [JsonProperty("id")]
+        public string Id { get; set; }
+
+        [JsonProperty("label")]
+        public string Label { get; set; }
+
+        [JsonProperty("language")]
+        public string Language { get; set; }
+
+        [JsonProperty("members")]
+        public List<string> Members { get; set; }
+
+        [JsonProperty("moderator")]
+        public string Moderator { get; set; }
+
+        [JsonProperty("number")]
+        public long Number { get; set; }
+
+        [JsonProperty("outcome")]
+        public string Outcome { get; set; }
+
+        [JsonProperty("proposer")]
+        public string Proposer { get; set; }
+
+        [JsonProperty("record")]
+        public Dictionary<string, object> Record { get; set; }
+
+        [JsonProperty("rounds")]
+        public long Rounds { get; set; }
+
+        [JsonProperty("status")]
+        public string Status { get; set; }
+
+        [JsonProperty("title")]
+        public string Title { get; set; }
+
+        [JsonProperty("updated_at")]
+        public DateTimeOffset UpdatedAt { get; set; }
+    }
+
+    /// <summary>
     /// Unity reports that a conversation ended (e.g. the agents walked apart).
     /// </summary>
     public partial class EndRequest
@@ -554,14 +719,14 @@ namespace Machi.Protocol
         /// e.g. distance, interrupted.
         /// </summary>
         [JsonProperty("reason", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(MagentaMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter1))]
         public string Reason { get; set; }
 
         /// <summary>
         /// The conversation's session_id, as its turns sent it.
         /// </summary>
         [JsonProperty("session_id")]
-        [JsonConverter(typeof(FriskyMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter2))]
         public string SessionId { get; set; }
 
         [JsonProperty("time_of_day")]
@@ -625,7 +790,7 @@ namespace Machi.Protocol
         /// given twice counts once.
         /// </summary>
         [JsonProperty("gestures")]
-        [JsonConverter(typeof(FluffyDecodeArrayConverter))]
+        [JsonConverter(typeof(TentacledDecodeArrayConverter))]
         public List<string> Gestures { get; set; }
     }
 
@@ -777,6 +942,116 @@ namespace Machi.Protocol
         public double WindowS { get; set; }
     }
 
+    /// <summary>
+    /// A question put to one agent (the Generative Agents paper's interview).
+    /// </summary>
+    public partial class InterviewRequest
+    {
+        /// <summary>
+        /// Game day of the interview (default: the agent's last report).
+        /// </summary>
+        [JsonProperty("day")]
+        public long? Day { get; set; }
+
+        /// <summary>
+        /// What the agent is asked, in any language.
+        /// </summary>
+        [JsonProperty("question")]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter4))]
+        public string Question { get; set; }
+
+        /// <summary>
+        /// Hours into the game day, e.g. 20.5.
+        /// </summary>
+        [JsonProperty("time_of_day")]
+        [JsonConverter(typeof(PurpleMinMaxValueCheckConverter))]
+        public double? TimeOfDay { get; set; }
+    }
+
+    public partial class InterviewResult
+    {
+        [JsonProperty("agent_id")]
+        public string AgentId { get; set; }
+
+        /// <summary>
+        /// The agent's answer, in character and in its language.
+        /// </summary>
+        [JsonProperty("answer")]
+        public string Answer { get; set; }
+
+        /// <summary>
+        /// True when the model failed or was late and the answer is the stock 'I don't remember'.
+        /// </summary>
+        [JsonProperty("fallback")]
+        public bool Fallback { get; set; }
+
+        /// <summary>
+        /// The memories put before the model, most relevant first (none were marked accessed).
+        /// </summary>
+        [JsonProperty("memories_used")]
+        public List<InterviewMemory> MemoriesUsed { get; set; }
+
+        [JsonProperty("question")]
+        public string Question { get; set; }
+    }
+
+    /// <summary>
+    /// A memory the answer was given from (it was in the prompt).
+    /// </summary>
+    public partial class InterviewMemory
+    {
+        [JsonProperty("content")]
+        public string Content { get; set; }
+
+        [JsonProperty("id")]
+        public long Id { get; set; }
+
+        [JsonProperty("type")]
+        public TypeElement Type { get; set; }
+    }
+
+    public partial class JudgeRequest
+    {
+        [JsonProperty("content")]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter5))]
+        public string Content { get; set; }
+
+        [JsonProperty("context")]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter6))]
+        public string Context { get; set; }
+
+        [JsonProperty("criteria")]
+        [JsonConverter(typeof(StickyDecodeArrayConverter))]
+        public List<string> Criteria { get; set; }
+
+        [JsonProperty("language")]
+        public Language? Language { get; set; }
+    }
+
+    /// <summary>
+    /// Scores per criterion (1-10), an overall score, why, and what to do with the content.
+    /// </summary>
+    public partial class JudgeResult
+    {
+        [JsonProperty("overall")]
+        public double Overall { get; set; }
+
+        [JsonProperty("rationale")]
+        public string Rationale { get; set; }
+
+        [JsonProperty("reasons", NullValueHandling = NullValueHandling.Ignore)]
+        public Dictionary<string, string> Reasons { get; set; }
+
+        [JsonProperty("recommended_action")]
+        public RecommendedAction RecommendedAction { get; set; }
+
+        [JsonProperty("scores")]
+        public Dictionary<string, long> Scores { get; set; }
+
+        [JsonProperty("session_id")]
+        public string SessionId { get; set; }
+    }
+
     public partial class MemoryBatchCreate
     {
         [JsonProperty("memories")]
@@ -790,7 +1065,7 @@ namespace Machi.Protocol
     public partial class MemoryCreate
     {
         [JsonProperty("content")]
-        [JsonConverter(typeof(BraggadociousMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter8))]
         public string Content { get; set; }
 
         [JsonProperty("day", NullValueHandling = NullValueHandling.Ignore)]
@@ -807,11 +1082,11 @@ namespace Machi.Protocol
         public string LocationName { get; set; }
 
         [JsonProperty("session_id")]
-        [JsonConverter(typeof(FriskyMinMaxLengthCheckConverter))]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter2))]
         public string SessionId { get; set; }
 
         [JsonProperty("tags")]
-        [JsonConverter(typeof(TentacledDecodeArrayConverter))]
+        [JsonConverter(typeof(IndigoDecodeArrayConverter))]
         public List<string> Tags { get; set; }
 
         [JsonProperty("time_of_day", NullValueHandling = NullValueHandling.Ignore)]
@@ -962,18 +1237,18 @@ namespace Machi.Protocol
     public partial class PoiPublic
     {
         [JsonProperty("description", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(MinMaxLengthCheckConverter2))]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter9))]
         public string Description { get; set; }
 
         [JsonProperty("id")]
         public string Id { get; set; }
 
         [JsonProperty("kind", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(MinMaxLengthCheckConverter3))]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter7))]
         public string Kind { get; set; }
 
         [JsonProperty("name")]
-        [JsonConverter(typeof(MinMaxLengthCheckConverter4))]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter10))]
         public string Name { get; set; }
 
         [JsonProperty("position")]
@@ -1017,7 +1292,7 @@ namespace Machi.Protocol
         public long Day { get; set; }
 
         [JsonProperty("reason")]
-        [JsonConverter(typeof(MinMaxLengthCheckConverter5))]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter11))]
         public string Reason { get; set; }
 
         [JsonProperty("time_of_day")]
@@ -1083,7 +1358,7 @@ namespace Machi.Protocol
         /// stored reply.
         /// </summary>
         [JsonProperty("history", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(StickyDecodeArrayConverter))]
+        [JsonConverter(typeof(IndecentDecodeArrayConverter))]
         public List<string> History { get; set; }
 
         /// <summary>
@@ -1100,7 +1375,7 @@ namespace Machi.Protocol
         /// A group's participants, as for /turn.
         /// </summary>
         [JsonProperty("participants")]
-        [JsonConverter(typeof(IndigoDecodeArrayConverter))]
+        [JsonConverter(typeof(HilariousDecodeArrayConverter))]
         public List<string> Participants { get; set; }
 
         /// <summary>
@@ -1122,7 +1397,7 @@ namespace Machi.Protocol
         /// checked by moderation; at most PLAYER_MAX_CHARS characters (a setting, 200 by default).
         /// </summary>
         [JsonProperty("text")]
-        [JsonConverter(typeof(MinMaxLengthCheckConverter6))]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter12))]
         public string Text { get; set; }
 
         [JsonProperty("time_of_day")]
@@ -1267,7 +1542,7 @@ namespace Machi.Protocol
         /// How the characters call the visitor (shown in prompts, memories and the dashboard).
         /// </summary>
         [JsonProperty("display_name")]
-        [JsonConverter(typeof(MinMaxLengthCheckConverter3))]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter7))]
         public string DisplayName { get; set; }
 
         /// <summary>
@@ -1283,15 +1558,15 @@ namespace Machi.Protocol
     public partial class PoiUpsert
     {
         [JsonProperty("description", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(MinMaxLengthCheckConverter2))]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter9))]
         public string Description { get; set; }
 
         [JsonProperty("kind", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(MinMaxLengthCheckConverter3))]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter7))]
         public string Kind { get; set; }
 
         [JsonProperty("name")]
-        [JsonConverter(typeof(MinMaxLengthCheckConverter4))]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter10))]
         public string Name { get; set; }
 
         [JsonProperty("position")]
@@ -1327,7 +1602,7 @@ namespace Machi.Protocol
         public long? K { get; set; }
 
         [JsonProperty("query")]
-        [JsonConverter(typeof(MinMaxLengthCheckConverter7))]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter13))]
         public string Query { get; set; }
 
         [JsonProperty("relevance")]
@@ -1480,7 +1755,7 @@ namespace Machi.Protocol
         /// agent id is accepted too; the server stores and prompts display names).
         /// </summary>
         [JsonProperty("history", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(StickyDecodeArrayConverter))]
+        [JsonConverter(typeof(IndecentDecodeArrayConverter))]
         public List<string> History { get; set; }
 
         /// <summary>
@@ -1499,7 +1774,7 @@ namespace Machi.Protocol
         /// Unset: the two of `agent_id` and `target_id`.
         /// </summary>
         [JsonProperty("participants")]
-        [JsonConverter(typeof(IndigoDecodeArrayConverter))]
+        [JsonConverter(typeof(HilariousDecodeArrayConverter))]
         public List<string> Participants { get; set; }
 
         /// <summary>
@@ -1641,7 +1916,7 @@ namespace Machi.Protocol
         /// the thought, in the agent's language
         /// </summary>
         [JsonProperty("text")]
-        [JsonConverter(typeof(MinMaxLengthCheckConverter8))]
+        [JsonConverter(typeof(MinMaxLengthCheckConverter14))]
         public string Text { get; set; }
 
         /// <summary>
@@ -1748,6 +2023,8 @@ namespace Machi.Protocol
 
     public enum TypeElement { Observation, Plan, Reflection };
 
+    public enum RecommendedAction { Accept, Reject, Revise };
+
     /// <summary>
     /// The VRM 1.0 expression preset that drives the face while this line is shown: the model's
     /// choice when it names a preset (or a word that maps onto one), otherwise the preset the
@@ -1806,6 +2083,31 @@ namespace Machi.Protocol
         public static ConversationSummary FromJson(string json) => JsonConvert.DeserializeObject<ConversationSummary>(json, Machi.Protocol.Converter.Settings);
     }
 
+    public partial class CouncilAccepted
+    {
+        public static CouncilAccepted FromJson(string json) => JsonConvert.DeserializeObject<CouncilAccepted>(json, Machi.Protocol.Converter.Settings);
+    }
+
+    public partial class CouncilCreate
+    {
+        public static CouncilCreate FromJson(string json) => JsonConvert.DeserializeObject<CouncilCreate>(json, Machi.Protocol.Converter.Settings);
+    }
+
+    public partial class CouncilList
+    {
+        public static CouncilList FromJson(string json) => JsonConvert.DeserializeObject<CouncilList>(json, Machi.Protocol.Converter.Settings);
+    }
+
+    public partial class CouncilPublic
+    {
+        public static CouncilPublic FromJson(string json) => JsonConvert.DeserializeObject<CouncilPublic>(json, Machi.Protocol.Converter.Settings);
+    }
+
+    public partial class CouncilSummary
+    {
+        public static CouncilSummary FromJson(string json) => JsonConvert.DeserializeObject<CouncilSummary>(json, Machi.Protocol.Converter.Settings);
+    }
+
     public partial class EmotionNow
     {
         public static EmotionNow FromJson(string json) => JsonConvert.DeserializeObject<EmotionNow>(json, Machi.Protocol.Converter.Settings);
@@ -1854,6 +2156,31 @@ namespace Machi.Protocol
     public partial class IntentionsPublic
     {
         public static IntentionsPublic FromJson(string json) => JsonConvert.DeserializeObject<IntentionsPublic>(json, Machi.Protocol.Converter.Settings);
+    }
+
+    public partial class InterviewMemory
+    {
+        public static InterviewMemory FromJson(string json) => JsonConvert.DeserializeObject<InterviewMemory>(json, Machi.Protocol.Converter.Settings);
+    }
+
+    public partial class InterviewRequest
+    {
+        public static InterviewRequest FromJson(string json) => JsonConvert.DeserializeObject<InterviewRequest>(json, Machi.Protocol.Converter.Settings);
+    }
+
+    public partial class InterviewResult
+    {
+        public static InterviewResult FromJson(string json) => JsonConvert.DeserializeObject<InterviewResult>(json, Machi.Protocol.Converter.Settings);
+    }
+
+    public partial class JudgeRequest
+    {
+        public static JudgeRequest FromJson(string json) => JsonConvert.DeserializeObject<JudgeRequest>(json, Machi.Protocol.Converter.Settings);
+    }
+
+    public partial class JudgeResult
+    {
+        public static JudgeResult FromJson(string json) => JsonConvert.DeserializeObject<JudgeResult>(json, Machi.Protocol.Converter.Settings);
     }
 
     public partial class LlmHealthPublic
@@ -2037,6 +2364,11 @@ namespace Machi.Protocol
         public static string ToJson(this ConversationDetail self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this ConversationList self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this ConversationSummary self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
+        public static string ToJson(this CouncilAccepted self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
+        public static string ToJson(this CouncilCreate self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
+        public static string ToJson(this CouncilList self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
+        public static string ToJson(this CouncilPublic self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
+        public static string ToJson(this CouncilSummary self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this EmotionNow self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this EndRequest self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this EndResult self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
@@ -2047,6 +2379,11 @@ namespace Machi.Protocol
         public static string ToJson(this HistoryFix self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this IntentionLine self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this IntentionsPublic self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
+        public static string ToJson(this InterviewMemory self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
+        public static string ToJson(this InterviewRequest self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
+        public static string ToJson(this InterviewResult self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
+        public static string ToJson(this JudgeRequest self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
+        public static string ToJson(this JudgeResult self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this LlmHealthPublic self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this MemoryBatchCreate self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
         public static string ToJson(this MemoryCreate self) => JsonConvert.SerializeObject(self, Machi.Protocol.Converter.Settings);
@@ -2097,6 +2434,7 @@ namespace Machi.Protocol
                 LanguageConverter.Singleton,
                 KindConverter.Singleton,
                 TypeElementConverter.Singleton,
+                RecommendedActionConverter.Singleton,
                 EmotionConverter.Singleton,
                 EndReasonConverter.Singleton,
                 RelevanceConverter.Singleton,
@@ -2731,7 +3069,7 @@ namespace Machi.Protocol
         public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
         {
             var value = serializer.Deserialize<string>(reader);
-            if (value.Length >= 1 && value.Length <= 32)
+            if (value.Length <= 5000)
             {
                 return value;
             }
@@ -2741,7 +3079,7 @@ namespace Machi.Protocol
         public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
         {
             var value = (string)untypedValue;
-            if (value.Length >= 1 && value.Length <= 32)
+            if (value.Length <= 5000)
             {
                 serializer.Serialize(writer, value);
                 return;
@@ -2759,7 +3097,7 @@ namespace Machi.Protocol
         public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
         {
             var value = serializer.Deserialize<string>(reader);
-            if (value.Length >= 1 && value.Length <= 128)
+            if (value.Length <= 64)
             {
                 return value;
             }
@@ -2769,7 +3107,7 @@ namespace Machi.Protocol
         public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
         {
             var value = (string)untypedValue;
-            if (value.Length >= 1 && value.Length <= 128)
+            if (value.Length <= 64)
             {
                 serializer.Serialize(writer, value);
                 return;
@@ -2790,7 +3128,7 @@ namespace Machi.Protocol
             var value = new List<string>();
             while (reader.TokenType != JsonToken.EndArray)
             {
-                var converter = MischievousMinMaxLengthCheckConverter.Singleton;
+                var converter = IndecentMinMaxLengthCheckConverter.Singleton;
                 var arrayItem = (string)converter.ReadJson(reader, typeof(string), null, serializer);
                 value.Add(arrayItem);
                 reader.Read();
@@ -2804,7 +3142,7 @@ namespace Machi.Protocol
             writer.WriteStartArray();
             foreach (var arrayItem in value)
             {
-                var converter = MischievousMinMaxLengthCheckConverter.Singleton;
+                var converter = IndecentMinMaxLengthCheckConverter.Singleton;
                 converter.WriteJson(writer, arrayItem, serializer);
             }
             writer.WriteEndArray();
@@ -2821,7 +3159,7 @@ namespace Machi.Protocol
         public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
         {
             var value = serializer.Deserialize<string>(reader);
-            if (value.Length >= 1 && value.Length <= 32)
+            if (value.Length <= 100)
             {
                 return value;
             }
@@ -2831,7 +3169,7 @@ namespace Machi.Protocol
         public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
         {
             var value = (string)untypedValue;
-            if (value.Length >= 1 && value.Length <= 32)
+            if (value.Length <= 100)
             {
                 serializer.Serialize(writer, value);
                 return;
@@ -2849,7 +3187,7 @@ namespace Machi.Protocol
         public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
         {
             var value = serializer.Deserialize<string>(reader);
-            if (value.Length >= 1 && value.Length <= 10000)
+            if (value.Length >= 1 && value.Length <= 300)
             {
                 return value;
             }
@@ -2859,7 +3197,7 @@ namespace Machi.Protocol
         public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
         {
             var value = (string)untypedValue;
-            if (value.Length >= 1 && value.Length <= 10000)
+            if (value.Length >= 1 && value.Length <= 300)
             {
                 serializer.Serialize(writer, value);
                 return;
@@ -2868,6 +3206,62 @@ namespace Machi.Protocol
         }
 
         public static readonly BraggadociousMinMaxLengthCheckConverter Singleton = new BraggadociousMinMaxLengthCheckConverter();
+    }
+
+    internal class MinMaxLengthCheckConverter1 : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(string);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            var value = serializer.Deserialize<string>(reader);
+            if (value.Length >= 1 && value.Length <= 32)
+            {
+                return value;
+            }
+            throw new Exception("Cannot unmarshal type string");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (string)untypedValue;
+            if (value.Length >= 1 && value.Length <= 32)
+            {
+                serializer.Serialize(writer, value);
+                return;
+            }
+            throw new Exception("Cannot marshal type string");
+        }
+
+        public static readonly MinMaxLengthCheckConverter1 Singleton = new MinMaxLengthCheckConverter1();
+    }
+
+    internal class MinMaxLengthCheckConverter2 : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(string);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            var value = serializer.Deserialize<string>(reader);
+            if (value.Length >= 1 && value.Length <= 128)
+            {
+                return value;
+            }
+            throw new Exception("Cannot unmarshal type string");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (string)untypedValue;
+            if (value.Length >= 1 && value.Length <= 128)
+            {
+                serializer.Serialize(writer, value);
+                return;
+            }
+            throw new Exception("Cannot marshal type string");
+        }
+
+        public static readonly MinMaxLengthCheckConverter2 Singleton = new MinMaxLengthCheckConverter2();
     }
 
     internal class TentacledDecodeArrayConverter : JsonConverter
@@ -2880,7 +3274,7 @@ namespace Machi.Protocol
             var value = new List<string>();
             while (reader.TokenType != JsonToken.EndArray)
             {
-                var converter = MinMaxLengthCheckConverter1.Singleton;
+                var converter = MinMaxLengthCheckConverter3.Singleton;
                 var arrayItem = (string)converter.ReadJson(reader, typeof(string), null, serializer);
                 value.Add(arrayItem);
                 reader.Read();
@@ -2894,7 +3288,7 @@ namespace Machi.Protocol
             writer.WriteStartArray();
             foreach (var arrayItem in value)
             {
-                var converter = MinMaxLengthCheckConverter1.Singleton;
+                var converter = MinMaxLengthCheckConverter3.Singleton;
                 converter.WriteJson(writer, arrayItem, serializer);
             }
             writer.WriteEndArray();
@@ -2904,14 +3298,14 @@ namespace Machi.Protocol
         public static readonly TentacledDecodeArrayConverter Singleton = new TentacledDecodeArrayConverter();
     }
 
-    internal class MinMaxLengthCheckConverter1 : JsonConverter
+    internal class MinMaxLengthCheckConverter3 : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(string);
 
         public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
         {
             var value = serializer.Deserialize<string>(reader);
-            if (value.Length <= 100)
+            if (value.Length >= 1 && value.Length <= 32)
             {
                 return value;
             }
@@ -2921,7 +3315,7 @@ namespace Machi.Protocol
         public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
         {
             var value = (string)untypedValue;
-            if (value.Length <= 100)
+            if (value.Length >= 1 && value.Length <= 32)
             {
                 serializer.Serialize(writer, value);
                 return;
@@ -2929,7 +3323,7 @@ namespace Machi.Protocol
             throw new Exception("Cannot marshal type string");
         }
 
-        public static readonly MinMaxLengthCheckConverter1 Singleton = new MinMaxLengthCheckConverter1();
+        public static readonly MinMaxLengthCheckConverter3 Singleton = new MinMaxLengthCheckConverter3();
     }
 
     internal class TypeElementConverter : JsonConverter
@@ -2978,62 +3372,6 @@ namespace Machi.Protocol
         public static readonly TypeElementConverter Singleton = new TypeElementConverter();
     }
 
-    internal class MinMaxLengthCheckConverter2 : JsonConverter
-    {
-        public override bool CanConvert(Type t) => t == typeof(string);
-
-        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
-        {
-            var value = serializer.Deserialize<string>(reader);
-            if (value.Length <= 2000)
-            {
-                return value;
-            }
-            throw new Exception("Cannot unmarshal type string");
-        }
-
-        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
-        {
-            var value = (string)untypedValue;
-            if (value.Length <= 2000)
-            {
-                serializer.Serialize(writer, value);
-                return;
-            }
-            throw new Exception("Cannot marshal type string");
-        }
-
-        public static readonly MinMaxLengthCheckConverter2 Singleton = new MinMaxLengthCheckConverter2();
-    }
-
-    internal class MinMaxLengthCheckConverter3 : JsonConverter
-    {
-        public override bool CanConvert(Type t) => t == typeof(string);
-
-        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
-        {
-            var value = serializer.Deserialize<string>(reader);
-            if (value.Length >= 1 && value.Length <= 64)
-            {
-                return value;
-            }
-            throw new Exception("Cannot unmarshal type string");
-        }
-
-        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
-        {
-            var value = (string)untypedValue;
-            if (value.Length >= 1 && value.Length <= 64)
-            {
-                serializer.Serialize(writer, value);
-                return;
-            }
-            throw new Exception("Cannot marshal type string");
-        }
-
-        public static readonly MinMaxLengthCheckConverter3 Singleton = new MinMaxLengthCheckConverter3();
-    }
-
     internal class MinMaxLengthCheckConverter4 : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(string);
@@ -3041,7 +3379,7 @@ namespace Machi.Protocol
         public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
         {
             var value = serializer.Deserialize<string>(reader);
-            if (value.Length >= 1 && value.Length <= 200)
+            if (value.Length >= 1 && value.Length <= 500)
             {
                 return value;
             }
@@ -3051,7 +3389,7 @@ namespace Machi.Protocol
         public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
         {
             var value = (string)untypedValue;
-            if (value.Length >= 1 && value.Length <= 200)
+            if (value.Length >= 1 && value.Length <= 500)
             {
                 serializer.Serialize(writer, value);
                 return;
@@ -3069,6 +3407,288 @@ namespace Machi.Protocol
         public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
         {
             var value = serializer.Deserialize<string>(reader);
+            if (value.Length >= 1 && value.Length <= 20000)
+            {
+                return value;
+            }
+            throw new Exception("Cannot unmarshal type string");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (string)untypedValue;
+            if (value.Length >= 1 && value.Length <= 20000)
+            {
+                serializer.Serialize(writer, value);
+                return;
+            }
+            throw new Exception("Cannot marshal type string");
+        }
+
+        public static readonly MinMaxLengthCheckConverter5 Singleton = new MinMaxLengthCheckConverter5();
+    }
+
+    internal class MinMaxLengthCheckConverter6 : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(string);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            var value = serializer.Deserialize<string>(reader);
+            if (value.Length <= 20000)
+            {
+                return value;
+            }
+            throw new Exception("Cannot unmarshal type string");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (string)untypedValue;
+            if (value.Length <= 20000)
+            {
+                serializer.Serialize(writer, value);
+                return;
+            }
+            throw new Exception("Cannot marshal type string");
+        }
+
+        public static readonly MinMaxLengthCheckConverter6 Singleton = new MinMaxLengthCheckConverter6();
+    }
+
+    internal class StickyDecodeArrayConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(List<string>);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            reader.Read();
+            var value = new List<string>();
+            while (reader.TokenType != JsonToken.EndArray)
+            {
+                var converter = MinMaxLengthCheckConverter7.Singleton;
+                var arrayItem = (string)converter.ReadJson(reader, typeof(string), null, serializer);
+                value.Add(arrayItem);
+                reader.Read();
+            }
+            return value;
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (List<string>)untypedValue;
+            writer.WriteStartArray();
+            foreach (var arrayItem in value)
+            {
+                var converter = MinMaxLengthCheckConverter7.Singleton;
+                converter.WriteJson(writer, arrayItem, serializer);
+            }
+            writer.WriteEndArray();
+            return;
+        }
+
+        public static readonly StickyDecodeArrayConverter Singleton = new StickyDecodeArrayConverter();
+    }
+
+    internal class MinMaxLengthCheckConverter7 : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(string);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            var value = serializer.Deserialize<string>(reader);
+            if (value.Length >= 1 && value.Length <= 64)
+            {
+                return value;
+            }
+            throw new Exception("Cannot unmarshal type string");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (string)untypedValue;
+            if (value.Length >= 1 && value.Length <= 64)
+            {
+                serializer.Serialize(writer, value);
+                return;
+            }
+            throw new Exception("Cannot marshal type string");
+        }
+
+        public static readonly MinMaxLengthCheckConverter7 Singleton = new MinMaxLengthCheckConverter7();
+    }
+
+    internal class RecommendedActionConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(RecommendedAction) || t == typeof(RecommendedAction?);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            if (reader.TokenType == JsonToken.Null) return null;
+            var value = serializer.Deserialize<string>(reader);
+            switch (value)
+            {
+                case "accept":
+                    return RecommendedAction.Accept;
+                case "reject":
+                    return RecommendedAction.Reject;
+                case "revise":
+                    return RecommendedAction.Revise;
+            }
+            throw new Exception("Cannot unmarshal type RecommendedAction");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            if (untypedValue == null)
+            {
+                serializer.Serialize(writer, null);
+                return;
+            }
+            var value = (RecommendedAction)untypedValue;
+            switch (value)
+            {
+                case RecommendedAction.Accept:
+                    serializer.Serialize(writer, "accept");
+                    return;
+                case RecommendedAction.Reject:
+                    serializer.Serialize(writer, "reject");
+                    return;
+                case RecommendedAction.Revise:
+                    serializer.Serialize(writer, "revise");
+                    return;
+            }
+            throw new Exception("Cannot marshal type RecommendedAction");
+        }
+
+        public static readonly RecommendedActionConverter Singleton = new RecommendedActionConverter();
+    }
+
+    internal class MinMaxLengthCheckConverter8 : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(string);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            var value = serializer.Deserialize<string>(reader);
+            if (value.Length >= 1 && value.Length <= 10000)
+            {
+                return value;
+            }
+            throw new Exception("Cannot unmarshal type string");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (string)untypedValue;
+            if (value.Length >= 1 && value.Length <= 10000)
+            {
+                serializer.Serialize(writer, value);
+                return;
+            }
+            throw new Exception("Cannot marshal type string");
+        }
+
+        public static readonly MinMaxLengthCheckConverter8 Singleton = new MinMaxLengthCheckConverter8();
+    }
+
+    internal class IndigoDecodeArrayConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(List<string>);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            reader.Read();
+            var value = new List<string>();
+            while (reader.TokenType != JsonToken.EndArray)
+            {
+                var converter = MischievousMinMaxLengthCheckConverter.Singleton;
+                var arrayItem = (string)converter.ReadJson(reader, typeof(string), null, serializer);
+                value.Add(arrayItem);
+                reader.Read();
+            }
+            return value;
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (List<string>)untypedValue;
+            writer.WriteStartArray();
+            foreach (var arrayItem in value)
+            {
+                var converter = MischievousMinMaxLengthCheckConverter.Singleton;
+                converter.WriteJson(writer, arrayItem, serializer);
+            }
+            writer.WriteEndArray();
+            return;
+        }
+
+        public static readonly IndigoDecodeArrayConverter Singleton = new IndigoDecodeArrayConverter();
+    }
+
+    internal class MinMaxLengthCheckConverter9 : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(string);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            var value = serializer.Deserialize<string>(reader);
+            if (value.Length <= 2000)
+            {
+                return value;
+            }
+            throw new Exception("Cannot unmarshal type string");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (string)untypedValue;
+            if (value.Length <= 2000)
+            {
+                serializer.Serialize(writer, value);
+                return;
+            }
+            throw new Exception("Cannot marshal type string");
+        }
+
+        public static readonly MinMaxLengthCheckConverter9 Singleton = new MinMaxLengthCheckConverter9();
+    }
+
+    internal class MinMaxLengthCheckConverter10 : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(string);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            var value = serializer.Deserialize<string>(reader);
+            if (value.Length >= 1 && value.Length <= 200)
+            {
+                return value;
+            }
+            throw new Exception("Cannot unmarshal type string");
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (string)untypedValue;
+            if (value.Length >= 1 && value.Length <= 200)
+            {
+                serializer.Serialize(writer, value);
+                return;
+            }
+            throw new Exception("Cannot marshal type string");
+        }
+
+        public static readonly MinMaxLengthCheckConverter10 Singleton = new MinMaxLengthCheckConverter10();
+    }
+
+    internal class MinMaxLengthCheckConverter11 : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(string);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            var value = serializer.Deserialize<string>(reader);
             if (value.Length <= 500)
             {
                 return value;
@@ -3087,10 +3707,10 @@ namespace Machi.Protocol
             throw new Exception("Cannot marshal type string");
         }
 
-        public static readonly MinMaxLengthCheckConverter5 Singleton = new MinMaxLengthCheckConverter5();
+        public static readonly MinMaxLengthCheckConverter11 Singleton = new MinMaxLengthCheckConverter11();
     }
 
-    internal class StickyDecodeArrayConverter : JsonConverter
+    internal class IndecentDecodeArrayConverter : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(List<string>);
 
@@ -3100,7 +3720,7 @@ namespace Machi.Protocol
             var value = new List<string>();
             while (reader.TokenType != JsonToken.EndArray)
             {
-                var converter = MinMaxLengthCheckConverter2.Singleton;
+                var converter = MinMaxLengthCheckConverter9.Singleton;
                 var arrayItem = (string)converter.ReadJson(reader, typeof(string), null, serializer);
                 value.Add(arrayItem);
                 reader.Read();
@@ -3114,17 +3734,17 @@ namespace Machi.Protocol
             writer.WriteStartArray();
             foreach (var arrayItem in value)
             {
-                var converter = MinMaxLengthCheckConverter2.Singleton;
+                var converter = MinMaxLengthCheckConverter9.Singleton;
                 converter.WriteJson(writer, arrayItem, serializer);
             }
             writer.WriteEndArray();
             return;
         }
 
-        public static readonly StickyDecodeArrayConverter Singleton = new StickyDecodeArrayConverter();
+        public static readonly IndecentDecodeArrayConverter Singleton = new IndecentDecodeArrayConverter();
     }
 
-    internal class IndigoDecodeArrayConverter : JsonConverter
+    internal class HilariousDecodeArrayConverter : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(List<string>);
 
@@ -3155,10 +3775,10 @@ namespace Machi.Protocol
             return;
         }
 
-        public static readonly IndigoDecodeArrayConverter Singleton = new IndigoDecodeArrayConverter();
+        public static readonly HilariousDecodeArrayConverter Singleton = new HilariousDecodeArrayConverter();
     }
 
-    internal class MinMaxLengthCheckConverter6 : JsonConverter
+    internal class MinMaxLengthCheckConverter12 : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(string);
 
@@ -3183,7 +3803,7 @@ namespace Machi.Protocol
             throw new Exception("Cannot marshal type string");
         }
 
-        public static readonly MinMaxLengthCheckConverter6 Singleton = new MinMaxLengthCheckConverter6();
+        public static readonly MinMaxLengthCheckConverter12 Singleton = new MinMaxLengthCheckConverter12();
     }
 
     internal class EmotionConverter : JsonConverter
@@ -3327,7 +3947,7 @@ namespace Machi.Protocol
         public static readonly StickyMinMaxValueCheckConverter Singleton = new StickyMinMaxValueCheckConverter();
     }
 
-    internal class MinMaxLengthCheckConverter7 : JsonConverter
+    internal class MinMaxLengthCheckConverter13 : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(string);
 
@@ -3352,7 +3972,7 @@ namespace Machi.Protocol
             throw new Exception("Cannot marshal type string");
         }
 
-        public static readonly MinMaxLengthCheckConverter7 Singleton = new MinMaxLengthCheckConverter7();
+        public static readonly MinMaxLengthCheckConverter13 Singleton = new MinMaxLengthCheckConverter13();
     }
 
     internal class RelevanceConverter : JsonConverter
@@ -3457,7 +4077,7 @@ namespace Machi.Protocol
         public static readonly StateConverter Singleton = new StateConverter();
     }
 
-    internal class MinMaxLengthCheckConverter8 : JsonConverter
+    internal class MinMaxLengthCheckConverter14 : JsonConverter
     {
         public override bool CanConvert(Type t) => t == typeof(string);
 
@@ -3482,6 +4102,6 @@ namespace Machi.Protocol
             throw new Exception("Cannot marshal type string");
         }
 
-        public static readonly MinMaxLengthCheckConverter8 Singleton = new MinMaxLengthCheckConverter8();
+        public static readonly MinMaxLengthCheckConverter14 Singleton = new MinMaxLengthCheckConverter14();
     }
 }

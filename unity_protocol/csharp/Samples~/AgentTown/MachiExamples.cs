@@ -138,6 +138,36 @@ namespace Machi.Samples
             }
         }
 
+        public static async UniTask<InterviewResult> InterviewAsync(MachiClient client, CancellationToken ct)
+        {
+            // README: interview
+            InterviewResult reply = await client.InterviewAsync("hikari",
+                new InterviewRequest { Question = "葵は図書館のことを何か言ってた？", Day = 1, TimeOfDay = 10.0 }, ct);
+            Debug.Log(reply.Answer); // in character, in hikari's language; nothing she remembers changes
+            // reply.MemoriesUsed: what she answered from; reply.Fallback: the model failed or was late
+            // README end
+            return reply;
+        }
+
+        public static async UniTask<CouncilPublic> CouncilAsync(MachiClient client, CancellationToken ct)
+        {
+            // README: council
+            CouncilAccepted started = await client.StartCouncilAsync(new CouncilCreate
+            {
+                Title = "公園に図書コーナーを作る",
+                Background = "公園のベンチで本を読む人が増えている。",
+                Rounds = 2   // 1-5; Members: null = the world's council (agents with a council role)
+            }, ct);
+            Debug.Log(started.Label + " is deliberating"); // answered at once (202); it runs on the server
+            CouncilPublic council = await client.WaitForCouncilAsync(started.Id, System.TimeSpan.FromSeconds(2), ct);
+            // council.Status: "done" (or "failed", with council.Error); council.Outcome: adopt,
+            // adopt_with_conditions, revise or reconsider; council.Record: every round, the consensus
+            string notice = await client.GetCouncilRecordAsync(started.Id, ct); // the record as markdown
+            // README end
+            Debug.Log(notice);
+            return council;
+        }
+
         public static void FollowMoods(MachiEvents events, VrmEmotionMapper face)
         {
             // README: events-use
