@@ -104,7 +104,8 @@ def anonymised(text: str, visitors: Iterable[str], names: dict[str, str], langua
 def _name_pattern(name: str) -> re.Pattern[str]:
     escaped = re.escape(name)
     # A Latin name is a whole word ("Eve" is not in "Evening"); a Japanese one is matched where it stands.
-    return re.compile(rf"(?<!\w){escaped}(?!\w)" if name.isascii() else escaped, re.IGNORECASE)
+    ascii_word = rf"(?<![A-Za-z0-9]){escaped}(?![A-Za-z0-9])"  # "Malloryに" is the name, "Evening" not
+    return re.compile(ascii_word if name.isascii() else escaped, re.IGNORECASE)
 
 
 def retold(line: str, heard: Sequence[Heard], members: Sequence[str]) -> Heard | None:
