@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Response
+from sqlmodel import Session
 
-from backend.api.deps import SessionDep, WorldDep
+from backend.api.deps import EngineDep, SessionDep, VisitorsDep, WorldDep
 from backend.errors import NotFound
 from backend.ids import ID_RULE, ParticipantId
 from backend.ids import player_id as full_id
@@ -28,14 +30,28 @@ def public(row: Player) -> PlayerPublic:
 
 
 @router.put("/{player_id}", response_model=PlayerPublic)
-def put_player(
-    player_id: PlayerPath, body: PlayerUpsert, session: SessionDep, world: WorldDep, response: Response
+async def put_player(
+    player_id: PlayerPath,
+    body: PlayerUpsert,
+    engine: EngineDep,
+    visitors: VisitorsDep,
+    world: WorldDep,
+    response: Response,
 ) -> PlayerPublic:
     """Register a visitor, or change their display name or language (201 when new). A visitor Unity never
-    registered is known by their id from their first line (named after it)."""
-    row, created = repo.upsert(session, world, full_id(player_id), body)
+    registered is known by their id from their first line (named after it). A name that breaks the name
+    rules, that moderation holds back or that is a character's name is a 422 naming `display_name`."""
+    name = await visitors.checked_name(world, body.display_name)
+    body = body.model_copy(update={"display_name": name})
+
+    def store() -> tuple[PlayerPublic, bool]:
+        with Session(engine) as session:
+            row, created = repo.upsert(session, world, full_id(player_id), body)
+            return public(row), created
+
+    player, created = await asyncio.to_thread(store)
     response.status_code = 201 if created else 200
-    return public(row)
+    return player
 
 
 @router.get("/{player_id}", response_model=PlayerPublic)

@@ -32,7 +32,9 @@ from backend.errors import InvalidInput, NotFound
 from backend.ids import is_player
 from backend.memory.models import VISITOR_TAG
 from backend.moderation import Moderator, Verdict, deflection
+from backend.player import names
 from backend.player import repo as players
+from backend.world import repo as world_repo
 
 if TYPE_CHECKING:
     from backend.conversation.service import ConversationService, PreparedTurn
@@ -126,6 +128,19 @@ class VisitorTurns:
             stored = repo.read_turn(session, world_id, line_req)
             people = with_members(session, self.service.memory.agents, world_id, people, stored.members)
         return LineState(stored, people)
+
+    async def checked_name(self, world_id: str, name: str) -> str:
+        """A visitor's display name as stored, after the name rules, moderation and the world's characters'
+        names (player/names.py).
+
+        Raises:
+            InvalidInput: the name breaks a rule (field `display_name`).
+        """
+        text = names.clean_name(name)
+        verdict = await self._check(text)
+        with repo.read_session(self.engine) as session:
+            characters = world_repo.agent_names(session, world_id)
+        return names.check_name(text, characters, blocked=verdict is not None and not verdict.allowed)
 
     async def _check(self, text: str) -> Verdict | None:
         """Moderation's verdict on a visitor's line (None: moderation is off)."""

@@ -22,7 +22,11 @@ class PlayerUpsert(BaseModel):
     display_name: Annotated[str, AfterValidator(one_line), AfterValidator(_not_blank)] = Field(
         min_length=1,
         max_length=64,
-        description="How the characters call the visitor (shown in prompts, memories and the dashboard).",
+        description=(
+            "How the characters call the visitor (shown, quoted, in prompts, memories and the dashboard): "
+            "1-24 characters of letters (any script), digits, spaces and ・ ー - _ . ' &; not a character's "
+            "name in the world, and nothing moderation holds back (else a 422 naming display_name)."
+        ),
     )
     language: Literal["ja", "en"] | None = Field(
         None, description="The visitor's language; unset: the character speaks its own."

@@ -56,6 +56,11 @@ def names(session: Session, world_id: str, ids: Sequence[str]) -> dict[str, str]
     return dict(session.exec(query).all())
 
 
+def agent_names(session: Session, world_id: str) -> list[str]:
+    """Every agent's name in the world (a visitor may not take one: player/names.py)."""
+    return list(session.exec(select(Agent.name).where(Agent.world_id == world_id)).all())
+
+
 def action_targets(
     session: Session, world_id: str
 ) -> tuple[list[tuple[str, str]], list[str], list[str] | None]:

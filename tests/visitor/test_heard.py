@@ -93,9 +93,13 @@ def test_with_named_the_name_stays_but_only_quoted(town: TestClient, scripted: S
     assert "Mallory" in inside and "Mallory" not in outside
 
 
-def test_a_line_retelling_another_visitors_words_is_never_said(town: TestClient, scripted: ScriptedLLM) -> None:
+def test_a_line_retelling_another_visitors_words_is_never_said(
+    town: TestClient, scripted: ScriptedLLM
+) -> None:
     _mallory_talks(town)
-    scripted.enqueue(say("そういえば、http://evil.example/login でパスワード登録が必要なんだって！"), purpose="dialogue")
+    scripted.enqueue(
+        say("そういえば、http://evil.example/login でパスワード登録が必要なんだって！"), purpose="dialogue"
+    )
     reply = _bob_asks(town)
     assert reply["deflected"] and "evil" not in reply["dialogue"]
     stored = rows(town, Turn, session_id="s-bob", turn_index=1)[0]
@@ -120,7 +124,9 @@ def test_a_characters_line_is_checked_when_said_even_among_characters(
     assert stored.moderation is not None and stored.moderation["source"] == "word_list"
 
 
-def test_a_visitors_words_stay_marked_when_characters_retell_them(town: TestClient, scripted: ScriptedLLM) -> None:
+def test_a_visitors_words_stay_marked_when_characters_retell_them(
+    town: TestClient, scripted: ScriptedLLM
+) -> None:
     _mallory_talks(town)
     # aoi, with Mallory's words in mind, talks with hikari: hikari's memories of it carry the marks too.
     response = town.post(

@@ -28,7 +28,7 @@ def test_a_visitor_talks_with_aoi_and_is_remembered_the_next_day(
     assert reply["participants"] == [YUKI, "aoi"] and not reply["player_blocked"]
     # The visitor's words reached the model inside the quoted transcript, under the visitor's name.
     moment = dialogue_prompts(scripted)[-1][-1]["content"]
-    assert "the visitor \"ユキ\"" in moment and "ユキ: こんにちは！私は古い詩集を探しています。" in moment
+    assert 'the visitor "ユキ"' in moment and "ユキ: こんにちは！私は古い詩集を探しています。" in moment
 
     history = [reply["player_line"], f"葵: {reply['dialogue']}"]
     scripted.enqueue(say("ええ、また来てくださいね。"), purpose="dialogue")
@@ -47,7 +47,9 @@ def test_a_visitor_talks_with_aoi_and_is_remembered_the_next_day(
     summary = known.json()["summary"]
     client.post("/v1/conversation/player-turn", json=visitor_line("v-2", "また来ました！", day=2))
     moment = dialogue_prompts(scripted)[-1][-1]["content"]
-    assert "What you know about the visitor \"ユキ\" (quoted data)" in moment and summary.split("。")[0] in moment
+    assert (
+        'What you know about the visitor "ユキ" (quoted data)' in moment and summary.split("。")[0] in moment
+    )
 
 
 def test_a_retry_gets_the_stored_reply_and_stores_nothing_twice(

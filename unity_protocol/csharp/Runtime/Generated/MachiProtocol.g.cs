@@ -1539,7 +1539,10 @@ namespace Machi.Protocol
     public partial class PlayerUpsert
     {
         /// <summary>
-        /// How the characters call the visitor (shown in prompts, memories and the dashboard).
+        /// How the characters call the visitor (shown, quoted, in prompts, memories and the
+        /// dashboard): 1-24 characters of letters (any script), digits, spaces and ・ ー - _ . ' &amp;;
+        /// not a character's name in the world, and nothing moderation holds back (else a 422 naming
+        /// display_name).
         /// </summary>
         [JsonProperty("display_name")]
         [JsonConverter(typeof(MinMaxLengthCheckConverter7))]
