@@ -19,7 +19,7 @@ from pydantic import (
 from backend.action.schemas import ActionChoices, AgentAction
 from backend.emotion.schemas import LABEL_MAX_CHARS, label_vocabulary
 from backend.ids import ID_RULE, Id, ParticipantId, SessionId, StoredSessionId, is_player
-from backend.text import one_line
+from backend.text import has_visible, one_line, without_invisible
 
 #: The VRM 1.0 expression presets: Unity maps these 1:1 onto the avatar's face.
 EMOTIONS = ("neutral", "happy", "angry", "sad", "relaxed", "surprised")
@@ -95,8 +95,22 @@ class TurnRequest(BaseModel):
 
 
 #: Unity's visitor text: one line (a newline in it would forge a speaker's line); its length is a setting.
+def _visible(value: str) -> str:
+    """A visitor's text as stored: invisible format characters out; nothing visible left is refused."""
+    value = without_invisible(value).strip()
+    if not has_visible(value):
+        raise ValueError(
+            "text holds nothing visible (only spaces, control or invisible characters): send what the "
+            "visitor typed, or send nothing when they typed nothing"
+        )
+    return value
+
+
 PlayerText = Annotated[
-    str, StringConstraints(min_length=1, max_length=MAX_LINE_CHARS), AfterValidator(one_line)
+    str,
+    StringConstraints(min_length=1, max_length=MAX_LINE_CHARS),
+    AfterValidator(one_line),
+    AfterValidator(_visible),
 ]
 
 

@@ -34,6 +34,7 @@ from backend.memory.models import VISITOR_TAG
 from backend.moderation import Moderator, Verdict, deflection
 from backend.player import names
 from backend.player import repo as players
+from backend.text import without_invisible
 from backend.world import repo as world_repo
 
 if TYPE_CHECKING:
@@ -168,6 +169,7 @@ class VisitorTurns:
         text = HELD_BACK[language] if blocked else body.text
         named = rules.named_lines(line_req.history, list(state.people.values()))
         history = check_history(named, state.stored.transcript).history
+        history = await self._moderated(history, len(state.stored.transcript), language)
         line_req = line_req.model_copy(update={"history": history})
         members = state.stored.members or line_req.members()
         line = f"{player.name}: {text}"
@@ -194,6 +196,22 @@ class VisitorTurns:
             self.service.after.visitor_said(world_id, committed.reply, body.location_name)
         stored = committed.reply
         return VisitorLine(stored["turn_index"], str(stored.get("line", line)), bool(stored.get("blocked")))
+
+    async def _moderated(self, history: list[str], stored: int, language: str) -> list[str]:
+        """The history with each line Unity adds (those past the `stored` transcript, stored as sent) checked
+        like a visitor's line: one moderation holds back is stored as the neutral marker, never as typed."""
+        out = list(history)
+        for index in range(stored, len(out)):
+            line = without_invisible(out[index])
+            text = rules.line_text(line)
+            verdict = await self._check(text)
+            if verdict is not None and not verdict.allowed:
+                log.warning(
+                    "a history line of a visitor turn held back by moderation: %s", _trace("history", verdict)
+                )
+                line = line[: len(line) - len(text)] + HELD_BACK[language]
+            out[index] = line
+        return out
 
     def _line_reply(
         self, line_req: TurnRequest, members: list[str], left: list[str], text: str, line: str, blocked: bool
