@@ -13,12 +13,13 @@ may be written with the kanji it looks like (コ口ス with 口 for ロ, 力 for
 An ASCII entry matches only as a whole word, so "ass" does not trip "class" or "assistant", with the common
 endings -s, -es, -ed, -d, -er, -ers and -ing; the words of a phrase may be run together or parted by
 punctuation ("killyourself"). Within a word a letter may be written as a digit or sign (1 ! | for i, 0 for
-o, 3 for e, 4 @ for a, 5 $ for s, 7 + for t, v for u, 8 for b, 9 for g), repeated (fuuuck), or hidden
-behind * (f*ck, fu*k, f**k): never the first letter, and the last only in an entry of four letters or more
-(f*** is fuck, se* is nothing). Up to three punctuation marks, symbols or emoji may stand between two
-letters (fu-ck, fu😀ck), never a space. An entry of three or more letters also matches spelled out, one to
-three spaces or punctuation marks between each two letters (f.u.c.k, f u c k, k y s); parted only here and
-there ("let's hit") it does not.
+o, 3 for e, 4 @ for a, 5 $ for s, 7 + for t, v for u, 8 for b, 9 for g), though never with more digits
+than letters ("53x" is a zoom, "5ex" is not); repeated (fuuuck); or hidden behind * (f*ck, fu*k, f**k):
+never the first letter, and the last only in an entry of four letters or more (f*** is fuck, se* is
+nothing). Up to three punctuation marks, symbols or emoji may stand between two letters (fu-ck, fu😀ck),
+never a space. An entry of three or more letters also matches spelled out, one to three spaces or
+punctuation marks between each two letters (f.u.c.k, f u c k, k y s); parted only here and there ("let's
+hit") it does not.
 """
 
 from __future__ import annotations
@@ -136,6 +137,8 @@ def _pattern(entry: str) -> re.Pattern[str]:
 class _Entry(NamedTuple):
     hit: Hit
     pattern: re.Pattern[str]
+    #: Digits a match may have beyond its letters: the entry's own (911), or any for a Japanese entry.
+    digits: int
 
 
 class WordList:
@@ -150,7 +153,8 @@ class WordList:
             if not folded.strip(" ー") or folded in seen:
                 continue
             seen.add(folded)
-            self._entries.append(_Entry(Hit(category, word.strip()), _pattern(folded)))
+            digits = sum(c.isdigit() for c in folded) if folded.isascii() else len(folded)
+            self._entries.append(_Entry(Hit(category, word.strip()), _pattern(folded), digits))
 
     @classmethod
     def parse(cls, text: str) -> WordList:
@@ -179,10 +183,22 @@ class WordList:
         folded = fold(text)
         best: tuple[int, int, int, Hit] | None = None
         for order, entry in enumerate(self._entries):
-            found = entry.pattern.search(folded)
+            found = _search(entry, folded)
             if found and (best is None or (found.start(), -len(found.group()), order) < best[:3]):
                 best = (found.start(), -len(found.group()), order, entry.hit)
         return best[3] if best else None
+
+
+def _search(entry: _Entry, text: str) -> re.Match[str] | None:
+    """The entry's first match in which digits for letters do not outnumber letters: "53x" is a zoom."""
+    found = entry.pattern.search(text)
+    while found and _digits_for_letters(found.group()) - entry.digits > 0:
+        found = entry.pattern.search(text, found.start() + 1)
+    return found
+
+
+def _digits_for_letters(said: str) -> int:
+    return sum(c.isdigit() for c in said) - sum(c.isalpha() for c in said)
 
 
 def _parse_line(line: str) -> tuple[str, str]:

@@ -144,3 +144,13 @@ def test_a_japanese_gap_never_crosses_a_sentence_end() -> None:
 def test_an_entry_of_long_vowel_marks_only_is_left_out() -> None:
     words = WordList.parse("ー\nーー\nharassment:うざい\n")
     assert len(words) == 1 and words.find("こんにちは") is None
+
+
+def test_digits_for_letters_never_outnumber_the_letters() -> None:
+    words = WordList.parse("sexual:sex\nharassment:shit\nother:911\nother:h8 you\n")
+    for text in ("a 53x zoom lens", "room 5h17", "2 5 3 x 4"):
+        assert words.find(text) is None, text
+    assert words.find("53x or 5ex") == Hit("sexual", "sex")  # the next match counts
+    assert words.find("sh1t") == Hit("harassment", "shit")
+    assert words.find("call 911") == Hit("other", "911")  # the entry's own digits are letters here
+    assert words.find("h8 u") is None and words.find("h8 you") == Hit("other", "h8 you")
