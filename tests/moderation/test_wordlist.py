@@ -117,3 +117,40 @@ def test_an_unreadable_file_is_a_config_error_naming_the_setting(tmp_path: Path)
     broken.write_bytes("caf\xe9".encode("latin-1"))
     with pytest.raises(ConfigError, match="MODERATION_WORDS_FILE"):
         load_word_list(broken)
+
+
+def test_a_hidden_letter_is_never_the_first_nor_the_last_of_a_short_entry() -> None:
+    words = WordList.parse("sexual:sex\nharassment:fuck\n")
+    assert words.find("s*x") == Hit("sexual", "sex")
+    assert words.find("f**k") == words.find("f***") == Hit("harassment", "fuck")
+    for text in ("se*", "*ex", "5**(-e*y)", "***", "x = s * x"):
+        assert words.find(text) is None, text
+
+
+def test_signs_between_letters_stay_inside_a_word() -> None:
+    words = WordList.parse("harassment:shit\n")
+    assert words.find("sh.it") == words.find("sh😀it") == Hit("harassment", "shit")
+    for text in ("it's hit or miss", "`${hit.type}`", "s/hi t"):
+        assert words.find(text) is None, text
+
+
+def test_a_japanese_gap_never_crosses_a_sentence_end() -> None:
+    words = WordList.parse("harassment:死ね\n")
+    assert words.find("死、ね") == Hit("harassment", "死ね")
+    for text in ("必死。ねえ、聞いて", "必死！ねむい", "死？ねこ"):
+        assert words.find(text) is None, text
+
+
+def test_an_entry_of_long_vowel_marks_only_is_left_out() -> None:
+    words = WordList.parse("ー\nーー\nharassment:うざい\n")
+    assert len(words) == 1 and words.find("こんにちは") is None
+
+
+def test_digits_for_letters_never_outnumber_the_letters() -> None:
+    words = WordList.parse("sexual:sex\nharassment:shit\nother:911\nother:h8 you\n")
+    for text in ("a 53x zoom lens", "room 5h17", "2 5 3 x 4"):
+        assert words.find(text) is None, text
+    assert words.find("53x or 5ex") == Hit("sexual", "sex")  # the next match counts
+    assert words.find("sh1t") == Hit("harassment", "shit")
+    assert words.find("call 911") == Hit("other", "911")  # the entry's own digits are letters here
+    assert words.find("h8 u") is None and words.find("h8 you") == Hit("other", "h8 you")
