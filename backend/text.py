@@ -168,25 +168,6 @@ def quote_data(text: str) -> str:
     return _ANGLE_RUNS.sub(lambda m: m.group()[0], one_line(text).translate(_ANGLES))
 
 
-# Format characters (Unicode category Cf: zero-width spaces, joiners, word joiners, soft hyphens, bidi marks,
-# tag characters) except the zero-width joiner that holds emoji sequences together (👨‍👩‍👧).
-_INVISIBLE = re.compile(
-    r"[\u00ad\u061c\u180e\u200b\u200c\u200e\u200f\u202a-\u202e\u2060-\u206f\ufeff\U000e0000-\U000e007f]"
-)
-
-
-def without_invisible(text: str) -> str:
-    """`text` with its invisible format characters removed (see `_INVISIBLE`): what a visitor typed, as it
-    is stored and shown (a zero-width space inside a word is how a word list is dodged)."""
-    return _INVISIBLE.sub("", text)
-
-
-def has_visible(text: str) -> bool:
-    """Whether `text` shows anything: a letter, digit, mark of punctuation or symbol (not only spaces,
-    control, format or combining characters, or variation selectors)."""
-    return any(unicodedata.category(c)[0] in "LNPS" for c in text)
-
-
 # An escape sequence the next piece of a stream may still complete (cleaning it now would leave "[31" visible).
 _OPEN_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*)?$")
 

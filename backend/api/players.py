@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated
 
+from anyio import from_thread
 from fastapi import APIRouter, Path, Response
-from sqlmodel import Session
 
-from backend.api.deps import EngineDep, SessionDep, VisitorsDep, WorldDep
+from backend.api.deps import SessionDep, VisitorsDep, WorldDep
 from backend.errors import NotFound
 from backend.ids import ID_RULE, ParticipantId
 from backend.ids import player_id as full_id
@@ -30,10 +29,10 @@ def public(row: Player) -> PlayerPublic:
 
 
 @router.put("/{player_id}", response_model=PlayerPublic)
-async def put_player(
+def put_player(
     player_id: PlayerPath,
     body: PlayerUpsert,
-    engine: EngineDep,
+    session: SessionDep,
     visitors: VisitorsDep,
     world: WorldDep,
     response: Response,
@@ -41,17 +40,13 @@ async def put_player(
     """Register a visitor, or change their display name or language (201 when new). A visitor Unity never
     registered is known by their id from their first line (named after it). A name that breaks the name
     rules, that moderation holds back or that is a character's name is a 422 naming `display_name`."""
-    name = await visitors.checked_name(world, body.display_name)
-    body = body.model_copy(update={"display_name": name})
-
-    def store() -> tuple[PlayerPublic, bool]:
-        with Session(engine) as session:
-            row, created = repo.upsert(session, world, full_id(player_id), body)
-            return public(row), created
-
-    player, created = await asyncio.to_thread(store)
+    # A sync route runs in a worker thread: the check (moderation may call the provider) runs on the loop.
+    name = from_thread.run(visitors.checked_name, world, body.display_name)
+    row, created = repo.upsert(
+        session, world, full_id(player_id), body.model_copy(update={"display_name": name})
+    )
     response.status_code = 201 if created else 200
-    return player
+    return public(row)
 
 
 @router.get("/{player_id}", response_model=PlayerPublic)

@@ -19,7 +19,8 @@ from pydantic import (
 from backend.action.schemas import ActionChoices, AgentAction
 from backend.emotion.schemas import LABEL_MAX_CHARS, label_vocabulary
 from backend.ids import ID_RULE, Id, ParticipantId, SessionId, StoredSessionId, is_player
-from backend.text import has_visible, one_line, without_invisible
+from backend.moderation import clean, is_blank
+from backend.text import one_line
 
 #: The VRM 1.0 expression presets: Unity maps these 1:1 onto the avatar's face.
 EMOTIONS = ("neutral", "happy", "angry", "sad", "relaxed", "surprised")
@@ -97,8 +98,8 @@ class TurnRequest(BaseModel):
 #: Unity's visitor text: one line (a newline in it would forge a speaker's line); its length is a setting.
 def _visible(value: str) -> str:
     """A visitor's text as stored: invisible format characters out; nothing visible left is refused."""
-    value = without_invisible(value).strip()
-    if not has_visible(value):
+    value = clean(value).strip()
+    if is_blank(value):
         raise ValueError(
             "text holds nothing visible (only spaces, control or invisible characters): send what the "
             "visitor typed, or send nothing when they typed nothing"

@@ -31,10 +31,9 @@ from backend.conversation.transcript import check_history
 from backend.errors import InvalidInput, NotFound
 from backend.ids import is_player
 from backend.memory.models import VISITOR_TAG
-from backend.moderation import Moderator, Verdict, deflection
+from backend.moderation import Moderator, Verdict, clean, deflection
 from backend.player import names
 from backend.player import repo as players
-from backend.text import without_invisible
 from backend.world import repo as world_repo
 
 if TYPE_CHECKING:
@@ -202,7 +201,7 @@ class VisitorTurns:
         like a visitor's line: one moderation holds back is stored as the neutral marker, never as typed."""
         out = list(history)
         for index in range(stored, len(out)):
-            line = without_invisible(out[index])
+            line = clean(out[index])
             text = rules.line_text(line)
             verdict = await self._check(text)
             if verdict is not None and not verdict.allowed:
