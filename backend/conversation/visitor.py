@@ -188,7 +188,8 @@ class VisitorTurns:
         observe = turn_jobs.observe_job(world_id, line_req, reply, listeners=listeners, marks=marks)
         said = repo.Said(line, language, watermark, None, moderation)
         committed = await asyncio.to_thread(
-            repo.commit_turn, self.engine, world_id, line_req, reply, said, [observe]
+            # A held-back line is not remembered: there is nothing in it to recall, or to retell.
+            repo.commit_turn, self.engine, world_id, line_req, reply, said, [] if blocked else [observe]
         )
         if committed.created:
             self.service.jobs.submit(committed.jobs)

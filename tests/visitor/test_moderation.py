@@ -88,7 +88,7 @@ def test_a_blocked_line_is_deflected_without_the_model_and_traced(
     assert line.moderation["source"] == "word_list" and "死ね" not in line.dialogue
     drain(client)
     memories = " ".join(m["content"] for m in client.get("/v1/agents/aoi/memories").json()["memories"])
-    assert "死ね" not in memories
+    assert "死ね" not in memories and "聞かなかった" not in memories  # a held-back line is not remembered
     detail = client.get("/v1/conversations/v-bad").json()
     assert detail["turns"][0]["moderation"]["source"] == "word_list"
 
