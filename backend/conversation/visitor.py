@@ -189,7 +189,13 @@ class VisitorTurns:
         said = repo.Said(line, language, watermark, None, moderation)
         committed = await asyncio.to_thread(
             # A held-back line is not remembered: there is nothing in it to recall, or to retell.
-            repo.commit_turn, self.engine, world_id, line_req, reply, said, [] if blocked else [observe]
+            repo.commit_turn,
+            self.engine,
+            world_id,
+            line_req,
+            reply,
+            said,
+            [] if blocked else [observe],
         )
         if committed.created:
             self.service.jobs.submit(committed.jobs)

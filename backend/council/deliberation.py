@@ -28,6 +28,7 @@ from backend.council.schemas import Aggregation, Consensus, MemberOpinion
 from backend.errors import LLMError
 from backend.gametime import utcnow
 from backend.llm.base import LLM, PRIORITY_COUNCIL, GenerateOptions
+from backend.memory.models import VISITOR_TAG
 
 if TYPE_CHECKING:
     from backend.storage.db import Engine
@@ -185,7 +186,8 @@ class CouncilRun:
                     day=member.get("day"),
                     time_of_day=member.get("time_of_day"),
                 )
-                texts = [item.memory.content for item in found]
+                # A visitor's words never steer a council (a stored instruction would): the members' own only.
+                texts = [item.memory.content for item in found if VISITOR_TAG not in (item.memory.tags or ())]
             except Exception as exc:  # noqa: BLE001 - memories are optional context; the council goes on
                 log.warning("council %s: could not recall memories of %s: %s", self.row.id, member["id"], exc)
         self.recalled[member["id"]] = texts
