@@ -48,7 +48,8 @@ async def turn_events(service: ConversationService, prepared: PreparedTurn) -> A
     shown: list[str] = []
     reply: TurnReply | None = prepared.forced
     pieces = _dialogue_pieces(service, prepared) if prepared.forced is None else _nothing()
-    if prepared.ctx is not None and prepared.ctx.visitor and service.stream_check is not None:
+    if prepared.ctx is not None and service.stream_check is not None:
+        # Every line is checked as it is said (shown), among characters too: a sentence at a time.
         pieces = _checked(pieces, service.stream_check)
     async for text in pieces:
         if isinstance(text, TurnReply):
@@ -67,12 +68,12 @@ async def turn_events(service: ConversationService, prepared: PreparedTurn) -> A
     yield "reply", stored
 
 
-#: Where a visitor conversation's streamed line may be shown up to (a sentence checked whole).
+#: Where a streamed line may be shown up to (a sentence checked whole).
 _SENTENCE_END = "。！？!?…."
 
 
 async def _checked(pieces: AsyncIterator[Any], may_show: Callable[[str], bool]) -> AsyncIterator[Any]:
-    """A visitor conversation's stream: dialogue shown a whole sentence at a time, each checked with the
+    """A streamed line: dialogue shown a whole sentence at a time, each checked with the
     line so far (the word list) first; from a sentence that fails, nothing more is shown, and the stored
     reply (a deflection, moderation having held the line back) replaces what was shown with a `reset`."""
     shown, pending, stopped = "", "", False

@@ -98,14 +98,15 @@ def test_two_echoes_in_a_row_fall_back_in_character(client: TestClient, scripted
     assert [t.ok for t in traces(client)] == [False, False]
 
 
-def test_the_streamed_turn_re_asks_an_echo_once_and_resets(client: TestClient, scripted: ScriptedLLM) -> None:
+def test_the_streamed_turn_re_asks_an_echo_once_and_never_shows_it(client: TestClient, scripted: ScriptedLLM) -> None:
     add_agents(client)
     scripted.enqueue(say("<your line>"), GOOD, purpose="dialogue")
     evs = events(client, turn("aoi", "hikari", "s-st", [ASKED]))
     reply = evs[-1][1]
     assert not reply["fallback"] and reply["dialogue"] == GOOD["dialogue"]
-    names = [name for name, _ in evs]
-    assert "reset" in names and _after_last_reset(evs) == reply["dialogue"]  # the placeholder is taken back
+    # The placeholder is never left shown (a line streams a checked sentence at a time: it never was).
+    assert "<your line>" not in "".join(body.get("text", "") for name, body in evs if name == "delta")
+    assert _after_last_reset(evs) == reply["dialogue"]
     assert len(scripted.calls("dialogue")) == 2
     assert "dialogue is a placeholder" in scripted.calls("dialogue")[1].messages[-1]["content"]
 

@@ -66,14 +66,14 @@ def test_goodbye_added_by_the_server_arrives_as_a_last_delta(
 
 def test_failure_mid_stream_resets_to_the_fallback(client: TestClient, scripted: ScriptedLLM) -> None:
     add_agents(client)
-    scripted.enqueue('{"dialogue": "えっと、それは', purpose="dialogue")  # cut off: invalid JSON
+    scripted.enqueue('{"dialogue": "えっと。それは', purpose="dialogue")  # cut off: invalid JSON
     scripted.enqueue(LLMUnavailable("down", retryable=False), purpose="dialogue")  # the re-ask fails
     evs = events(client, turn("aoi", "hikari", "s-reset", []))
     names = [name for name, _ in evs]
     reply = evs[-1][1]
     assert reply["fallback"] and "reset" in names and names[-1] == "reply"
     shown = "".join(d["text"] for n, d in evs[: names.index("reset")] if n == "delta")
-    assert shown == "えっと、それは"  # what Unity showed before the model failed
+    assert shown == "えっと。"  # what Unity showed before the model failed (a checked sentence at a time)
     assert _after_last_reset(evs) == reply["dialogue"]
 
 
