@@ -68,7 +68,7 @@ def test_batch_over_1000_is_refused_and_1000_is_accepted(aoi: TestClient) -> Non
     # Two game days apart, so none is a duplicate of another (identical texts within 24 h would merge).
     stored = post_memory(aoi, memories=[{**item, "day": 2 * i + 1} for i in range(1000)])
     assert len(stored["memories"]) == 1000 and aoi.get(URL).json()["total"] == 1000
-    drain(aoi)
+    drain(aoi, timeout=300)  # a thousand memories embedded and rated: slow on a busy 2-core machine
 
 
 @pytest.mark.parametrize(
