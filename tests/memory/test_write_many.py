@@ -45,7 +45,7 @@ def test_each_agent_gets_its_rows_index_entries_and_rating_job(client: TestClien
     assert sorted(rating.values()) == sorted([[stored["aoi"][0].id], [stored["hikari"][0].id]])
     for agent in ("aoi", "hikari"):
         found = call(client, service(client).recall, "default", agent, "ケーキ", Search(k=1))
-        assert [text for _, text in found] == [stored[agent][0].content]
+        assert [item.content for item in found] == [stored[agent][0].content]
 
 
 def test_a_failed_write_stores_nothing_for_any_agent(
