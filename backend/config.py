@@ -324,7 +324,9 @@ class Settings(BaseSettings):
 
     # --- retention (backend/storage/retention.py): rows that only pile up, pruned by age and by count ---
     # The model-call trace (the dashboard's LLM calls; ~30 KB a call with its prompt): calls older than this
-    # many days, and all but the newest this many. 0: no limit of that kind (both 0: kept for ever).
+    # many days, and all but the newest this many. 0: no limit of that kind (both 0: kept for ever). The row
+    # limit holds at every moment, between prunings too: an insert that reaches it deletes the oldest rows, a
+    # tenth of the limit (at most 500) at a time, so the table holds from 90% to 100% of it (backend/llm/repo.py).
     llm_call_retention_days: float = Field(7.0, ge=0, le=36_500)
     llm_call_retention_rows: int = Field(5000, ge=0, le=1_000_000_000)
     # Finished (`done`) jobs, the same way (by when they finished); pending, running and failed jobs stay.
