@@ -73,16 +73,16 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 def _serve_reloading(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
-    from backend.security.connection import uvicorn_limits
+    from backend.security.connection import uvicorn_options
 
     # The reloader pickles its options for a child process, and the guarded protocol class is built per
     # setting: development runs without the head deadline (the body deadline is the app's own). One process
     # does everything (PROCESS_ROLE=all), so a code change reloads the jobs too.
-    limits = uvicorn_limits(settings)
-    del limits["http"]
+    options = uvicorn_options(settings)
+    del options["http"]
     os.environ["PROCESS_ROLE"] = "all"
     host, port = args.host or settings.machi_host, args.port or settings.machi_port
-    uvicorn.run("backend.app:create_app", factory=True, host=host, port=port, reload=True, **limits)
+    uvicorn.run("backend.app:create_app", factory=True, host=host, port=port, reload=True, **options)
     return 0
 
 
@@ -91,7 +91,7 @@ def _run_uvicorn(args: argparse.Namespace, settings: Settings, *, processes: int
 
     from backend.app import create_app
     from backend.llm.registry import build_provider, check_dependencies
-    from backend.security.connection import uvicorn_limits
+    from backend.security.connection import uvicorn_options
 
     host, port = args.host or settings.machi_host, args.port or settings.machi_port
     # On SIGTERM open requests get SHUTDOWN_GRACE_S, then are cancelled (a model call stops at its next
@@ -101,7 +101,7 @@ def _run_uvicorn(args: argparse.Namespace, settings: Settings, *, processes: int
         "port": port,
         "log_level": settings.log_level,
         "timeout_graceful_shutdown": SHUTDOWN_GRACE_S,
-        **uvicorn_limits(settings),  # slow and idle clients: backend/security/connection.py
+        **uvicorn_options(settings),  # slow and idle clients, proxy headers: backend/security/connection.py
     }
     # Built before uvicorn starts, so a model it cannot load is one config-error line, not a traceback.
     check_dependencies(settings)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import ipaddress
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -69,6 +70,13 @@ class Settings(BaseSettings):
     # A right key is never refused and a success does not reset the count. 0 turns the limit off.
     auth_failure_limit: int = Field(10, ge=0, le=1_000_000)
     auth_failure_window_s: float = Field(60.0, gt=0, le=86_400)
+    # The reverse proxies whose X-Forwarded-For / X-Forwarded-Proto headers are believed: comma-separated IP
+    # addresses or networks ("127.0.0.1", "10.0.0.0/8, ::1"), "*" for any peer (only where nothing but the proxy
+    # can reach the port). Empty (the default): no one's, every client is known by its TCP peer address, so a
+    # client cannot forge another address to dodge AUTH_FAILURE_LIMIT. Behind a proxy on the same machine set
+    # "127.0.0.1": each client is then throttled by the address the proxy forwards (uvicorn's option of the
+    # same name, which `machi serve` sets from this; uvicorn's own default would trust 127.0.0.1).
+    forwarded_allow_ips: str = Field("", max_length=2000)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     load_demo_world: bool = True
     max_body_bytes: int = Field(1_000_000, ge=1024)
@@ -322,7 +330,9 @@ class Settings(BaseSettings):
 
     # --- retention (backend/storage/retention.py): rows that only pile up, pruned by age and by count ---
     # The model-call trace (the dashboard's LLM calls; ~30 KB a call with its prompt): calls older than this
-    # many days, and all but the newest this many. 0: no limit of that kind (both 0: kept for ever).
+    # many days, and all but the newest this many. 0: no limit of that kind (both 0: kept for ever). The row
+    # limit holds at every moment, between prunings too: an insert that reaches it deletes the oldest rows, a
+    # tenth of the limit (at most 500) at a time, so the table holds from 90% to 100% of it (backend/llm/repo.py).
     llm_call_retention_days: float = Field(7.0, ge=0, le=36_500)
     llm_call_retention_rows: int = Field(5000, ge=0, le=1_000_000_000)
     # Finished (`done`) jobs, the same way (by when they finished); pending, running and failed jobs stay.
@@ -359,6 +369,23 @@ class Settings(BaseSettings):
         if self.moderation and self.moderation_provider == "openai" and not key:
             raise ValueError("OPENAI_API_KEY is required when MODERATION_PROVIDER is openai")
         return self
+
+    @field_validator("forwarded_allow_ips")
+    @classmethod
+    def _check_forwarded_allow_ips(cls, value: str) -> str:
+        entries = [entry.strip() for entry in value.split(",") if entry.strip()]
+        for entry in entries:
+            if entry == "*":
+                continue
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ValueError(
+                    f"FORWARDED_ALLOW_IPS: {entry!r} is not an IP address or network; list the reverse "
+                    "proxies' addresses separated by commas (e.g. 127.0.0.1,10.0.0.0/8), * for any, or leave "
+                    "it empty to believe no forwarded address"
+                ) from None
+        return ",".join(entries)
 
     @field_validator("database_url")
     @classmethod

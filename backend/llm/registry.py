@@ -107,7 +107,7 @@ def wrap(provider: LLM, settings: Settings, engine: Engine | None) -> LLM:
     llm: LLM = TimeoutLLM(provider, timeout_s=settings.llm_timeout_s)
     llm = HealthLLM(llm, ModelHealth(settings.llm_health_window_s))  # what /health says of the model
     if engine is not None:
-        llm = TracingLLM(llm, DatabaseTraceSink(engine))
+        llm = TracingLLM(llm, DatabaseTraceSink(engine, keep_rows=settings.llm_call_retention_rows))
     llm = SchedulingLLM(llm, Scheduler(settings.resolved_llm_concurrency()))
     llm = RetryingLLM(llm, max_retries=settings.llm_max_retries, backoff_s=settings.llm_retry_backoff_s)
     # Every prompt, a re-ask's too, is fitted to the model's context (counted in its own tokens).

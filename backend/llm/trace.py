@@ -45,16 +45,18 @@ class MemoryTraceSink:
 
 
 class DatabaseTraceSink:
-    """Writes traces to the `llmcall` table off the event loop. A failed write is logged, never raised."""
+    """Writes traces to the `llmcall` table off the event loop. A failed write is logged, never raised.
+    `keep_rows` (LLM_CALL_RETENTION_ROWS; 0: no limit): the table never holds more (repo.RowCap)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, keep_rows: int = 0) -> None:
         self.engine = engine
+        self.cap = repo.RowCap(keep_rows)
         #: Called with each stored call (the event bus subscribes here).
         self.listeners: list[Callable[[LLMCall], Any]] = []
 
     async def record(self, call: LLMCall) -> int | None:
         try:
-            call_id = await asyncio.to_thread(repo.insert_call, self.engine, call)
+            call_id = await asyncio.to_thread(repo.insert_call, self.engine, call, self.cap)
         except Exception:  # noqa: BLE001 - tracing must never break a call
             log.exception("could not store an LLM trace")
             return None

@@ -24,6 +24,9 @@ from backend.config import Settings
 from backend.llm.base import LLM, Completion, GenerateOptions, Message, fill_usage
 
 Writer = Callable[["WriterContext"], Any]
+#: Calls `history` keeps, the newest (tests read the last few; a server that runs for days must not keep
+#: every prompt it was sent: bench/visitor_rss.py saw the API process grow ~20 KB a visitor turn).
+DEFAULT_KEPT_CALLS = 1000
 
 
 @dataclass
@@ -81,12 +84,20 @@ def _discover_writers() -> dict[str, Writer]:
 class ScriptedLLM(LLM):
     name = "scripted"
 
-    def __init__(self, *, seed: int = 0, chunk_chars: int = 6, delay_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        *,
+        seed: int = 0,
+        chunk_chars: int = 6,
+        delay_s: float = 0.0,
+        kept_calls: int = DEFAULT_KEPT_CALLS,
+    ) -> None:
         self.seed = seed
         self.chunk_chars = chunk_chars
         self.delay_s = delay_s
         self.writers = _discover_writers()
-        self.history: list[ScriptedCall] = []
+        #: The newest `kept_calls` calls, oldest first.
+        self.history: deque[ScriptedCall] = deque(maxlen=kept_calls)
         self._queue: deque[_Queued] = deque()
 
     @classmethod

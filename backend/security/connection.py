@@ -32,12 +32,18 @@ WARN_EVERY_S = 60.0
 OPEN_FILES_WANTED = 65_536
 
 
-def uvicorn_limits(settings: Settings) -> dict[str, Any]:
-    """The keyword arguments `uvicorn.run` / `uvicorn.Config` take for the connection settings."""
+def uvicorn_options(settings: Settings) -> dict[str, Any]:
+    """The keyword arguments `uvicorn.run` / `uvicorn.Config` take for the connection settings, and whose
+    proxy headers uvicorn believes: only FORWARDED_ALLOW_IPS's (uvicorn itself would believe 127.0.0.1's, so
+    any local process, or anything a local proxy passes on, could name itself another client and dodge
+    AUTH_FAILURE_LIMIT: backend/security/throttle.py counts by the address uvicorn gives the app)."""
+    trusted = settings.forwarded_allow_ips
     return {
         "timeout_keep_alive": settings.http_keep_alive_s,
         "limit_concurrency": settings.http_max_concurrency or None,
         "http": protocol_class(settings.http_header_timeout_s),
+        "proxy_headers": bool(trusted),
+        "forwarded_allow_ips": trusted or None,
     }
 
 

@@ -100,7 +100,8 @@ class FailureThrottle:
 
 
 def client_address(scope: Scope) -> str:
-    """The TCP peer's address (behind a reverse proxy every client has the proxy's: throttle there)."""
+    """The client's address: the TCP peer's, or the one a reverse proxy forwarded when the peer is among
+    FORWARDED_ALLOW_IPS (uvicorn puts it in the scope; `connection.uvicorn_options`)."""
     client = scope.get("client")
     if isinstance(client, (tuple, list)) and client:
         return str(client[0])

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from backend.errors import LLMTimeout
 from backend.llm.base import Completion, GenerateOptions, json_schema_for
 from backend.scripted import ScriptedLLM, WriterContext, fill_schema
+from backend.scripted.engine import DEFAULT_KEPT_CALLS
 
 
 class ProbeStep(BaseModel):
@@ -73,6 +74,18 @@ async def test_same_input_gives_same_reply_and_history_records_it() -> None:
     [call] = engine.history
     assert call.messages == messages and call.schema is not None and call.schema["title"] == "ProbeSchedule"
     assert ProbeSchedule.model_validate_json(call.reply) == second
+
+
+async def test_history_keeps_only_the_newest_calls() -> None:
+    """A server on the scripted engine runs for days: its history of calls is bounded (the newest kept)."""
+    assert ScriptedLLM().history.maxlen == DEFAULT_KEPT_CALLS
+    engine = ScriptedLLM(kept_calls=3)
+    for n in range(5):
+        await engine.generate(
+            [{"role": "user", "content": f"質問{n}"}], options=GenerateOptions(purpose="probe")
+        )
+    assert [call.messages[0]["content"] for call in engine.history] == ["質問2", "質問3", "質問4"]
+    assert len(engine.calls("probe")) == 3
 
 
 async def test_enqueued_replies_are_used_first_and_filtered_by_purpose() -> None:

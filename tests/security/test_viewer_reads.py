@@ -12,6 +12,8 @@ from typing import Any
 from fastapi.testclient import TestClient
 from sqlalchemy import inspect, text
 
+from backend.scripted import ScriptedLLM
+from backend.scripted.engine import ScriptedCall
 from tests.conftest import drain
 from tests.security.conftest import ADMIN, VIEWER
 from tests.security.routes import RouteCase, protected_cases
@@ -65,6 +67,16 @@ def _get(client: TestClient, case: RouteCase, ids: dict[str, Any], params: dict[
     return client.get(case.url(ids), params=params, headers=headers, follow_redirects=False)
 
 
+def _last_call(model: ScriptedLLM) -> object:
+    return model.history[-1] if model.history else None
+
+
+def _calls_since(model: ScriptedLLM, last: object) -> list[ScriptedCall]:
+    """The calls after `last` (the history keeps only the newest calls, so its length may not change)."""
+    calls = list(model.history)
+    return calls[next((n + 1 for n, call in enumerate(calls) if call is last), 0) :]
+
+
 def test_no_get_route_has_side_effects_for_a_viewer(secured: tuple[TestClient, Seeded, Seeded]) -> None:
     client, alpha, _ = secured
     model = client.app.state.provider  # type: ignore[attr-defined]
@@ -78,7 +90,7 @@ def test_no_get_route_has_side_effects_for_a_viewer(secured: tuple[TestClient, S
             problems.append(f"{case}: add a sample value for {', '.join(missing)} to SAMPLES")
             continue
         params = {name: SAMPLES[name] for name in needs.get(case.path, [])}
-        before, calls = snapshot(client), len(model.history)
+        before, last = snapshot(client), _last_call(model)
         response = _get(client, case, alpha.ids, params)
         after = snapshot(client)
         if response is not None and (response.status_code == 422 or response.status_code >= 500):
@@ -87,8 +99,8 @@ def test_no_get_route_has_side_effects_for_a_viewer(secured: tuple[TestClient, S
             )
         if changed(before, after):
             problems.append(f"{case}: the viewer's GET wrote {changed(before, after)}")
-        if len(model.history) != calls:
-            purposes = [c.options.purpose for c in model.history[calls:]]
+        if _last_call(model) is not last:
+            purposes = [c.options.purpose for c in _calls_since(model, last)]
             problems.append(f"{case}: the viewer's GET made model calls {purposes}")
     assert problems == []
 
