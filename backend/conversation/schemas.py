@@ -113,10 +113,11 @@ class PlayerTurnRequest(BaseModel):
     location_name: str | None = Field(None, max_length=200)
     history: list[HistoryLine] = Field(
         default_factory=list,
-        max_length=MAX_HISTORY_LINES,
+        max_length=MAX_HISTORY_LINES - 1,
         description="Earlier lines of this conversation, oldest first, as for /turn (the visitor's line "
         "takes index len(history), the agent's reply the next): a retry with the same history gets the "
-        "stored reply.",
+        f"stored reply. At most {MAX_HISTORY_LINES - 1} lines: the visitor's line joins them in the agent's "
+        "turn.",
     )
     time_of_day: float = Field(ge=0, lt=24)
     day: int = Field(1, ge=1, le=100_000)
@@ -124,6 +125,19 @@ class PlayerTurnRequest(BaseModel):
     participants: list[ParticipantId] | None = Field(
         None, min_length=2, max_length=MAX_PARTICIPANTS, description="A group's participants, as for /turn."
     )
+
+    @field_validator("history", mode="before")
+    @classmethod
+    def _room_for_the_line(cls, value: Any) -> Any:
+        # Checked here, before anything is stored: the agent's turn holds the history and the visitor's line.
+        most = MAX_HISTORY_LINES - 1
+        if isinstance(value, list) and len(value) > most:
+            raise ValueError(
+                f"history has {len(value)} lines; a player-turn takes at most {most} (the visitor's line "
+                f"makes the {MAX_HISTORY_LINES}th, the most a turn's history holds): send only this "
+                "conversation's lines, or end it (POST /v1/conversation/end) and start another session_id"
+            )
+        return value
 
     @field_validator("player_id")
     @classmethod

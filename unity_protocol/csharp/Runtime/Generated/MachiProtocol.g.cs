@@ -1080,7 +1080,7 @@ namespace Machi.Protocol
         /// <summary>
         /// Earlier lines of this conversation, oldest first, as for /turn (the visitor's line takes
         /// index len(history), the agent's reply the next): a retry with the same history gets the
-        /// stored reply.
+        /// stored reply. At most 63 lines: the visitor's line joins them in the agent's turn.
         /// </summary>
         [JsonProperty("history", NullValueHandling = NullValueHandling.Ignore)]
         [JsonConverter(typeof(StickyDecodeArrayConverter))]
@@ -1480,7 +1480,7 @@ namespace Machi.Protocol
         /// agent id is accepted too; the server stores and prompts display names).
         /// </summary>
         [JsonProperty("history", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(StickyDecodeArrayConverter))]
+        [JsonConverter(typeof(IndecentDecodeArrayConverter))]
         public List<string> History { get; set; }
 
         /// <summary>
@@ -3455,6 +3455,40 @@ namespace Machi.Protocol
         }
 
         public static readonly StateConverter Singleton = new StateConverter();
+    }
+
+    internal class IndecentDecodeArrayConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(List<string>);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            reader.Read();
+            var value = new List<string>();
+            while (reader.TokenType != JsonToken.EndArray)
+            {
+                var converter = MinMaxLengthCheckConverter2.Singleton;
+                var arrayItem = (string)converter.ReadJson(reader, typeof(string), null, serializer);
+                value.Add(arrayItem);
+                reader.Read();
+            }
+            return value;
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (List<string>)untypedValue;
+            writer.WriteStartArray();
+            foreach (var arrayItem in value)
+            {
+                var converter = MinMaxLengthCheckConverter2.Singleton;
+                converter.WriteJson(writer, arrayItem, serializer);
+            }
+            writer.WriteEndArray();
+            return;
+        }
+
+        public static readonly IndecentDecodeArrayConverter Singleton = new IndecentDecodeArrayConverter();
     }
 
     internal class MinMaxLengthCheckConverter8 : JsonConverter
