@@ -13,6 +13,7 @@ from sqlalchemy import JSON, Index, LargeBinary, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from backend.gametime import utcnow
+from backend.memory.tags import MAX_TAG_CHARS
 from backend.world.models import DEFAULT_WORLD, Agent
 
 #: An agent's memories are kept per (world id, agent id).
@@ -134,7 +135,9 @@ class MemoryCreate(BaseModel):
     content: str = PydanticField(min_length=1, max_length=10_000)
     importance: int | None = PydanticField(None, ge=1, le=10)
     location_name: str | None = PydanticField(None, max_length=200)
-    tags: list[Annotated[str, StringConstraints(max_length=100)]] | None = PydanticField(None, max_length=32)
+    tags: list[Annotated[str, StringConstraints(max_length=MAX_TAG_CHARS)]] | None = PydanticField(
+        None, max_length=32
+    )
     day: int = PydanticField(1, ge=1, le=MAX_DAY)
     time_of_day: float = PydanticField(0.0, ge=0, le=24)
     #: The conversation (or other episode) the memory belongs to: consecutive memories of one are read in
