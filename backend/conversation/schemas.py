@@ -115,8 +115,8 @@ class PlayerTurnRequest(BaseModel):
         default_factory=list,
         max_length=MAX_HISTORY_LINES - 1,
         description="Earlier lines of this conversation, oldest first, as for /turn (the visitor's line "
-        "takes index len(history), the agent's reply the next): a retry with the same history gets the "
-        f"stored reply. At most {MAX_HISTORY_LINES - 1} lines: the visitor's line joins them in the agent's "
+        "takes index len(history), the agent's reply the next): a retry (the same history and text) gets "
+        "the stored reply; other text with the same history is a 409 naming `text`. At most {MAX_HISTORY_LINES - 1} lines: the visitor's line joins them in the agent's "
         "turn.",
     )
     time_of_day: float = Field(ge=0, lt=24)

@@ -1079,8 +1079,9 @@ namespace Machi.Protocol
 
         /// <summary>
         /// Earlier lines of this conversation, oldest first, as for /turn (the visitor's line takes
-        /// index len(history), the agent's reply the next): a retry with the same history gets the
-        /// stored reply. At most 63 lines: the visitor's line joins them in the agent's turn.
+        /// index len(history), the agent's reply the next): a retry (the same history and text) gets
+        /// the stored reply; other text with the same history is a 409 naming `text`. At most
+        /// {MAX_HISTORY_LINES - 1} lines: the visitor's line joins them in the agent's turn.
         /// </summary>
         [JsonProperty("history", NullValueHandling = NullValueHandling.Ignore)]
         [JsonConverter(typeof(StickyDecodeArrayConverter))]
