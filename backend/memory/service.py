@@ -317,8 +317,10 @@ class MemoryService:
         day: int,
         time_of_day: float,
         language: str,
+        location_name: str | None = None,
     ) -> Memory | None:
-        """Summarise a finished conversation as a first-person reflection citing its observations.
+        """Summarise a finished conversation (at `location_name`) as a first-person reflection citing its
+        observations.
 
         Returns None when the model fails (the failure is traced); never raises LLMError.
         """
@@ -331,6 +333,7 @@ class MemoryService:
             day=day,
             time_of_day=time_of_day,
             language=language,
+            location_name=location_name,
         )
 
     async def maybe_reflect(
