@@ -115,7 +115,8 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     problems = []
     for err in errors:
         field = _field_name(err.get("loc", ()))
-        message = _not_an_object(request, err) or err.get("msg", "invalid")
+        # pydantic's "Value error, " prefix says nothing to a client: the message after it is the server's own.
+        message = _not_an_object(request, err) or str(err.get("msg", "invalid")).removeprefix("Value error, ")
         problems.append({"field": field, "message": message, "type": err.get("type")})
     summary = "; ".join(f"{p['field']}: {p['message']}" for p in problems[:5])
     return JSONResponse(

@@ -106,7 +106,8 @@ namespace Machi.Protocol
         public string SessionId { get; set; }
 
         /// <summary>
-        /// Hours into the game day of the outcome, e.g. 14.5.
+        /// Of the outcome. Hours into the game day as a number, e.g. 14.5 for 14:30 (an "HH:MM"
+        /// string such as "14:30" is read the same).
         /// </summary>
         [JsonProperty("time_of_day")]
         [JsonConverter(typeof(PurpleMinMaxValueCheckConverter))]
@@ -564,6 +565,10 @@ namespace Machi.Protocol
         [JsonConverter(typeof(FriskyMinMaxLengthCheckConverter))]
         public string SessionId { get; set; }
 
+        /// <summary>
+        /// Hours into the game day as a number, e.g. 14.5 for 14:30 (an "HH:MM" string such as
+        /// "14:30" is read the same).
+        /// </summary>
         [JsonProperty("time_of_day")]
         [JsonConverter(typeof(PurpleMinMaxValueCheckConverter))]
         public double? TimeOfDay { get; set; }
@@ -814,6 +819,10 @@ namespace Machi.Protocol
         [JsonConverter(typeof(TentacledDecodeArrayConverter))]
         public List<string> Tags { get; set; }
 
+        /// <summary>
+        /// Hours into the game day as a number, e.g. 14.5 for 14:30 (an "HH:MM" string such as
+        /// "14:30" is read the same).
+        /// </summary>
         [JsonProperty("time_of_day", NullValueHandling = NullValueHandling.Ignore)]
         [JsonConverter(typeof(TentacledMinMaxValueCheckConverter))]
         public double? TimeOfDay { get; set; }
@@ -1020,6 +1029,10 @@ namespace Machi.Protocol
         [JsonConverter(typeof(MinMaxLengthCheckConverter5))]
         public string Reason { get; set; }
 
+        /// <summary>
+        /// Hours into the game day as a number, e.g. 14.5 for 14:30 (an "HH:MM" string such as
+        /// "14:30" is read the same).
+        /// </summary>
         [JsonProperty("time_of_day")]
         [JsonConverter(typeof(TentacledMinMaxValueCheckConverter))]
         public double? TimeOfDay { get; set; }
@@ -1126,6 +1139,10 @@ namespace Machi.Protocol
         [JsonConverter(typeof(MinMaxLengthCheckConverter6))]
         public string Text { get; set; }
 
+        /// <summary>
+        /// Hours into the game day as a number, e.g. 14.5 for 14:30 (an "HH:MM" string such as
+        /// "14:30" is read the same).
+        /// </summary>
         [JsonProperty("time_of_day")]
         [JsonConverter(typeof(PurpleMinMaxValueCheckConverter))]
         public double TimeOfDay { get; set; }
@@ -1304,6 +1321,10 @@ namespace Machi.Protocol
         [JsonProperty("day")]
         public long? Day { get; set; }
 
+        /// <summary>
+        /// Hours into the game day as a number, e.g. 14.5 for 14:30 (an "HH:MM" string such as
+        /// "14:30" is read the same).
+        /// </summary>
         [JsonProperty("time_of_day")]
         [JsonConverter(typeof(TentacledMinMaxValueCheckConverter))]
         public double? TimeOfDay { get; set; }
@@ -1334,6 +1355,10 @@ namespace Machi.Protocol
         [JsonProperty("relevance")]
         public Relevance? Relevance { get; set; }
 
+        /// <summary>
+        /// Hours into the game day as a number, e.g. 14.5 for 14:30 (an "HH:MM" string such as
+        /// "14:30" is read the same).
+        /// </summary>
         [JsonProperty("time_of_day")]
         [JsonConverter(typeof(TentacledMinMaxValueCheckConverter))]
         public double? TimeOfDay { get; set; }
@@ -1445,6 +1470,10 @@ namespace Machi.Protocol
         [JsonProperty("state")]
         public State State { get; set; }
 
+        /// <summary>
+        /// Hours into the game day as a number, e.g. 14.5 for 14:30 (an "HH:MM" string such as
+        /// "14:30" is read the same).
+        /// </summary>
         [JsonProperty("time_of_day")]
         [JsonConverter(typeof(PurpleMinMaxValueCheckConverter))]
         public double TimeOfDay { get; set; }
@@ -1519,7 +1548,8 @@ namespace Machi.Protocol
         public string TargetId { get; set; }
 
         /// <summary>
-        /// Hours into the game day, e.g. 14.5.
+        /// Hours into the game day as a number, e.g. 14.5 for 14:30 (an "HH:MM" string such as
+        /// "14:30" is read the same).
         /// </summary>
         [JsonProperty("time_of_day")]
         [JsonConverter(typeof(PurpleMinMaxValueCheckConverter))]
@@ -1646,7 +1676,8 @@ namespace Machi.Protocol
         public string Text { get; set; }
 
         /// <summary>
-        /// game hour now
+        /// The game hour now. Hours into the game day as a number, e.g. 14.5 for 14:30 (an "HH:MM"
+        /// string such as "14:30" is read the same).
         /// </summary>
         [JsonProperty("time_of_day", NullValueHandling = NullValueHandling.Ignore)]
         [JsonConverter(typeof(TentacledMinMaxValueCheckConverter))]
