@@ -30,9 +30,10 @@ from backend.conversation.people import read_people, with_members
 from backend.conversation.prompts import system_message
 from backend.conversation.schemas import PlayerTurnRequest, TurnReply, TurnRequest
 from backend.conversation.transcript import check_history
-from backend.errors import Conflict, InvalidInput, NotFound
+from backend.errors import Conflict, InvalidInput
 from backend.moderation import Moderator, Verdict, deflection
 from backend.player import repo as players
+from backend.world.service import agent_not_found
 
 if TYPE_CHECKING:
     from backend.conversation.service import ConversationService, PreparedTurn
@@ -121,9 +122,7 @@ class VisitorTurns:
             )
             agent = people.get(line_req.target_id)
             if agent is None:
-                raise NotFound(
-                    f"no agent {line_req.target_id!r} in world {world_id!r}", details={"field": "agent_id"}
-                )
+                raise agent_not_found(session, world_id, line_req.target_id, {"field": "agent_id"})
             stored = repo.read_turn(session, world_id, line_req)
             people = with_members(session, self.service.memory.agents, world_id, people, stored.members)
         return LineState(stored, people)
