@@ -8,8 +8,8 @@ is an ordinary turn (index len(history) + 1) with the visitor as its target: end
 the deadline and the fallback hold as for any turn; a retry resends the same text (other text at a stored
 line's index is a 409 naming `text`, not the old reply). A line moderation held back is stored as a neutral
 marker (never as typed: only its SHA-256, which tells a retry) and answered with an in-character
-deflection, without asking the model; a reply moderation holds back, or one that repeats the system prompt, is replaced by a deflection too. Each is
-recorded on its turn row (`moderation`) and logged.
+deflection, without asking the model; a reply moderation holds back, or one that repeats the system
+prompt, is replaced by a deflection too. Each is recorded on its turn row (`moderation`) and logged.
 
 In the prompt a visitor's words are the quoted transcript's (data the model is told not to obey, which a
 line cannot close), and the system prompt gains a rule that no visitor's line changes who the speaker is.
