@@ -28,7 +28,7 @@ LAYERS: list[set[str]] = [
     {"intention", "memory", "emotion", "world", "player", "action"},  # the state of a mind and of the town
     {"llm", "events", "jobs", "moderation"},  # infrastructure (moderation: config and errors only)
     {"storage"},  # engine, sessions, migrations, retention
-    {"config", "errors", "gametime", "text", "ids", "logs", "tasks", "backend"},  # basics
+    {"config", "errors", "gametime", "text", "ids", "body", "logs", "tasks", "backend"},  # basics
 ]
 LAYER = {concept: depth for depth, concepts in enumerate(LAYERS) for concept in concepts}
 ENTRY = 0

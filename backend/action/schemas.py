@@ -19,6 +19,8 @@ from pydantic import (
     model_validator,
 )
 
+from backend.body import RequestBody
+from backend.gametime import HOURS_DOC, GameHour
 from backend.ids import ID_RULE, ParticipantId, SessionId
 from backend.text import one_line
 
@@ -47,7 +49,7 @@ def _text_or_none(value: str | None) -> str | None:
     return (one_line(value).strip() or None) if value is not None else None
 
 
-class AgentAction(BaseModel):
+class AgentAction(RequestBody):
     """One thing a character does with its line, for Unity to perform: flat fields, so any JSON reader
     (JsonUtility too) maps it. Unity reports how it went with `POST /v1/agents/{agent_id}/action-result`."""
 
@@ -134,7 +136,7 @@ def actions_field_schema() -> dict[str, Any]:
     return field
 
 
-class ActionResult(BaseModel):
+class ActionResult(RequestBody):
     """Body of `POST /v1/agents/{agent_id}/action-result`: what became of an action a reply gave."""
 
     model_config = ConfigDict(extra="forbid")
@@ -150,7 +152,7 @@ class ActionResult(BaseModel):
         None, description=f"The conversation the action came from (1-128 characters of {ID_RULE}), if any."
     )
     day: int = Field(1, ge=1, le=MAX_DAY, description="Game day of the outcome (1-based).")
-    time_of_day: float = Field(ge=0, lt=24, description="Hours into the game day of the outcome, e.g. 14.5.")
+    time_of_day: GameHour = Field(description="Of the outcome. " + HOURS_DOC)
 
     @field_validator("detail")
     @classmethod

@@ -150,7 +150,20 @@ def _caps_for_role(request: Request) -> dict[str, bool]:
     return caps
 
 
-def _problem(request: Request, status: int, title: str, message: str) -> HTMLResponse:
+#: Where a problem page leads back to, by default.
+TOWN = ("/", "Back to the town")
+
+
+def _problem(
+    request: Request,
+    status: int,
+    title: str,
+    message: str,
+    *,
+    back: tuple[str, str] = TOWN,
+    links: list[tuple[str, str]] | None = None,
+) -> HTMLResponse:
+    """A problem page: what is wrong, the way `back`, and `links` to pick instead (e.g. the known worlds)."""
     return templates.TemplateResponse(
         request,
         "problem.html",
@@ -160,10 +173,27 @@ def _problem(request: Request, status: int, title: str, message: str) -> HTMLRes
             "boot": {"world": DEFAULT_WORLD, "caps": {}, "page": "problem"},
             "title": title,
             "message": message,
+            "back": back,
+            "links": links or [],
             "version": __version__,
         },
         status_code=status,
     )
+
+
+def _missing(
+    request: Request, session: SessionDep, world: str, title: str, message: str, back: tuple[str, str]
+) -> HTMLResponse:
+    """The 404 page of something not found in `world`; when the world itself has nothing in it (a mistyped
+    ?world=), it says the world is unknown and links the worlds there are."""
+    census = world_census(session)
+    if not census:
+        message += " No world on this server has agents or places yet."
+    if world in census or not census:
+        return _problem(request, 404, title, message, back=back)
+    known = [(f"/{_world_query(name)}", name) for name in census]
+    unknown = f"World “{world}” is unknown: it has no agents or places. The worlds here:"
+    return _problem(request, 404, "No such world", unknown, links=known)
 
 
 WorldQuery = Query(None, max_length=64, description="the world to show (default `default`)")
@@ -194,9 +224,9 @@ def agent_page(
     resolved = _world(world)
     agent = session.get(Agent, (resolved, agent_id)) if resolved else None
     if resolved is not None and agent is None:
-        return _problem(
-            request, 404, "No such agent", f"There is no agent “{agent_id}” in world “{resolved}”."
-        )
+        message = f"There is no agent “{agent_id}” in world “{resolved}”."
+        back = ("/" + _world_query(resolved), "Back to the town")
+        return _missing(request, session, resolved, "No such agent", message, back)
     shown_day = day or (agent.state_day if agent and agent.state_day else 1)
     # The stored plan comes inline: "no plan yet" is then not a failed (console-logged) 404 fetch.
     plan = stored_plan(session, resolved, agent_id, shown_day) if resolved else None
@@ -245,6 +275,10 @@ def conversation_page(
 ) -> HTMLResponse:
     resolved = _world(world)
     conversation = session.get(Conversation, (resolved, session_id)) if resolved else None
+    if resolved is not None and conversation is None:
+        message = f"There is no conversation “{session_id}” in world “{resolved}”."
+        back = (f"/conversations{_world_query(resolved)}", "Back to the conversations")
+        return _missing(request, session, resolved, "No such conversation", message, back)
     # The judge's stored verdict is not part of the conversation JSON, so it comes inline.
     boot = {"session_id": session_id, "judge": conversation.judge if conversation else None}
     return _page(request, "conversation.html", world, session_id=session_id, boot=boot)

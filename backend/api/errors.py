@@ -1,7 +1,8 @@
 """The one place errors become HTTP answers: {"error": {"code", "message", "details"}}, every status.
 
 A 4xx names the field it is about (`details[].field`); a body that cannot be read as JSON at all is a 400
-`invalid_json` about the field `body`; anything unexpected is a 500 `internal_error` in the same envelope.
+`invalid_json` about the field `body`, and JSON sent without `Content-Type: application/json` (read as text)
+a 422 about `body` saying to send that header; anything unexpected is a 500 `internal_error` in the same envelope.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ log = logging.getLogger(__name__)
 #: FastAPI's words for a body it could not read (its cause: bad UTF-8, nesting past the recursion limit,
 #: a number too long to convert); the answer says which instead.
 UNREADABLE_BODY = "There was an error parsing the body"
+#: pydantic's types for a body that is not an object (a model's, a dict's).
+_NOT_AN_OBJECT = ("model_attributes_type", "dict_type")
 HTTP_CODES = {
     404: "not_found",
     405: "method_not_allowed",
@@ -72,7 +75,36 @@ async def _machi_error(_request: Request, exc: Exception) -> JSONResponse:
     )
 
 
-async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
+def _not_an_object(request: Request, err: dict[str, Any]) -> str | None:
+    """What to send instead when the body as a whole is not a JSON object: most often JSON sent without
+    `Content-Type: application/json` (plain `curl -d`, `UnityWebRequest.Post(url, string)`), which the
+    server reads as text. None for any other error."""
+    if tuple(err.get("loc", ())) != ("body",) or err.get("type") not in _NOT_AN_OBJECT:
+        return None
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if not _is_json(content_type):
+        sent = f"Content-Type {content_type!r}" if content_type else "no Content-Type"
+        return (
+            f"the body must be JSON sent with the header `Content-Type: application/json` (this request has "
+            f"{sent}, so the body was not read as JSON): curl -H 'Content-Type: application/json' -d '{{...}}'; "
+            'Unity: UnityWebRequest.Post(url, json, "application/json") or '
+            'SetRequestHeader("Content-Type", "application/json")'
+        )
+    kind = type(err.get("input")).__name__
+    shown = {"str": "a string", "list": "an array", "int": "a number", "float": "a number"}.get(kind, kind)
+    return (
+        f'the body must be a JSON object ({{"field": value, ...}}), not {shown} (an object serialized to '
+        "JSON twice arrives as a string)"
+    )
+
+
+def _is_json(content_type: str) -> bool:
+    return content_type == "application/json" or (
+        content_type.startswith("application/") and content_type.endswith("+json")
+    )
+
+
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     errors = list(exc.errors())
     broken = next((err for err in errors if err.get("type") == "json_invalid"), None)
@@ -83,7 +115,9 @@ async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
     problems = []
     for err in errors:
         field = _field_name(err.get("loc", ()))
-        problems.append({"field": field, "message": err.get("msg", "invalid"), "type": err.get("type")})
+        # pydantic's "Value error, " prefix says nothing to a client: the message after it is the server's own.
+        message = _not_an_object(request, err) or str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        problems.append({"field": field, "message": message, "type": err.get("type")})
     summary = "; ".join(f"{p['field']}: {p['message']}" for p in problems[:5])
     return JSONResponse(
         error_body("validation_error", f"invalid request: {summary}", problems), status_code=422

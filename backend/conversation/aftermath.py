@@ -246,8 +246,9 @@ class Aftermath:
         )
         evidence = await asyncio.to_thread(self.memory.repo.observation_ids, (world_id, me.id), session_id)
         about = afterthought.Conversation(
-            session_id, partner.id, partner.name, transcript, evidence, day, time_of_day, me.language
-        )
+            session_id, partner.id, partner.name, transcript, evidence, day, time_of_day, me.language,
+            conv.location_name,
+        )  # fmt: skip
         made = await self._afterthought(me, partner, about, made)
         if made is not None:  # the lines are rated with their conversation (again after a crash: idempotent)
             await self.memory.rate_lines((world_id, me.id), session_id, evidence, int(made.importance))

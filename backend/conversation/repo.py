@@ -119,18 +119,20 @@ def read_turn(session: Session, world_id: str, req: TurnRequest) -> StoredTurn:
     memories.
 
     Raises:
-        Conflict: the conversation has ended, the speaker left it, or this turn index belongs to another pair.
+        Conflict: the conversation has ended, the speaker left it, the history stops short of its
+            transcript (checked first when the turn at this index is its two's other one: the partner's line
+            not appended), or this turn index belongs to another pair.
     """
     conn = session.connection()
     turn_index = len(req.history)
     stored = conn.execute(
         _STORED_TURN, {"world_id": world_id, "session_id": req.session_id, "turn_index": turn_index}
     ).first()
-    if stored is not None:
-        reply, spoken_by, spoken_to = stored
-        check_pair(req, turn_index, spoken_by, spoken_to)
-        return StoredTurn(reply=reply)
+    if stored is not None and (stored.speaker_id, stored.target_id) == (req.agent_id, req.target_id):
+        return StoredTurn(reply=stored.reply)
     conv = conn.execute(_CONVERSATION, {"w": world_id, "s": req.session_id}).mappings().first()
+    if stored is not None:  # another pair's turn at this index
+        _check_pair_in(conv, req, turn_index, stored.speaker_id, stored.target_id)
     if conv is None:
         return StoredTurn(members=req.members())
     members, left = members_of(conv), list(conv["left"] or [])
@@ -171,6 +173,16 @@ def check_pair(req: TurnRequest, turn_index: int, spoken_by: str, spoken_to: str
             "requested": {"agent_id": req.agent_id, "target_id": req.target_id},
         },
     )
+
+
+def _check_pair_in(
+    conv: RowMapping | None, req: TurnRequest, turn_index: int, spoken_by: str, spoken_to: str
+) -> None:
+    """Another pair's turn at this index: when the request's two are in the conversation, their history is
+    most likely behind it (the partner's line not appended), which is the 409 to name; else `check_pair`'s."""
+    if conv is not None and {req.agent_id, req.target_id} <= set(members_of(conv)):
+        check_not_behind(req.session_id, turn_index, len(conv["transcript"] or []))
+    check_pair(req, turn_index, spoken_by, spoken_to)
 
 
 def _check_open(

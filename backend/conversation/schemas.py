@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     Field,
     StringConstraints,
     ValidationInfo,
@@ -17,7 +18,9 @@ from pydantic import (
 )
 
 from backend.action.schemas import ActionChoices, AgentAction
+from backend.body import RequestBody
 from backend.emotion.schemas import LABEL_MAX_CHARS, label_vocabulary
+from backend.gametime import HOURS_DOC, GameHour
 from backend.ids import ID_RULE, Id, ParticipantId, SessionId, StoredSessionId, is_player
 from backend.moderation import clean, is_blank
 from backend.text import one_line
@@ -32,8 +35,20 @@ MAX_LINE_CHARS = 2000
 #: The most participants (agents and players) one conversation may have.
 MAX_PARTICIPANTS = 6
 
+
+def _a_line(value: Any) -> Any:
+    """A history line is a string: an object (`{"speaker": ..., "text": ...}`) is refused with the form to send."""
+    if isinstance(value, dict):
+        speaker = str(value.get("speaker") or value.get("name") or "Name")[:40]
+        text = str(value.get("text") or value.get("line") or "line")[:40]
+        raise ValueError(f'a history line is a string "Name: line", not an object: send "{speaker}: {text}"')
+    return value
+
+
 #: A line Unity relays: one line, as a dialogue line is (a newline in it would forge a speaker's line).
-HistoryLine = Annotated[str, StringConstraints(max_length=MAX_LINE_CHARS), AfterValidator(one_line)]
+HistoryLine = Annotated[
+    str, StringConstraints(max_length=MAX_LINE_CHARS), BeforeValidator(_a_line), AfterValidator(one_line)
+]
 
 
 def _members(value: list[str] | None, info: ValidationInfo, keys: tuple[str, str]) -> list[str] | None:
@@ -48,7 +63,7 @@ def _members(value: list[str] | None, info: ValidationInfo, keys: tuple[str, str
     return value
 
 
-class TurnRequest(BaseModel):
+class TurnRequest(RequestBody):
     """A turn request exactly as Unity sends it (`day`, `language` and `participants` are optional extras)."""
 
     agent_id: Id = Field(description="The agent who speaks now.")
@@ -66,7 +81,7 @@ class TurnRequest(BaseModel):
         description='Earlier lines, oldest first, as "Name: line": Name is the speaker\'s display name '
         "(its agent id is accepted too; the server stores and prompts display names).",
     )
-    time_of_day: float = Field(ge=0, lt=24, description="Hours into the game day, e.g. 14.5.")
+    time_of_day: GameHour = Field(description=HOURS_DOC)
     day: int = Field(1, ge=1, le=100_000)
     language: Literal["ja", "en"] | None = Field(None, description="Overrides the speaker's language.")
     participants: list[ParticipantId] | None = Field(
@@ -115,7 +130,7 @@ PlayerText = Annotated[
 ]
 
 
-class PlayerTurnRequest(BaseModel):
+class PlayerTurnRequest(RequestBody):
     """A visitor's line to an agent, and the agent's reply (POST /v1/conversation/player-turn[/stream])."""
 
     session_id: SessionId = Field(description="Unity's id for this conversation (as for /turn).")
@@ -128,17 +143,31 @@ class PlayerTurnRequest(BaseModel):
     location_name: str | None = Field(None, max_length=200)
     history: list[HistoryLine] = Field(
         default_factory=list,
-        max_length=MAX_HISTORY_LINES,
+        max_length=MAX_HISTORY_LINES - 1,
         description="Earlier lines of this conversation, oldest first, as for /turn (the visitor's line "
-        "takes index len(history), the agent's reply the next): a retry with the same history gets the "
-        "stored reply.",
+        "takes index len(history), the agent's reply the next): a retry (the same history and text) gets "
+        "the stored reply; other text with the same history is a 409 naming `text`. At most {MAX_HISTORY_LINES - 1} lines: the visitor's line joins them in the agent's "
+        "turn.",
     )
-    time_of_day: float = Field(ge=0, lt=24)
+    time_of_day: GameHour = Field(description=HOURS_DOC)
     day: int = Field(1, ge=1, le=100_000)
     language: Literal["ja", "en"] | None = Field(None, description="Overrides the agent's language.")
     participants: list[ParticipantId] | None = Field(
         None, min_length=2, max_length=MAX_PARTICIPANTS, description="A group's participants, as for /turn."
     )
+
+    @field_validator("history", mode="before")
+    @classmethod
+    def _room_for_the_line(cls, value: Any) -> Any:
+        # Checked here, before anything is stored: the agent's turn holds the history and the visitor's line.
+        most = MAX_HISTORY_LINES - 1
+        if isinstance(value, list) and len(value) > most:
+            raise ValueError(
+                f"history has {len(value)} lines; a player-turn takes at most {most} (the visitor's line "
+                f"makes the {MAX_HISTORY_LINES}th, the most a turn's history holds): send only this "
+                "conversation's lines, or end it (POST /v1/conversation/end) and start another session_id"
+            )
+        return value
 
     @field_validator("player_id")
     @classmethod
@@ -302,13 +331,13 @@ class PlayerTurnResult(TurnResult):
     player_blocked: bool = Field(description="True when moderation held back the visitor's line.")
 
 
-class EndRequest(BaseModel):
+class EndRequest(RequestBody):
     """Unity reports that a conversation ended (e.g. the agents walked apart)."""
 
     session_id: StoredSessionId = Field(description="The conversation's session_id, as its turns sent it.")
     reason: str = Field("unity", min_length=1, max_length=32, description="e.g. distance, interrupted.")
     day: int | None = Field(None, ge=1, le=100_000)
-    time_of_day: float | None = Field(None, ge=0, lt=24)
+    time_of_day: GameHour | None = Field(None, description=HOURS_DOC)
 
     @field_validator("session_id", "reason")
     @classmethod

@@ -35,7 +35,7 @@ from backend.conversation.schemas import (
     turn_reply_for,
 )
 from backend.conversation.transcript import check_history
-from backend.errors import LLMError, MachiError, NotFound
+from backend.errors import LLMError, MachiError
 from backend.ids import is_player
 from backend.intention import service as intentions
 from backend.intention.telling import told_in
@@ -50,6 +50,7 @@ from backend.player import repo as players
 from backend.tasks import TaskRunner
 from backend.world.models import Agent
 from backend.world.schemas import StateReport
+from backend.world.service import agent_not_found
 
 if TYPE_CHECKING:
     from backend.emotion.schemas import EmotionState
@@ -330,14 +331,14 @@ class ConversationService:
             Conflict: the conversation has ended, or this turn index belongs to another pair.
         """
         found = read_people(session, self.memory.agents, world_id, [req.agent_id, req.target_id])
-        speaker = _agent(found, world_id, req.agent_id, "agent_id")
-        partner = _agent(found, world_id, req.target_id, "target_id")
+        speaker = _agent(session, found, world_id, req.agent_id, "agent_id")
+        partner = _agent(session, found, world_id, req.target_id, "target_id")
         stored = repo.read_turn(session, world_id, req)
         if stored.reply is not None:
             return TurnState(speaker, partner, stored)
         people = with_members(session, self.memory.agents, world_id, found, stored.members)
-        for joiner in req.participants or ():
-            _agent(people, world_id, joiner, "participants")  # one who is neither an agent nor a player: 404
+        for joiner in req.participants or ():  # one who is neither an agent nor a player: 404
+            _agent(session, people, world_id, joiner, "participants")
         item = self.plan_item(session, world_id, req.agent_id, req.day, req.time_of_day)
         activity = str(item["activity"]) if item and item.get("activity") else None
         facts = (
@@ -748,10 +749,10 @@ class ConversationService:
         self.jobs.submit(jobs)
 
 
-def _agent(found: dict[str, Agent], world_id: str, agent_id: str, field: str) -> Agent:
+def _agent(session: Any, found: dict[str, Agent], world_id: str, agent_id: str, field: str) -> Agent:
     agent = found.get(agent_id)
     if agent is None:
-        raise NotFound(f"no agent {agent_id!r} in world {world_id!r}", details={"field": field})
+        raise agent_not_found(session, world_id, agent_id, {"field": field})
     return agent
 
 

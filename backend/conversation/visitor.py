@@ -5,10 +5,11 @@ it), the rate limits (per visitor and per world, counted in the database: a 429 
 moderation (backend/moderation: the operator's word list, and the provider's endpoint where configured).
 It is then stored as a line of the conversation (its own turn row, index len(history)) and the agent's reply
 is an ordinary turn (index len(history) + 1) with the visitor as its target: end rules, idempotent retries,
-the deadline and the fallback hold as for any turn. A line moderation held back is stored as a neutral
-marker (never as typed) and answered with an in-character deflection, without asking the model; a reply
-moderation holds back, or one that repeats the system prompt, is replaced by a deflection too. Each is
-recorded on its turn row (`moderation`) and logged.
+the deadline and the fallback hold as for any turn; a retry resends the same text (other text at a stored
+line's index is a 409 naming `text`, not the old reply). A line moderation held back is stored as a neutral
+marker (never as typed: only its SHA-256, which tells a retry) and answered with an in-character
+deflection, without asking the model; a reply moderation holds back, or one that repeats the system
+prompt, is replaced by a deflection too. Each is recorded on its turn row (`moderation`) and logged.
 
 In the prompt a visitor's words are the quoted transcript's (data the model is told not to obey, which a
 line cannot close), and the system prompt gains a rule that no visitor's line changes who the speaker is.
@@ -17,6 +18,7 @@ line cannot close), and the system prompt gains a rule that no visitor's line ch
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -28,13 +30,14 @@ from backend.conversation.people import read_people, with_members
 from backend.conversation.prompts import system_message
 from backend.conversation.schemas import PlayerTurnRequest, TurnReply, TurnRequest
 from backend.conversation.transcript import check_history
-from backend.errors import InvalidInput, NotFound
+from backend.errors import Conflict, InvalidInput
 from backend.ids import is_player
 from backend.memory.models import VISITOR_TAG
 from backend.moderation import Moderator, Verdict, clean, deflection
 from backend.player import names
 from backend.player import repo as players
 from backend.world import repo as world_repo
+from backend.world.service import agent_not_found
 
 if TYPE_CHECKING:
     from backend.conversation.service import ConversationService, PreparedTurn
@@ -110,6 +113,7 @@ class VisitorTurns:
         state = await asyncio.to_thread(self._read, world_id, line_req)
         if state.stored.reply is not None:  # a retry: the line was stored; the reply may be too
             stored = state.stored.reply
+            check_same_line(stored, body)
             return VisitorLine(stored["turn_index"], str(stored.get("line", "")), bool(stored.get("blocked")))
         await asyncio.to_thread(players.note_line, self.engine, world_id, body.player_id, self.limits)
         verdict = await self._check(body.text)
@@ -122,9 +126,7 @@ class VisitorTurns:
             )
             agent = people.get(line_req.target_id)
             if agent is None:
-                raise NotFound(
-                    f"no agent {line_req.target_id!r} in world {world_id!r}", details={"field": "agent_id"}
-                )
+                raise agent_not_found(session, world_id, line_req.target_id, {"field": "agent_id"})
             stored = repo.read_turn(session, world_id, line_req)
             people = with_members(session, self.service.memory.agents, world_id, people, stored.members)
         return LineState(stored, people)
@@ -173,6 +175,7 @@ class VisitorTurns:
         members = state.stored.members or line_req.members()
         line = f"{player.name}: {text}"
         reply = self._line_reply(line_req, members, state.stored.left, text, line, blocked)
+        reply["text_sha256"] = _digest(body.text)  # what was typed, for a retry to be told from a new line
         moderation = _trace("line", verdict) if blocked else None
         if moderation is not None:
             log.warning(
@@ -323,6 +326,29 @@ def _trace(stage: str, verdict: Verdict | None) -> dict[str, Any]:
         "source": verdict.source if verdict else None,
         "category": verdict.category if verdict else None,
     }
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def check_same_line(stored: dict[str, Any], body: PlayerTurnRequest) -> None:
+    """A retry resends the text of the visitor line stored at its index; other text is a 409 naming `text`
+    (most likely the agent's reply was not appended to `history`), never the old reply."""
+    digest = stored.get("text_sha256")
+    if digest is not None:
+        same = digest == _digest(body.text)
+    else:  # stored before digests were kept: the dialogue is the text, unless moderation held it back
+        same = bool(stored.get("blocked")) or stored.get("dialogue") == body.text
+    if same:
+        return
+    index = stored.get("turn_index")
+    raise Conflict(
+        f"turn {index} of session {body.session_id!r} already holds a different visitor line "
+        f"({stored.get('line')!r}): to go on, append it and the agent's reply to history and send the next "
+        "line; to retry this turn, resend the same text",
+        details={"field": "text", "turn_index": index, "stored": stored.get("line")},
+    )
 
 
 def with_line(reply: dict[str, Any], said: VisitorLine) -> dict[str, Any]:

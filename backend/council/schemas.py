@@ -20,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+from backend.body import RequestBody
 from backend.ids import Id
 from backend.text import clean_text
 
@@ -39,7 +40,7 @@ MIN_ROUNDS, MAX_ROUNDS, DEFAULT_ROUNDS = 1, 5, 2
 
 
 # --- the request -------------------------------------------------------------------------------------
-class CouncilCreate(BaseModel):
+class CouncilCreate(RequestBody):
     """A proposal for the council. `members` defaults to the world's council (agents with a council_role)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -191,7 +192,7 @@ def _judge_reply_for(criteria: tuple[str, ...]) -> type[JudgeReply]:
 Criterion = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]
 
 
-class JudgeRequest(BaseModel):
+class JudgeRequest(RequestBody):
     model_config = ConfigDict(extra="forbid")
 
     content: str = Field(min_length=1, max_length=20_000)

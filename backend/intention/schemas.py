@@ -6,6 +6,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
+from backend.body import RequestBody
+from backend.gametime import HOURS_DOC, GameHourTo24
 from backend.memory.models import MAX_DAY
 from backend.text import clean_text
 
@@ -24,7 +26,7 @@ class IntentionsReply(BaseModel):
     ] = Field(max_length=MAX_LINES)
 
 
-class WhisperRequest(BaseModel):
+class WhisperRequest(RequestBody):
     """Body of `POST /v1/agents/{agent_id}/whisper`: a thought put in the agent's mind (the paper's inner
     voice). Stored as the agent's own high-importance memory; its intentions take it at once."""
 
@@ -36,7 +38,7 @@ class WhisperRequest(BaseModel):
     day: int = Field(
         1, ge=1, le=MAX_DAY, description="game day now (relative words like 明日 are read from it)"
     )
-    time_of_day: float = Field(0.0, ge=0, le=24, description="game hour now")
+    time_of_day: GameHourTo24 = Field(0.0, description="The game hour now. " + HOURS_DOC)
 
     @field_validator("text")
     @classmethod

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from backend.body import RequestBody
 from backend.conversation.schemas import cut_line
+from backend.gametime import HOURS_DOC, GameHour
 from backend.memory.models import MAX_DAY, MemoryType
 from backend.text import clean_text
 
@@ -15,7 +17,7 @@ MAX_QUESTION_CHARS = 500
 MAX_ANSWER_CHARS = 400
 
 
-class InterviewRequest(BaseModel):
+class InterviewRequest(RequestBody):
     """A question put to one agent (the Generative Agents paper's interview)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -26,7 +28,7 @@ class InterviewRequest(BaseModel):
     day: int | None = Field(
         None, ge=1, le=MAX_DAY, description="Game day of the interview (default: the agent's last report)."
     )
-    time_of_day: float | None = Field(None, ge=0, lt=24, description="Hours into the game day, e.g. 20.5.")
+    time_of_day: GameHour | None = Field(None, description=HOURS_DOC)
 
     @field_validator("question")
     @classmethod

@@ -153,6 +153,8 @@ class Conversation:
     day: int
     time_of_day: float
     language: str
+    #: Where it took place (the conversation's `location_name`); None: the agent's last reported place.
+    location_name: str | None = None
 
 
 class Afterthoughts:
@@ -208,6 +210,7 @@ class Afterthoughts:
             made = await self.reflector.store_conversation(
                 key, reply.reflection, reply.importance, conv.evidence_ids,
                 conv.day, conv.time_of_day, session_id=conv.session_id,
+                location_name=conv.location_name,
             )  # fmt: skip
         if not state.folded:
             await self.people.fold(
@@ -243,11 +246,16 @@ def _facts(
         "transcript": [line for line in conv.transcript if line.strip()],
         "day": conv.day,
         "clock": format_clock(conv.time_of_day),
-        "location_name": agent.location_name if agent else None,
+        "location_name": _place(agent, conv),
         "max_chars": limit,
         "ask_feeling": feeling is not None,
         **(person.known(known) if known is not None else {}),
     }
+
+
+def _place(agent: Agent | None, conv: Conversation) -> str | None:
+    """Where the conversation took place: its own `location_name`, else the agent's last reported place."""
+    return conv.location_name or (agent.location_name if agent else None)
 
 
 def _options(key: Key, conv: Conversation, facts: dict[str, Any]) -> GenerateOptions:

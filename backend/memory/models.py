@@ -12,8 +12,10 @@ from pydantic import Field as PydanticField
 from sqlalchemy import JSON, Index, LargeBinary, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from backend.gametime import utcnow
+from backend.body import RequestBody
+from backend.gametime import HOURS_DOC, GameHourTo24, utcnow
 from backend.ids import is_player
+from backend.memory.tags import MAX_TAG_CHARS
 from backend.world.models import DEFAULT_WORLD, Agent
 
 #: An agent's memories are kept per (world id, agent id).
@@ -142,7 +144,7 @@ class Search:
     before_id: int | None = None
 
 
-class MemoryCreate(BaseModel):
+class MemoryCreate(RequestBody):
     """One memory to store. `importance=None` stores a provisional value that the model rates later."""
 
     model_config = ConfigDict(extra="forbid")
@@ -151,9 +153,11 @@ class MemoryCreate(BaseModel):
     content: str = PydanticField(min_length=1, max_length=10_000)
     importance: int | None = PydanticField(None, ge=1, le=10)
     location_name: str | None = PydanticField(None, max_length=200)
-    tags: list[Annotated[str, StringConstraints(max_length=100)]] | None = PydanticField(None, max_length=32)
+    tags: list[Annotated[str, StringConstraints(max_length=MAX_TAG_CHARS)]] | None = PydanticField(
+        None, max_length=32
+    )
     day: int = PydanticField(1, ge=1, le=MAX_DAY)
-    time_of_day: float = PydanticField(0.0, ge=0, le=24)
+    time_of_day: GameHourTo24 = PydanticField(0.0, description=HOURS_DOC)
     #: The conversation (or other episode) the memory belongs to: consecutive memories of one are read in
     #: context (each embedded after the one before it). Conversation lines Machi stores carry their session.
     session_id: str | None = PydanticField(None, min_length=1, max_length=128)
@@ -171,7 +175,7 @@ class MemoryCreate(BaseModel):
         return value
 
 
-class MemoryBatchCreate(BaseModel):
+class MemoryBatchCreate(RequestBody):
     model_config = ConfigDict(extra="forbid")
 
     memories: list[MemoryCreate] = PydanticField(min_length=1, max_length=MAX_BATCH)
@@ -207,7 +211,7 @@ class MemoryList(BaseModel):
     offset: int
 
 
-class RetrievalWeights(BaseModel):
+class RetrievalWeights(RequestBody):
     model_config = ConfigDict(extra="forbid")
 
     # Infinity or NaN would make every score the same non-number: the ranking returned nothing (422 instead).
@@ -218,7 +222,7 @@ class RetrievalWeights(BaseModel):
     time: float | None = PydanticField(None, ge=0, allow_inf_nan=False)
 
 
-class RetrieveRequest(BaseModel):
+class RetrieveRequest(RequestBody):
     model_config = ConfigDict(extra="forbid")
 
     query: str = PydanticField(min_length=1, max_length=4000)
@@ -228,7 +232,7 @@ class RetrieveRequest(BaseModel):
     relevance: Literal["embedding", "keyword", "hybrid"] | None = None
     types: list[MemoryType] | None = PydanticField(None, max_length=3)
     day: int | None = PydanticField(None, ge=1, le=MAX_DAY)
-    time_of_day: float | None = PydanticField(None, ge=0, le=24)
+    time_of_day: GameHourTo24 | None = PydanticField(None, description=HOURS_DOC)
     #: False: a look, not a use (a dashboard probe, a bench): the found memories keep their access times, so
     #: one question's winners do not crowd out the next one's.
     touch: StrictBool = True
@@ -252,11 +256,11 @@ class RetrieveResponse(BaseModel):
     weights: dict[str, float] = PydanticField(default_factory=dict)
 
 
-class ReflectRequest(BaseModel):
+class ReflectRequest(RequestBody):
     model_config = ConfigDict(extra="forbid")
 
     day: int | None = PydanticField(None, ge=1, le=MAX_DAY)
-    time_of_day: float | None = PydanticField(None, ge=0, le=24)
+    time_of_day: GameHourTo24 | None = PydanticField(None, description=HOURS_DOC)
 
 
 class ReflectResponse(BaseModel):

@@ -215,8 +215,10 @@ class Reflector:
         day: int,
         time_of_day: float,
         language: str,
+        location_name: str | None = None,
     ) -> Memory | None:
-        """Store the end-of-conversation reflection for one participant. None when the model fails."""
+        """Store the end-of-conversation reflection for one participant. None when the model fails.
+        `location_name`: where the conversation took place (None: the agent's last reported place)."""
         agent = await asyncio.to_thread(self.agents, *key)
         facts = {
             "agent_name": agent.name if agent else key[1],
@@ -225,7 +227,7 @@ class Reflector:
             "transcript": list(transcript),
             "day": day,
             "clock": format_clock(time_of_day),
-            "location_name": agent.location_name if agent else None,
+            "location_name": location_name or (agent.location_name if agent else None),
         }
         try:
             reply = await self.llm.generate_json(
@@ -237,8 +239,9 @@ class Reflector:
             log.warning("conversation reflection for %s/%s failed: %s", *key, exc)
             return None
         return await self.store_conversation(
-            key, reply.summary, reply.importance, evidence_ids, day, time_of_day, session_id=session_id
-        )
+            key, reply.summary, reply.importance, evidence_ids, day, time_of_day,
+            session_id=session_id, location_name=location_name,
+        )  # fmt: skip
 
     async def store_conversation(
         self,
@@ -250,16 +253,17 @@ class Reflector:
         time_of_day: float,
         *,
         session_id: str,
+        location_name: str | None = None,
     ) -> Memory:
         """Store a conversation reflection the model wrote (here, or in the end-of-conversation call of
-        afterthought.py), citing those of `evidence_ids` that still exist."""
+        afterthought.py), citing those of `evidence_ids` that still exist, at the conversation's place."""
         known = await asyncio.to_thread(self.repo.existing_ids, key, evidence_ids)
         cited = [i for i in evidence_ids if i in known]
         # A reflection on a talk with a visitor (its lines are marked) is marked too: it retells their words.
         marks = await asyncio.to_thread(self.repo.visitor_tags, key, cited)
         row = _reflection_row(
             key, summary, importance, cited, day, time_of_day, origin="conversation", session_id=session_id,
-            marks=marks,
+            marks=marks, location_name=location_name,
         )  # fmt: skip
         [written] = await self.writer.write([Batch(key, [row])])
         return written.rows[0]
@@ -385,6 +389,7 @@ def _reflection_row(
     origin: str,
     session_id: str | None = None,
     marks: Sequence[str] = (),
+    location_name: str | None = None,
 ) -> Memory:
     return new_memory(
         {
@@ -397,6 +402,7 @@ def _reflection_row(
             "tags": [*keywords(content), *marks],
             "evidence_ids": list(dict.fromkeys(evidence)),
             "session_id": session_id,
+            "location_name": location_name,
             "created_day": day,
             "created_time_of_day": time_of_day,
             "last_accessed_day": day,

@@ -40,6 +40,7 @@ from backend.memory.writer import Batch, MemoryWriter
 from backend.tasks import TaskRunner
 from backend.world.cache import AgentCache
 from backend.world.models import Agent
+from backend.world.service import agent_not_found_in
 
 __all__ = ["MemoryCreate", "MemoryParts", "MemoryService", "ScoredMemory"]
 
@@ -90,7 +91,7 @@ class MemoryService:
         """The agent row. Raises NotFound when the world has no such agent."""
         agent = self.agents.read_one(self.repo.engine, world_id, agent_id)
         if agent is None:
-            raise NotFound(f"no agent {agent_id!r} in world {world_id!r}", details={"agent_id": agent_id})
+            raise agent_not_found_in(self.repo.engine, world_id, agent_id, {"agent_id": agent_id})
         return agent
 
     # --- writing ---
@@ -317,8 +318,10 @@ class MemoryService:
         day: int,
         time_of_day: float,
         language: str,
+        location_name: str | None = None,
     ) -> Memory | None:
-        """Summarise a finished conversation as a first-person reflection citing its observations.
+        """Summarise a finished conversation (at `location_name`) as a first-person reflection citing its
+        observations.
 
         Returns None when the model fails (the failure is traced); never raises LLMError.
         """
@@ -331,6 +334,7 @@ class MemoryService:
             day=day,
             time_of_day=time_of_day,
             language=language,
+            location_name=location_name,
         )
 
     async def maybe_reflect(

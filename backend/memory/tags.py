@@ -20,6 +20,8 @@ import re
 from backend.text import STOP_WORDS, keywords, normalise
 
 MAX_TAGS = 16
+#: A tag's most characters (a memory's `tags` on the wire): a longer word is cut to it, still telling it apart.
+MAX_TAG_CHARS = 100
 
 #: One-character particles: a kanji followed by one of these is a noun, not a verb stem.
 _PARTICLES = frozenset("をがはにでとのへもやかねよ")
@@ -44,8 +46,9 @@ def memory_tags(content: str, limit: int = MAX_TAGS) -> list[str]:
     text = normalise(content)
     skip = _REPORTING if _QUOTE.search(text) else frozenset()
     out: list[str] = []
-    for word in [*keywords(content, limit=limit), *_stems(text), *_hiragana_words(text)]:
-        if word not in skip and word not in STOP_WORDS and word not in out:
+    for found in [*keywords(content, limit=limit), *_stems(text), *_hiragana_words(text)]:
+        word = found[:MAX_TAG_CHARS]
+        if found not in skip and found not in STOP_WORDS and word not in out:
             out.append(word)
     return out[:limit]
 

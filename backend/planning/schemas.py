@@ -8,6 +8,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema, WithJsonSchema
 
+from backend.body import RequestBody
+from backend.gametime import HOURS_DOC, GameHourTo24
 from backend.world.schemas import PoiPublic
 
 
@@ -98,7 +100,7 @@ class PlanItem(BaseModel):
     activity: str = Field(max_length=200)
 
 
-class PlanRequest(BaseModel):
+class PlanRequest(RequestBody):
     """Body of `POST /v1/agents/{agent_id}/plan`.
 
     Without `time_of_day` the whole day is (re)generated. With it (and usually a `reason`), items that
@@ -108,7 +110,7 @@ class PlanRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     day: int = Field(ge=1, le=1_000_000)
-    time_of_day: float | None = Field(default=None, ge=0, le=24)
+    time_of_day: GameHourTo24 | None = Field(default=None, description=HOURS_DOC)
     reason: str | None = Field(default=None, max_length=500)
 
 

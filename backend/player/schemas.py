@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, Field
 
+from backend.body import RequestBody
 from backend.text import one_line
 
 
@@ -16,7 +17,7 @@ def _not_blank(value: str) -> str:
     return value.strip()
 
 
-class PlayerUpsert(BaseModel):
+class PlayerUpsert(RequestBody):
     """A visitor as Unity registers them (PUT /v1/players/{player_id})."""
 
     display_name: Annotated[str, AfterValidator(one_line), AfterValidator(_not_blank)] = Field(

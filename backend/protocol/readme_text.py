@@ -159,19 +159,26 @@ RULES = """## Rules every call follows
   deeply, a number too long, not JSON) is `400 invalid_json` about the field `body`): do not retry it.
   Network errors, timeouts and 5xx may be retried with backoff; conversation turns are retry-safe (the same
   `session_id`, history length, speaker and target return the stored reply; another pair in that session
-  gets `409 conflict` naming both pairs).
+  gets `409 conflict` naming both pairs; a `player-turn` retry resends the same `text`, and other text with
+  the same history is `409 conflict` naming `text`).
+- Bodies are JSON objects sent with `Content-Type: application/json` (without it, e.g. `UnityWebRequest.Post
+  (url, string)` or plain `curl -d`, the body is read as text: `422` about `body` saying to send the
+  header). Keys are snake_case as in the schemas: a camelCase or PascalCase spelling of a field (`agentId`,
+  `TimeOfDay`) is a `422` naming the key sent and the key meant.
 - Ids you choose (`X-Machi-World`, agent and point-of-interest ids, `session_id`) are 1-64 characters (a
   `session_id` 1-128) of ASCII letters, digits, `_`, `-` and `.`, not only dots (`aoi`,
   `aoi-hikari-day1-0001`): they go into URL paths as they are. Anything else is a `422` naming
   the character, e.g. `a/b` or `会話1`.
 - A conversation's transcript is the server's. A turn's `history` holds every line the conversation has
-  so far, oldest first (one that stops short is `409 conflict` naming `history`). A line that differs from
+  so far, oldest first, each a string `"Name: line"` (one that stops short, e.g. without the partner's last
+  line, is `409 conflict` naming `history`; a `player-turn` takes at most 63, its visitor's line being the
+  64th). A line that differs from
   the stored one is answered from the stored line, which stays: the reply's `history_fixes` lists each
   (`index`, `line`) for you to copy into your history. Lines past the stored transcript are yours (an opener
   you scripted, a player's line) and are stored once, as sent. Every line is one line: line breaks become
   spaces.
-- Times are game time: `day` (1-based) and `time_of_day` in hours (`14.5` = 14:30). Positions are Unity
-  world coordinates in metres.
+- Times are game time: `day` (1-based) and `time_of_day` in hours (`14.5` = 14:30; the string `"14:30"` is
+  read the same). Positions are Unity world coordinates in metres.
 - `plan/now` answers within `PLAN_DEADLINE_S` (10 s). On a day's first ask the model makes the day's plan;
   one not ready by then is answered from a stored fallback plan (`"source": "fallback"`, `"pending": true`),
   and the model's plan replaces it when it arrives: the `plan.updated` event (its `source` and `version`

@@ -16,6 +16,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from backend.body import RequestBody
+from backend.gametime import HOURS_DOC, GameHour
 from backend.ids import ID_PATTERN, ID_RULE, Id, id_problem
 
 AgentState = Literal["moving_to_poi", "wandering_in_poi", "talking", "cooldown", "waiting_for_replan"]
@@ -30,7 +32,7 @@ GESTURE_RULE = f"a gesture name is 1-{MAX_GESTURE_CHARS} characters of {ID_RULE}
 MIN_AWAKE_HOURS = 1.0
 
 
-class Position(BaseModel):
+class Position(RequestBody):
     """A point in Unity world coordinates (metres)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -40,7 +42,7 @@ class Position(BaseModel):
     z: float = Field(ge=-1e6, le=1e6)
 
 
-class AgentBase(BaseModel):
+class AgentBase(RequestBody):
     """A persona: who the character is and when it is awake."""
 
     name: str = Field(min_length=1, max_length=100)
@@ -127,7 +129,7 @@ class AgentDetail(AgentPublic):
     intentions: str = ""
 
 
-class PoiUpsert(BaseModel):
+class PoiUpsert(RequestBody):
     """Body of `PUT /v1/pois/{poi_id}`."""
 
     model_config = ConfigDict(extra="forbid")
@@ -142,7 +144,7 @@ class PoiPublic(PoiUpsert):
     id: str
 
 
-class StateReport(BaseModel):
+class StateReport(RequestBody):
     """Body of `POST /v1/agents/{agent_id}/state`: what Unity's state machine is doing now."""
 
     model_config = ConfigDict(extra="forbid")
@@ -151,7 +153,7 @@ class StateReport(BaseModel):
     location_name: str | None = Field(default=None, max_length=200)
     position: Position | None = None
     day: int = Field(ge=1, le=1_000_000)
-    time_of_day: float = Field(ge=0, lt=24)
+    time_of_day: GameHour = Field(description=HOURS_DOC)
     partner_id: Id | None = Field(
         default=None,
         description="With state `talking`: the agent this one has just met. Optional; on a model that reads "
@@ -195,7 +197,7 @@ GestureName = Annotated[
 ]
 
 
-class GesturesUpdate(BaseModel):
+class GesturesUpdate(RequestBody):
     """Body of `PUT /v1/world/gestures`: the gestures this world's characters can make."""
 
     model_config = ConfigDict(extra="forbid")

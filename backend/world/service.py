@@ -26,7 +26,7 @@ from backend.world.schemas import (
 )
 
 if TYPE_CHECKING:
-    from backend.storage.db import Session
+    from backend.storage.db import Engine, Session
 
 #: State events kept per agent; older ones are pruned as new reports arrive.
 STATE_HISTORY = 50
@@ -35,11 +35,33 @@ ARRIVAL_IMPORTANCE = 2
 
 
 def get_agent(session: Session, world_id: str, agent_id: str) -> Agent:
-    """The agent, or NotFound naming it."""
+    """The agent, or NotFound naming it (or the world, when that is what is unknown)."""
     agent = repo.agent(session, world_id, agent_id)
     if agent is None:
-        raise NotFound(f"no agent {agent_id!r} in world {world_id!r}", details={"agent_id": agent_id})
+        raise agent_not_found(session, world_id, agent_id, {"agent_id": agent_id})
     return agent
+
+
+def agent_not_found(session: Session, world_id: str, agent_id: str, details: dict[str, Any]) -> NotFound:
+    """The 404 of an agent lookup that failed. In a world with nothing in it (most often a world name
+    mistyped in X-Machi-World or ?world=) it says that the world is unknown and names the worlds there are,
+    rather than blaming the agent id."""
+    census = repo.world_census(session)
+    if world_id in census or not census:
+        return NotFound(f"no agent {agent_id!r} in world {world_id!r}", details=details)
+    known = ", ".join(repr(name) for name in census)
+    return NotFound(
+        f"world {world_id!r} is unknown (it has no agents or places); the worlds here: {known}. Name one "
+        f"(the X-Machi-World header, or ?world=), or create {agent_id!r} in this world with "
+        f"PUT /v1/agents/{agent_id}",
+        details={**details, "world": world_id, "known_worlds": list(census)},
+    )
+
+
+def agent_not_found_in(engine: Engine, world_id: str, agent_id: str, details: dict[str, Any]) -> NotFound:
+    """`agent_not_found` for a caller holding an engine, not a session."""
+    with repo.session(engine) as session:
+        return agent_not_found(session, world_id, agent_id, details)
 
 
 def get_poi(session: Session, world_id: str, poi_id: str) -> PointOfInterest:

@@ -17,8 +17,9 @@ from tests.conftest import drain
 from tests.conversation.helpers import add_agents, rows, turn
 
 
-def _converse(client: TestClient, session_id: str = "s-a") -> None:
-    add_agents(client)
+def _converse(client: TestClient, session_id: str = "s-a", *, added: bool = False) -> None:
+    if not added:
+        add_agents(client)
     first = client.post("/v1/conversation/turn", json=turn("aoi", "hikari", session_id, [])).json()
     history = [f"葵: {first['dialogue']}"]
     client.post("/v1/conversation/turn", json=turn("hikari", "aoi", session_id, history))
@@ -148,3 +149,17 @@ def test_past_the_exchange_count_the_summary_counts_as_recompressed_without_a_ca
     assert scripted.calls("person") == []
     with Session(app.state.engine) as session:
         assert len(session.exec(select(PersonMemory)).all()) == 1
+
+
+def test_the_reflection_is_placed_where_the_conversation_was_not_where_the_agent_last_reported(
+    client: TestClient, scripted: ScriptedLLM
+) -> None:
+    add_agents(client)
+    report = {"state": "wandering_in_poi", "location_name": "図書館", "day": 1, "time_of_day": 14.0}
+    assert client.post("/v1/agents/aoi/state", json=report).is_success
+    _converse(client, added=True)  # its turns are at 中央カフェ
+    [aoi_call] = [c for c in _afterthoughts(scripted) if c.options.agent_id == "aoi"]
+    prompt = aoi_call.messages[-1]["content"]
+    assert "14:30 (中央カフェ)" in prompt and "(図書館)" not in prompt
+    [reflection] = rows(client, Memory, agent_id="aoi", type="reflection")
+    assert reflection.location_name == "中央カフェ"

@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from backend.scripted import ScriptedLLM
 from tests.conftest import drain
-from tests.conversation.helpers import add_agents, snapshot, turn
+from tests.conversation.helpers import EMMA, add_agents, snapshot, turn
 
 CASES: list[tuple[str, dict[str, Any], int, str]] = [
     ("unknown agent", turn("ghost", "hikari", "s", []), 404, "agent_id"),
@@ -64,9 +64,11 @@ def test_64_lines_of_2000_chars_are_accepted(client: TestClient) -> None:
 
 def test_other_speaker_for_a_stored_turn_index_is_409(client: TestClient) -> None:
     add_agents(client)
+    add_agents(client, EMMA)
     client.post("/v1/conversation/turn", json=turn("aoi", "hikari", "s-who", []))
     drain(client)
     before = snapshot(client)
-    response = client.post("/v1/conversation/turn", json=turn("hikari", "aoi", "s-who", []))
+    # (hikari answering with the same short history is told its history is behind: tests/conversation/test_pair.py)
+    response = client.post("/v1/conversation/turn", json=turn("emma", "aoi", "s-who", []))
     assert response.status_code == 409 and response.json()["error"]["details"]["field"] == "agent_id"
     assert snapshot(client) == before

@@ -64,7 +64,7 @@ def test_racing_first_turns_of_two_pairs_give_one_reply_and_one_409(settings: Se
 
 @pytest.mark.parametrize(
     ("other", "field"),
-    [(("hikari", "aoi"), "agent_id"), (("aoi", "liam"), "target_id"), (("emma", "liam"), "agent_id")],
+    [(("aoi", "liam"), "target_id"), (("emma", "liam"), "agent_id"), (("liam", "aoi"), "agent_id")],
 )
 def test_another_pair_asking_for_a_stored_turn_is_409_naming_both(
     client: TestClient, other: tuple[str, str], field: str
@@ -120,3 +120,18 @@ def test_commit_of_another_pair_at_a_new_index_of_the_session_is_a_conflict(clie
             repo.Said("Emma: two", "en"),
         )  # fmt: skip
     assert [t.speaker_id for t in rows(client, Turn, session_id="s-next")] == ["aoi"]
+
+
+def test_the_partner_without_the_line_it_answers_is_told_its_history_is_behind(client: TestClient) -> None:
+    """hikari answers aoi's first line but Unity forgot to append it: the 409 says the history is one line
+    short (send all of them), not that another pair needs another session_id."""
+    add_agents(client)
+    assert client.post("/v1/conversation/turn", json=turn("aoi", "hikari", "s-short", [])).status_code == 200
+    drain(client)
+    short = client.post("/v1/conversation/turn", json=turn("hikari", "aoi", "s-short", []))
+    assert short.status_code == 409, short.text
+    error = short.json()["error"]
+    assert error["details"]["field"] == "history" and error["details"]["transcript_lines"] == 1
+    assert "history has 0 lines" in error["message"] and "send all of them" in error["message"]
+    assert "another session_id" not in error["message"]
+    assert len(rows(client, Turn, session_id="s-short")) == 1

@@ -83,3 +83,16 @@ def test_intentions_stay_few_and_short(client: TestClient) -> None:
         and lines[1]["text"].startswith("やりたいこと4番目")
     )
     assert all(len(line["text"]) <= 160 for line in lines) and lines[0]["text"].endswith("。")
+
+
+def test_a_whisper_with_a_word_longer_than_a_tag_is_stored(client: TestClient) -> None:
+    """A 120-character word is a thought like any other: its tag is cut to a tag's 100 characters (it was a
+    500: the word became a tag over the memory's limit)."""
+    town(client)
+    word = "supercalifragilistic" * 6
+    reply = client.post("/v1/agents/aoi/whisper", json={"text": f"I keep thinking of {word} today"})
+    assert reply.status_code == 200, reply.text
+    memory = client.get("/v1/agents/aoi/memories", params={"q": "supercalifragilistic"}).json()["memories"][0]
+    assert word[:100] in memory["tags"] and all(len(tag) <= 100 for tag in memory["tags"])
+    katakana = "ア" * 120
+    assert client.post("/v1/agents/aoi/whisper", json={"text": f"{katakana}を探す"}).status_code == 200

@@ -24,8 +24,9 @@ UNREADABLE = {
     "cut short": b'{"name": [1, 2',
 }
 WRONG_KIND = {"a list": b"[1, 2]", "a string": b'"text"', "a number": b"7"}
-#: The dashboard's sign-in form answers a wrong key with the form again (HTML for a person, not an API error).
-HTML_PAGES = {"POST /login"}
+#: The dashboard's sign-in form answers a wrong key with the form again, and its pages answer what they do not
+#: find with an HTML problem page (HTML for a person, not an API error).
+HTML_PAGES = {"POST /login", "GET /conversations/{session_id}"}
 JSON = {"Content-Type": "application/json", "X-Machi-World": "alpha", **ADMIN}
 
 

@@ -84,3 +84,18 @@ def test_all_visitors_of_a_world_share_the_world_limit(limited: TestClient) -> N
         headers={"X-Machi-World": "other"},
     )
     assert other.status_code == 404  # no agents there: the limit did not refuse it
+
+
+def test_a_history_with_no_room_for_the_line_is_422_before_anything_is_stored(client: TestClient) -> None:
+    """The agent's turn holds the history and the visitor's line: 64 lines leave no room, and nothing of the
+    request is stored (it was a 500 after the visitor's line had been committed)."""
+    add_agents(client)
+    history = [f"ユキ: 質問{n}" if n % 2 == 0 else f"葵: 答え{n}" for n in range(64)]
+    reply = client.post("/v1/conversation/player-turn", json=visitor_line("v-64", "こんにちは", history))
+    assert reply.status_code == 422, reply.text
+    error = reply.json()["error"]
+    assert error["details"][0]["field"] == "history"
+    assert "at most 63" in error["message"] and "another session_id" in error["message"]
+    assert rows(client, Turn) == []
+    fits = client.post("/v1/conversation/player-turn", json=visitor_line("v-63", "こんにちは", history[:63]))
+    assert fits.status_code == 200 and fits.json()["player_turn_index"] == 63

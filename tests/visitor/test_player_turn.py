@@ -7,7 +7,7 @@ from fastapi.testclient import TestClient
 from backend.conversation.models import Turn
 from backend.scripted import ScriptedLLM
 from tests.conftest import drain
-from tests.conversation.helpers import add_agents, rows, turn
+from tests.conversation.helpers import add_agents, rows, snapshot, turn
 from tests.visitor.helpers import YUKI, dialogue_prompts, say, visitor_line
 
 
@@ -107,3 +107,32 @@ def test_both_lines_of_a_visitor_turn_are_published(client: TestClient) -> None:
     lines = sorted([first, second], key=lambda event: event["payload"]["turn_index"])
     assert [(e["payload"]["agent_id"], e["payload"]["turn_index"]) for e in lines] == [(YUKI, 0), ("aoi", 1)]
     assert lines[0]["payload"]["dialogue"] == "こんにちは"
+
+
+def test_other_text_at_a_stored_line_is_409_naming_text_and_a_retry_still_gets_its_reply(
+    client: TestClient, scripted: ScriptedLLM
+) -> None:
+    """The same history with a new line (the agent's reply not appended) used to get the old reply silently."""
+    add_agents(client)
+    first = client.post("/v1/conversation/player-turn", json=visitor_line("v-t", "こんにちは"))
+    assert first.status_code == 200
+    before = snapshot(client)
+    calls = len(scripted.calls("dialogue"))
+    other = client.post("/v1/conversation/player-turn", json=visitor_line("v-t", "おすすめの本は？"))
+    assert other.status_code == 409, other.text
+    error = other.json()["error"]
+    assert error["details"]["field"] == "text" and error["details"]["turn_index"] == 0
+    assert "append" in error["message"] and "resend the same text" in error["message"]
+    assert snapshot(client) == before and len(scripted.calls("dialogue")) == calls
+    again = client.post("/v1/conversation/player-turn", json=visitor_line("v-t", "こんにちは"))
+    assert again.status_code == 200 and again.json() == first.json()
+
+
+def test_a_line_moderation_held_back_is_retried_by_its_text_not_its_marker(client: TestClient) -> None:
+    add_agents(client)
+    first = client.post("/v1/conversation/player-turn", json=visitor_line("v-hb", "お前なんか死ねよ"))
+    assert first.status_code == 200 and first.json()["player_blocked"]
+    again = client.post("/v1/conversation/player-turn", json=visitor_line("v-hb", "お前なんか死ねよ"))
+    assert again.status_code == 200 and again.json() == first.json()
+    other = client.post("/v1/conversation/player-turn", json=visitor_line("v-hb", "ごめんなさい"))
+    assert other.status_code == 409 and other.json()["error"]["details"]["field"] == "text"

@@ -326,6 +326,15 @@ def test_conversation_list_and_transcript(page: Page, town: dict[str, Any]) -> N
     shoot(page, "conversation")
 
 
+def test_a_conversation_of_one_line_reads_1_turn(page: Page, town: dict[str, Any]) -> None:
+    """Counts are pluralised ("1 turns" before)."""
+    body = {"agent_id": "natsumi", "target_id": "haruka", "session_id": "one-line", "time_of_day": 15.0}
+    assert town["http"].post("/v1/conversation/turn", json=body).status_code == 200
+    page.goto(town["base"] + "/conversations")
+    row = page.locator('#conv-rows tr[data-session="one-line"]')
+    expect(row.get_by_role("link", name="1 turn", exact=True)).to_be_visible()
+
+
 def test_lines_unity_relayed_before_the_first_server_turn_are_shown(page: Page, town: dict[str, Any]) -> None:
     http: httpx.Client = town["http"]
     names = town["names"]

@@ -36,6 +36,8 @@ def _demo(settings: Settings, scripted: ScriptedLLM) -> TestClient:
 
 def test_every_page_renders_utf8_html_linking_its_json_api(settings: Settings, scripted: ScriptedLLM) -> None:
     with _demo(settings, scripted) as client:
+        opening = {"agent_id": "aoi", "target_id": "hikari", "session_id": "s1", "time_of_day": 9.0}
+        assert client.post("/v1/conversation/turn", json=opening).status_code == 200
         for path in PAGES:
             response = client.get(path)
             assert response.status_code == 200, path
@@ -136,3 +138,25 @@ def test_the_visitors_filter_and_panel_follow_the_address_and_the_world(client: 
     town = client.get("/", params={"world": "exhibit-2"}).text
     assert 'href="/conversations?world=exhibit-2&amp;visitors=1"' in town
     assert 'href="/conversations?visitors=1"' in client.get("/").text
+
+
+def test_an_unknown_conversation_is_a_404_page_leading_back_to_the_list(client: TestClient) -> None:
+    """It was a 200 page with an active judge button."""
+    client.put("/v1/agents/aoi", json={"name": "葵"}, headers={"X-Machi-World": "expo"})
+    missing = client.get("/conversations/doesnotexist", params={"world": "expo"})
+    assert missing.status_code == 404 and "text/html" in missing.headers["content-type"]
+    assert "No such conversation" in missing.text and "“doesnotexist”" in missing.text
+    assert 'href="/conversations?world=expo"' in missing.text
+    assert 'id="judge' not in missing.text and "machi-boot" in missing.text
+
+
+def test_an_unknown_world_is_named_as_such_with_the_worlds_there_are(client: TestClient) -> None:
+    """An agent or conversation asked for in a mistyped world: the world is what is unknown, not the agent."""
+    client.put("/v1/agents/aoi", json={"name": "葵"}, headers={"X-Machi-World": "expo2026"})
+    for path in ("/agents/aoi", "/conversations/s1"):
+        page = client.get(path, params={"world": "expo2025"})
+        assert page.status_code == 404
+        assert "No such world" in page.text and "World “expo2025” is unknown" in page.text
+        assert '<a href="/?world=expo2026">expo2026</a>' in page.text
+    known = client.get("/agents/nobody", params={"world": "expo2026"})
+    assert known.status_code == 404 and "There is no agent “nobody” in world “expo2026”" in known.text

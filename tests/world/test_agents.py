@@ -212,3 +212,29 @@ def test_agents_and_pois_are_isolated_per_world(client: TestClient) -> None:
     assert client.get("/v1/agents/aoi").json()["name"] == "葵"
     client.delete("/v1/agents/aoi", headers=other)
     assert client.get("/v1/agents/aoi").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("GET", "/v1/agents/aoi", None),
+        ("GET", "/v1/agents/aoi/memories", None),
+        ("POST", "/v1/conversation/turn", {"agent_id": "aoi", "target_id": "hikari", "session_id": "s", "time_of_day": 9}),
+        ("POST", "/v1/conversation/player-turn", {"agent_id": "aoi", "player_id": "player:yuki", "session_id": "s", "text": "hi", "time_of_day": 9}),
+    ],
+    ids=["agent", "memories", "turn", "player-turn"],
+)  # fmt: skip
+def test_an_agent_asked_for_in_an_unknown_world_is_told_the_world_is_unknown(
+    client: TestClient, method: str, path: str, body: dict[str, Any] | None
+) -> None:
+    """A mistyped world read as "no agent 'aoi' in world 'expo2025'": the agent id was never the problem."""
+    assert (
+        client.put("/v1/agents/aoi", json=PERSONA, headers={"X-Machi-World": "expo2026"}).status_code == 201
+    )
+    reply = client.request(method, path, json=body, headers={"X-Machi-World": "expo2025"})
+    assert reply.status_code == 404, reply.text
+    error = reply.json()["error"]
+    assert "world 'expo2025' is unknown" in error["message"] and "'expo2026'" in error["message"]
+    assert error["details"]["known_worlds"] == ["expo2026"]
+    known = client.request(method, path, json=body, headers={"X-Machi-World": "expo2026"})
+    assert "is unknown" not in known.text

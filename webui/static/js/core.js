@@ -106,6 +106,11 @@ export function pageHref(path, params = {}) {
   return url.pathname + url.search;
 }
 
+/** "1 turn", "2 turns": a count with its noun (`many` for a plural that is not the noun plus "s"). */
+export function plural(count, one, many = `${one}s`) {
+  return `${count} ${count === 1 ? one : many}`;
+}
+
 /** 14.5 -> "14:30". */
 export function clock(hours) {
   if (hours === null || hours === undefined || Number.isNaN(Number(hours))) return "–";

@@ -1,7 +1,7 @@
 // The memory stream table (type filter, text filter, paging), the reflections with their evidence, and
 // the retrieval probe that shows why each memory comes back.
 
-import { api, chip, debounce, fill, gameTime, h, showError } from "./core.js";
+import { api, chip, debounce, fill, gameTime, h, plural, showError } from "./core.js";
 
 const PAGE_SIZE = 20;
 const EVIDENCE_SCAN = 500; // the API's largest page: evidence is looked up among the newest memories
@@ -76,7 +76,7 @@ export class MemoryTable {
   render(data) {
     const { memories, total } = data;
     const filtered = this.type.value || this.q.value.trim();
-    this.count.textContent = `${total} ${filtered ? "matching" : "memories"}`;
+    this.count.textContent = filtered ? `${total} matching` : plural(total, "memory", "memories");
     this.range.textContent = total ? `${this.offset + 1}–${this.offset + memories.length} of ${total}` : "0 of 0";
     this.prev.disabled = this.offset === 0;
     this.next.disabled = this.offset + memories.length >= total;

@@ -116,7 +116,8 @@ namespace Machi.Protocol
         public string SessionId { get; set; }
 
         /// <summary>
-        /// Hours into the game day of the outcome, e.g. 14.5.
+        /// Of the outcome. Hours into the game day as a number, e.g. 14.5 for 14:30 (an "HH:MM"
+        /// string such as "14:30" is read the same).
         /// </summary>
         [JsonProperty("time_of_day")]
         [JsonConverter(typeof(PurpleMinMaxValueCheckConverter))]
@@ -729,6 +730,10 @@ namespace Machi.Protocol
         [JsonConverter(typeof(MinMaxLengthCheckConverter2))]
         public string SessionId { get; set; }
 
+        /// <summary>
+        /// Hours into the game day as a number, e.g. 14.5 for 14:30 (an "HH:MM" string such as
+        /// "14:30" is read the same).
+        /// </summary>
         [JsonProperty("time_of_day")]
         [JsonConverter(typeof(PurpleMinMaxValueCheckConverter))]
         public double? TimeOfDay { get; set; }
@@ -961,7 +966,8 @@ namespace Machi.Protocol
         public string Question { get; set; }
 
         /// <summary>
-        /// Hours into the game day, e.g. 20.5.
+        /// Hours into the game day as a number, e.g. 14.5 for 14:30 (an "HH:MM" string such as
+        /// "14:30" is read the same).
         /// </summary>
         [JsonProperty("time_of_day")]
         [JsonConverter(typeof(PurpleMinMaxValueCheckConverter))]
@@ -1089,6 +1095,10 @@ namespace Machi.Protocol
         [JsonConverter(typeof(IndigoDecodeArrayConverter))]
         public List<string> Tags { get; set; }
 
+        /// <summary>
+        /// Hours into the game day as a number, e.g. 14.5 for 14:30 (an "HH:MM" string such as
+        /// "14:30" is read the same).
+        /// </summary>
         [JsonProperty("time_of_day", NullValueHandling = NullValueHandling.Ignore)]
         [JsonConverter(typeof(TentacledMinMaxValueCheckConverter))]
         public double? TimeOfDay { get; set; }
@@ -1295,6 +1305,10 @@ namespace Machi.Protocol
         [JsonConverter(typeof(MinMaxLengthCheckConverter11))]
         public string Reason { get; set; }
 
+        /// <summary>
+        /// Hours into the game day as a number, e.g. 14.5 for 14:30 (an "HH:MM" string such as
+        /// "14:30" is read the same).
+        /// </summary>
         [JsonProperty("time_of_day")]
         [JsonConverter(typeof(TentacledMinMaxValueCheckConverter))]
         public double? TimeOfDay { get; set; }
@@ -1354,8 +1368,9 @@ namespace Machi.Protocol
 
         /// <summary>
         /// Earlier lines of this conversation, oldest first, as for /turn (the visitor's line takes
-        /// index len(history), the agent's reply the next): a retry with the same history gets the
-        /// stored reply.
+        /// index len(history), the agent's reply the next): a retry (the same history and text) gets
+        /// the stored reply; other text with the same history is a 409 naming `text`. At most
+        /// {MAX_HISTORY_LINES - 1} lines: the visitor's line joins them in the agent's turn.
         /// </summary>
         [JsonProperty("history", NullValueHandling = NullValueHandling.Ignore)]
         [JsonConverter(typeof(IndecentDecodeArrayConverter))]
@@ -1400,6 +1415,10 @@ namespace Machi.Protocol
         [JsonConverter(typeof(MinMaxLengthCheckConverter12))]
         public string Text { get; set; }
 
+        /// <summary>
+        /// Hours into the game day as a number, e.g. 14.5 for 14:30 (an "HH:MM" string such as
+        /// "14:30" is read the same).
+        /// </summary>
         [JsonProperty("time_of_day")]
         [JsonConverter(typeof(PurpleMinMaxValueCheckConverter))]
         public double TimeOfDay { get; set; }
@@ -1581,6 +1600,10 @@ namespace Machi.Protocol
         [JsonProperty("day")]
         public long? Day { get; set; }
 
+        /// <summary>
+        /// Hours into the game day as a number, e.g. 14.5 for 14:30 (an "HH:MM" string such as
+        /// "14:30" is read the same).
+        /// </summary>
         [JsonProperty("time_of_day")]
         [JsonConverter(typeof(TentacledMinMaxValueCheckConverter))]
         public double? TimeOfDay { get; set; }
@@ -1611,6 +1634,10 @@ namespace Machi.Protocol
         [JsonProperty("relevance")]
         public Relevance? Relevance { get; set; }
 
+        /// <summary>
+        /// Hours into the game day as a number, e.g. 14.5 for 14:30 (an "HH:MM" string such as
+        /// "14:30" is read the same).
+        /// </summary>
         [JsonProperty("time_of_day")]
         [JsonConverter(typeof(TentacledMinMaxValueCheckConverter))]
         public double? TimeOfDay { get; set; }
@@ -1722,6 +1749,10 @@ namespace Machi.Protocol
         [JsonProperty("state")]
         public State State { get; set; }
 
+        /// <summary>
+        /// Hours into the game day as a number, e.g. 14.5 for 14:30 (an "HH:MM" string such as
+        /// "14:30" is read the same).
+        /// </summary>
         [JsonProperty("time_of_day")]
         [JsonConverter(typeof(PurpleMinMaxValueCheckConverter))]
         public double TimeOfDay { get; set; }
@@ -1758,7 +1789,7 @@ namespace Machi.Protocol
         /// agent id is accepted too; the server stores and prompts display names).
         /// </summary>
         [JsonProperty("history", NullValueHandling = NullValueHandling.Ignore)]
-        [JsonConverter(typeof(IndecentDecodeArrayConverter))]
+        [JsonConverter(typeof(AmbitiousDecodeArrayConverter))]
         public List<string> History { get; set; }
 
         /// <summary>
@@ -1796,7 +1827,8 @@ namespace Machi.Protocol
         public string TargetId { get; set; }
 
         /// <summary>
-        /// Hours into the game day, e.g. 14.5.
+        /// Hours into the game day as a number, e.g. 14.5 for 14:30 (an "HH:MM" string such as
+        /// "14:30" is read the same).
         /// </summary>
         [JsonProperty("time_of_day")]
         [JsonConverter(typeof(PurpleMinMaxValueCheckConverter))]
@@ -1923,7 +1955,8 @@ namespace Machi.Protocol
         public string Text { get; set; }
 
         /// <summary>
-        /// game hour now
+        /// The game hour now. Hours into the game day as a number, e.g. 14.5 for 14:30 (an "HH:MM"
+        /// string such as "14:30" is read the same).
         /// </summary>
         [JsonProperty("time_of_day", NullValueHandling = NullValueHandling.Ignore)]
         [JsonConverter(typeof(TentacledMinMaxValueCheckConverter))]
@@ -4078,6 +4111,40 @@ namespace Machi.Protocol
         }
 
         public static readonly StateConverter Singleton = new StateConverter();
+    }
+
+    internal class AmbitiousDecodeArrayConverter : JsonConverter
+    {
+        public override bool CanConvert(Type t) => t == typeof(List<string>);
+
+        public override object ReadJson(JsonReader reader, Type t, object existingValue, JsonSerializer serializer)
+        {
+            reader.Read();
+            var value = new List<string>();
+            while (reader.TokenType != JsonToken.EndArray)
+            {
+                var converter = MinMaxLengthCheckConverter9.Singleton;
+                var arrayItem = (string)converter.ReadJson(reader, typeof(string), null, serializer);
+                value.Add(arrayItem);
+                reader.Read();
+            }
+            return value;
+        }
+
+        public override void WriteJson(JsonWriter writer, object untypedValue, JsonSerializer serializer)
+        {
+            var value = (List<string>)untypedValue;
+            writer.WriteStartArray();
+            foreach (var arrayItem in value)
+            {
+                var converter = MinMaxLengthCheckConverter9.Singleton;
+                converter.WriteJson(writer, arrayItem, serializer);
+            }
+            writer.WriteEndArray();
+            return;
+        }
+
+        public static readonly AmbitiousDecodeArrayConverter Singleton = new AmbitiousDecodeArrayConverter();
     }
 
     internal class MinMaxLengthCheckConverter14 : JsonConverter

@@ -1,7 +1,7 @@
 // Agent: persona (server-rendered), emotion radar with history, plan timeline, people, memory stream,
 // reflections and the retrieval probe, kept live.
 
-import { agentLink, api, boot, caps, chip, clock, debounce, emotionChip, fill, gameTime, h, isPlayer, listOf, loadAgents, stateChip, visitorBadge } from "../core.js";
+import { agentLink, api, boot, caps, chip, clock, debounce, emotionChip, fill, gameTime, h, isPlayer, listOf, loadAgents, plural, stateChip, visitorBadge } from "../core.js";
 import { live } from "../live.js";
 import { MemoryTable, renderReflections, setupProbe } from "../memories.js";
 import { renderPlan } from "../plan.js";
@@ -90,7 +90,7 @@ function metLine(person) {
       text: " · known from before",
     });
   }
-  const talks = count === 1 ? "1 conversation" : `${count} conversations`;
+  const talks = plural(count, "conversation");
   const last = person.last_met_day ? ` · last day ${person.last_met_day} · ${clock(person.last_met_time_of_day)}` : "";
   return h("span", {
     class: "muted small person-met",

@@ -1,6 +1,6 @@
 // Conversations: every session, most recently active first, filterable by agent and by visitors.
 
-import { ago, api, boot, caps, chip, debounce, fill, gameTime, h, listOf, loadAgents, pageHref, participantList } from "../core.js";
+import { ago, api, boot, caps, chip, debounce, fill, gameTime, h, listOf, loadAgents, pageHref, participantList, plural } from "../core.js";
 import { live } from "../live.js";
 
 let agents = new Map();
@@ -43,7 +43,7 @@ async function refresh() {
         h("td", {}, participantList(agents, c.participants)),
         h("td", { text: c.location_name || "—" }),
         h("td", { class: "when", text: gameTime(c.start_day, c.start_time_of_day) }),
-        h("td", { class: "num" }, h("a", { href: pageHref(`/conversations/${encodeURIComponent(c.session_id)}`), text: `${c.turn_count} turns` })),
+        h("td", { class: "num" }, h("a", { href: pageHref(`/conversations/${encodeURIComponent(c.session_id)}`), text: plural(c.turn_count, "turn") })),
         h("td", {}, status(c)),
         h("td", {}, ago(c.updated_at)),
       ),

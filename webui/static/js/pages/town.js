@@ -1,8 +1,8 @@
 // Town: the map, the roster, the model's status and a live feed of conversation lines.
 
 import {
-  agentColor, agentLink, ago, api, caps, chip, debounce, emotionChip, fill, gameTime, h, isPlayer, listOf, pageHref, showError,
-  stateLabel, visitorBadge,
+  agentColor, agentLink, ago, api, caps, chip, debounce, emotionChip, fill, gameTime, h, isPlayer, listOf, pageHref, plural,
+  showError, stateLabel, visitorBadge,
 } from "../core.js";
 import { live } from "../live.js";
 import { renderMap } from "../map.js";
@@ -131,7 +131,7 @@ async function refreshStatus() {
     ["model", health.llm_model],
     ["background tasks", String(health.background_tasks ?? 0)],
     ["latency p50 / p95", p50 === null ? "–" : `${Math.round(p50)} / ${Math.round(p95)} ms`],
-    ["errors", `${errors} in the last ${recent.length} calls`],
+    ["errors", `${errors} in the last ${plural(recent.length, "call")}`],
     ["fallback lines", `${fallbacks} in recent conversations`],
     ["last call", recent.length ? h("span", {}, `${recent[0].purpose} · `, ago(recent[0].created_at)) : "none yet"],
   ];
