@@ -98,7 +98,9 @@ def test_two_echoes_in_a_row_fall_back_in_character(client: TestClient, scripted
     assert [t.ok for t in traces(client)] == [False, False]
 
 
-def test_the_streamed_turn_re_asks_an_echo_once_and_never_shows_it(client: TestClient, scripted: ScriptedLLM) -> None:
+def test_the_streamed_turn_re_asks_an_echo_once_and_never_shows_it(
+    client: TestClient, scripted: ScriptedLLM
+) -> None:
     add_agents(client)
     scripted.enqueue(say("<your line>"), GOOD, purpose="dialogue")
     evs = events(client, turn("aoi", "hikari", "s-st", [ASKED]))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from backend.conversation.prompts import HISTORY_CLOSE, HISTORY_OPEN
 from backend.scripted import ScriptedLLM
 
 REN = {
@@ -40,3 +41,14 @@ def say(text: str, *, end: bool = False, emotion: str = "neutral") -> dict[str, 
 def dialogue_prompts(scripted: ScriptedLLM) -> list[list[dict[str, str]]]:
     """The messages of every dialogue call the model got, oldest first."""
     return [call.messages for call in scripted.calls("dialogue")]
+
+
+def quoted_blocks(moment: str) -> tuple[list[str], str]:
+    """The quoted blocks of a prompt in order, and the text outside them."""
+    blocks, outside, rest = [], [], moment
+    while HISTORY_OPEN in rest:
+        before, rest = rest.split(HISTORY_OPEN, 1)
+        block, rest = rest.split(HISTORY_CLOSE, 1)
+        outside.append(before)
+        blocks.append(block)
+    return blocks, "".join([*outside, rest])
