@@ -273,6 +273,8 @@ class Settings(BaseSettings):
     # --- conversation ---
     max_turns: int = Field(8, ge=2, le=64)
     turn_deadline_s: float = Field(20.0, gt=0, le=600)
+    #: Phrases that say goodbye; one ends a talk only where it closes the line, and not in an invitation or a
+    #: question (backend/conversation/farewell.py).
     farewell_phrases: list[str] = Field(default_factory=lambda: list(DEFAULT_FAREWELLS))
 
     # --- visitors (players: people at the booth talking with the characters) and groups ---

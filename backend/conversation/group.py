@@ -70,7 +70,8 @@ def leaving(
         return Leaving([], "max_turns")
     if target in left:  # the one addressed just left: a goodbye back (or the model's end flag) is no leaving
         return Leaving([], None)
-    if rules.has_farewell(line, phrases) or (model_flag and turn_count >= rules.MODEL_END_FROM_LINE):
+    said = rules.has_farewell(line, phrases, opening=turn_count == 1)
+    if said or (model_flag and turn_count >= rules.MODEL_END_FROM_LINE):
         remaining = [member for member in now if member != speaker]
         return Leaving([speaker], "farewell" if len(remaining) < 2 else None)
     return Leaving([], None)

@@ -3,7 +3,9 @@
 End-rule precedence (when several apply, the reported `end_reason` is the first that holds). The order is
 "most binding first": the rule that would have ended the conversation whatever the model wrote wins.
   1. "max_turns" - the hard limit: history lines plus this one reached MAX_TURNS (content-independent);
-  2. "farewell"  - a farewell phrase in the new line or in the partner's last line (a social close);
+  2. "farewell"  - the new line or the partner's last line says goodbye (a social close: a farewell phrase
+                   that closes the line and no invitation or question; on an opening line, nothing but a
+                   goodbye: backend/conversation/farewell.py);
   3. "model"     - the model set `is_conversation_end` without a goodbye (its own choice), from the second line
                    on: a first line opens a conversation (small models set the flag on 8 of 10 openers).
 Any of them ends the conversation; the order only decides which reason is reported.
@@ -15,9 +17,9 @@ import hashlib
 import re
 import unicodedata
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import Any
 
+from backend.conversation.farewell import ends_with_farewell, has_farewell
 from backend.conversation.schemas import EMOTIONS
 
 #: The model's own end flag counts from this line of a conversation on (1 = the opening line).
@@ -79,39 +81,6 @@ def _norm(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
 
 
-#: What may follow a Japanese farewell within it (おやすみ*なさい*, また明日*ね*, じゃあね*ー*, バイバイ*っ*).
-_JA_SOFTENERS = r"(?:なさい|なさーい|でした|です|ね|よ|な|っ|ー|~|〜|～|w)*"
-#: Where a Japanese farewell must then stop: the end of the line or any character that is not part of a word
-#: (punctuation, a space, a closing bracket, a symbol, an emoji), but not a question mark ("明日はおやすみ?"
-#: asks about a day off).
-_JA_STOP = r"(?=$|[^\w?？])"
-
-
-@lru_cache(maxsize=16)
-def _farewell_pattern(phrases: tuple[str, ...]) -> re.Pattern[str] | None:
-    # Latin phrases must stand as words ("bye" not inside "byers"). Japanese has no spaces between words, so
-    # a Japanese phrase is found inside a line but must end an utterance: "また明日ね!" is a farewell,
-    # "また明日も雨かな" (rain again tomorrow) is not.
-    parts = []
-    for phrase in phrases:
-        norm = _norm(phrase).strip()
-        if not norm:
-            continue
-        escaped = re.escape(norm)
-        if norm.isascii():
-            escaped = rf"(?<![a-z0-9]){escaped}(?![a-z0-9])"
-        else:
-            escaped = rf"{escaped}{_JA_SOFTENERS}{_JA_STOP}"
-        parts.append(escaped)
-    return re.compile("|".join(parts)) if parts else None
-
-
-def has_farewell(text: str, phrases: Sequence[str]) -> bool:
-    """True when `text` holds a farewell phrase (NFKC-normalised, case-insensitive)."""
-    pattern = _farewell_pattern(tuple(phrases))
-    return bool(pattern and pattern.search(_norm(text)))
-
-
 def named_lines(history: Sequence[str], people: Sequence[Any]) -> list[str]:
     """History lines with each speaker written by display name: Unity may put an agent's id or its name
     before the colon ("hikari: ..." or "ひかり: ..."), matched without regard to case or width. A line whose
@@ -145,7 +114,9 @@ def decide_end(
     """
     if turn_count >= max_turns:
         return "max_turns"
-    if has_farewell(new_line, phrases) or (partner_last and has_farewell(partner_last, phrases)):
+    # Each line is weighed as the line it was: the partner's last line opened the talk when this is the second.
+    said = has_farewell(new_line, phrases, opening=turn_count == 1)
+    if said or (partner_last and has_farewell(partner_last, phrases, opening=turn_count == 2)):
         return "farewell"
     if model_flag and turn_count >= MODEL_END_FROM_LINE:
         return "model"
@@ -167,8 +138,8 @@ def fallback_line(agent_id: str, language: str | None, *, farewell: bool = False
 
 
 def ensure_farewell(line: str, agent_id: str, language: str | None, phrases: Sequence[str]) -> str:
-    """The line, with a goodbye appended when it holds none (the partner said goodbye)."""
-    if has_farewell(line, phrases):
+    """The line, with a goodbye appended when it does not close with one (the partner said goodbye)."""
+    if ends_with_farewell(line, phrases):
         return line
     lang = lang_key(language)
     goodbye = FAREWELL_LINES[lang][_stable_index(agent_id, len(FAREWELL_LINES[lang]))]

@@ -243,7 +243,8 @@ class ConversationService:
     def _said_goodbye(self, prepared: PreparedTurn, partner_last: str | None) -> bool:
         """Whether the partner's last line is a goodbye the speaker should return (in a group, only one that
         took the partner away)."""
-        if not partner_last or not rules.has_farewell(partner_last, self.settings.farewell_phrases):
+        phrases, opening = self.settings.farewell_phrases, prepared.turn_index == 1  # it opened the talk
+        if not partner_last or not rules.has_farewell(partner_last, phrases, opening=opening):
             return False
         return len(prepared.members) < 3 or prepared.request.target_id in prepared.left
 
