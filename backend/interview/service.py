@@ -33,7 +33,7 @@ from backend.llm.base import LLM, PRIORITY_COUNCIL, GenerateOptions, find_layer
 from backend.llm.budget import PromptBudgetLLM, count_messages
 from backend.logs import reason
 from backend.memory import person, triggers
-from backend.memory.models import Search
+from backend.memory.models import VISITOR_TAG, Search
 from backend.world.models import Agent
 
 if TYPE_CHECKING:
@@ -135,7 +135,11 @@ class InterviewService:
         except (LLMError, TimeoutError) as exc:
             log.warning("interview of %s falls back: retrieval failed: %s", ctx.agent.id, reason(exc))
             return None
-        return [Remembered(s.memory.id, s.memory.type, s.memory.content) for s in found if s.memory.id]
+        return [
+            Remembered(s.memory.id, s.memory.type, s.memory.content, VISITOR_TAG in (s.memory.tags or ()))
+            for s in found
+            if s.memory.id
+        ]
 
     def options(self, world_id: str, ctx: InterviewContext) -> GenerateOptions:
         return GenerateOptions(

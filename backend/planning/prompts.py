@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from backend.gametime import format_clock
 from backend.llm.base import Message
+from backend.memory.models import VISITOR_TAG, Memory
 from backend.planning.models import Plan
 from backend.world.models import Agent, PointOfInterest
 
@@ -48,12 +49,13 @@ def build_facts(
 ) -> dict[str, Any]:
     """The structured context of a plan call: persona, places, yesterday (`previous`: its plan), and what
     matters lately."""
-    reflections = memory.recent(agent.world_id, agent.id, limit=20, types=["reflection"])
+    # A day's plan is made from the character's own memories: a visitor's words (marked) never set its day.
+    reflections = _own(memory.recent(agent.world_id, agent.id, limit=20, types=["reflection"]))
     yesterday = [m for m in reflections if m.created_day == day - 1] or [
         m for m in reflections if m.created_day < day
     ]
-    important = memory.recent(
-        agent.world_id, agent.id, limit=DEFAULT_IMPORTANT, min_importance=IMPORTANT_FROM
+    important = _own(
+        memory.recent(agent.world_id, agent.id, limit=DEFAULT_IMPORTANT, min_importance=IMPORTANT_FROM)
     )
     return {
         "language": agent.language,
@@ -132,3 +134,8 @@ def _section(title: str, entries: list[str]) -> list[str]:
 def _item_line(item: dict[str, Any]) -> str:
     span = f"{format_clock(item['start'])}-{format_clock(item['end'])}"
     return f"{span} {item.get('poi_id')}: {item.get('activity')}"
+
+
+def _own(memories: list[Memory]) -> list[Memory]:
+    """The memories that did not come from a visitor's words (VISITOR_TAG)."""
+    return [m for m in memories if VISITOR_TAG not in (m.tags or ())]
