@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated
 
-from anyio import from_thread
 from fastapi import APIRouter, Path, Response
 
-from backend.api.deps import SessionDep, VisitorsDep, WorldDep
+from backend.api.deps import EngineDep, SessionDep, VisitorsDep, WorldDep
 from backend.errors import NotFound
 from backend.ids import ID_RULE, ParticipantId
 from backend.ids import player_id as full_id
@@ -29,10 +29,10 @@ def public(row: Player) -> PlayerPublic:
 
 
 @router.put("/{player_id}", response_model=PlayerPublic)
-def put_player(
+async def put_player(
     player_id: PlayerPath,
     body: PlayerUpsert,
-    session: SessionDep,
+    engine: EngineDep,
     visitors: VisitorsDep,
     world: WorldDep,
     response: Response,
@@ -40,11 +40,11 @@ def put_player(
     """Register a visitor, or change their display name or language (201 when new). A visitor Unity never
     registered is known by their id from their first line (named after it). A name that breaks the name
     rules, that moderation holds back or that is a character's name is a 422 naming `display_name`."""
-    # A sync route runs in a worker thread: the check (moderation may call the provider) runs on the loop.
-    name = from_thread.run(visitors.checked_name, world, body.display_name)
-    row, created = repo.upsert(
-        session, world, full_id(player_id), body.model_copy(update={"display_name": name})
-    )
+    # The name is checked first (moderation may call the provider), holding no pooled connection meanwhile:
+    # 40 registrations at once would otherwise hold the pool while waiting for more of it.
+    name = await visitors.checked_name(world, body.display_name)
+    update = body.model_copy(update={"display_name": name})
+    row, created = await asyncio.to_thread(repo.register, engine, world, full_id(player_id), update)
     response.status_code = 201 if created else 200
     return public(row)
 

@@ -140,9 +140,12 @@ class VisitorTurns:
         """
         text = names.clean_name(name)
         verdict = await self._check(text)
-        with repo.read_session(self.engine) as session:
-            characters = world_repo.agent_names(session, world_id)
+        characters = await asyncio.to_thread(self._characters, world_id)
         return names.check_name(text, characters, blocked=verdict is not None and not verdict.allowed)
+
+    def _characters(self, world_id: str) -> list[str]:
+        with repo.read_session(self.engine) as session:
+            return world_repo.agent_names(session, world_id)
 
     async def _check(self, text: str) -> Verdict | None:
         """Moderation's verdict on a visitor's line (None: moderation is off)."""

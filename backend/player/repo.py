@@ -77,6 +77,13 @@ def upsert(session: Session, world_id: str, player_id: str, body: PlayerUpsert) 
     return row, created
 
 
+def register(engine: Any, world_id: str, player_id: str, body: PlayerUpsert) -> tuple[Player, bool]:
+    """`upsert` in a session of its own (PUT /v1/players: the route checks the name first, on the event loop,
+    holding no connection while it waits)."""
+    with Session(engine, expire_on_commit=False) as session:
+        return upsert(session, world_id, player_id, body)
+
+
 def players(session: Session, world_id: str, limit: int = 200) -> list[Player]:
     query = select(Player).where(Player.world_id == world_id)
     return list(session.exec(query.order_by(col(Player.last_seen_at).desc()).limit(limit)))
