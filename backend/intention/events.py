@@ -2,7 +2,7 @@
 
 Each `Event` is one kind with its labels in both languages and the words that name it; kinds of one
 `family` count as the same event when a teller says it in other words (a birthday party is a party, 集まり a
-get-together). `hosted` events are held by someone ("Mia is hosting a party"); the others are planned
+get-together). `evening` events are held in the evening as a rule ("party at 7" is 19:00). `hosted` events are held by someone ("Mia is hosting a party"); the others are planned
 ("Mia is planning a picnic"). Japanese words are matched inside the text, English ones as whole words (a
 plural too: "parties"). Pure data and two lookups.
 """
@@ -23,26 +23,31 @@ class Event:
     family: str
     hosted: bool
     words: tuple[str, ...]
+    #: Held in the evening as a rule: a bare "7時" / "at 7" of it is 19:00.
+    evening: bool = False
 
 
-def _event(kind: str, en: str, ja: str, family: str, hosted: bool, words: str) -> Event:
-    return Event(kind, en, ja, family, hosted, tuple(w.strip() for w in words.split(",") if w.strip()))
+def _event(
+    kind: str, en: str, ja: str, family: str, hosted: bool, words: str, evening: bool = False
+) -> Event:
+    split = tuple(w.strip() for w in words.split(",") if w.strip())
+    return Event(kind, en, ja, family, hosted, split, evening)
 
 
 EVENTS = (
     _event("party", "party", "パーティー", "party", True,
            "party, get-together, get together, gathering, bash, celebration, housewarming, "
-           "パーティー, パーティ, 集まり, 集まろう, 集まる, 宴会, 祝賀会, お祝い, 打ち上げ"),
+           "パーティー, パーティ, 集まり, 集まろう, 集まる, 宴会, 祝賀会, お祝い, 打ち上げ", evening=True),
     _event("birthday", "birthday party", "誕生日会", "party", True,
-           "birthday party, birthday, bday, 誕生日会, 誕生日パーティー, 誕生会, お誕生日会, 誕生日, バースデー"),
-    _event("welcome", "welcome party", "歓迎会", "party", True, "welcome party, 歓迎会"),
-    _event("farewell", "farewell party", "送別会", "party", True, "farewell party, leaving party, send-off, 送別会"),
-    _event("drinks", "drinks", "飲み会", "party", True, "drinks, drinking party, 飲み会"),
-    _event("dance", "dance", "ダンスパーティー", "party", True, "dance party, dance, ダンスパーティー, ダンス, 舞踏会, 盆踊り"),
-    _event("karaoke", "karaoke night", "カラオケ", "party", False, "karaoke, カラオケ"),
+           "birthday party, birthday, bday, 誕生日会, 誕生日パーティー, 誕生会, お誕生日会, 誕生日, バースデー", evening=True),
+    _event("welcome", "welcome party", "歓迎会", "party", True, "welcome party, 歓迎会", evening=True),
+    _event("farewell", "farewell party", "送別会", "party", True, "farewell party, leaving party, send-off, 送別会", evening=True),
+    _event("drinks", "drinks", "飲み会", "party", True, "drinks, drinking party, 飲み会", evening=True),
+    _event("dance", "dance", "ダンスパーティー", "party", True, "dance party, dance, ダンスパーティー, ダンス, 舞踏会, 盆踊り", evening=True),
+    _event("karaoke", "karaoke night", "カラオケ", "party", False, "karaoke, カラオケ", evening=True),
     _event("wedding", "wedding", "結婚式", "party", True, "wedding, 結婚式"),
     _event("dinner", "dinner", "食事会", "meal", True,
-           "dinner party, dinner, supper, potluck, 夕食会, 食事会, 夕食, 晩ご飯, 晩ごはん, ディナー, 夕飯, ご飯, ごはん, 持ち寄り"),
+           "dinner party, dinner, supper, potluck, 夕食会, 食事会, 夕食, 晩ご飯, 晩ごはん, ディナー, 夕飯, ご飯, ごはん, 持ち寄り", evening=True),
     _event("lunch", "lunch", "ランチ", "meal", False, "lunch, brunch, ランチ, 昼食, 昼ご飯, 昼ごはん"),
     _event("breakfast", "breakfast", "朝食", "meal", False, "breakfast, 朝食, 朝ご飯, 朝ごはん"),
     _event("tea", "tea party", "お茶会", "meal", True, "tea party, tea, お茶会, 茶会, お茶"),
@@ -53,15 +58,15 @@ EVENTS = (
     _event("walk", "walk", "散歩", "outing", False, "walk, stroll, hike, 散歩, 散策, ハイキング"),
     _event("fishing", "fishing trip", "釣り", "outing", False, "fishing, 釣り"),
     _event("fireworks", "fireworks display", "花火大会", "festival", True,
-           "fireworks display, fireworks show, fireworks, firework, 花火大会, 花火"),
+           "fireworks display, fireworks show, fireworks, firework, 花火大会, 花火", evening=True),
     _event("festival", "festival", "お祭り", "festival", True,
            "festival, carnival, お祭り, 夏祭り, 祭り, フェスティバル, 縁日, 祭"),
     _event("market", "market", "マルシェ", "festival", True,
            "flea market, market, bazaar, マルシェ, フリーマーケット, フリマ, バザー, 朝市"),
     _event("concert", "concert", "コンサート", "show", True,
-           "concert, gig, recital, live music, performance, コンサート, ライブ, 演奏会, 発表会, リサイタル"),
+           "concert, gig, recital, live music, performance, コンサート, ライブ, 演奏会, 発表会, リサイタル", evening=True),
     _event("movie", "movie night", "上映会", "show", True,
-           "movie night, film screening, screening, movie, 映画鑑賞会, 上映会, 映画"),
+           "movie night, film screening, screening, movie, 映画鑑賞会, 上映会, 映画", evening=True),
     _event("game", "match", "試合", "game", True, "tournament, match, game night, 試合, ゲーム大会, 大会"),
     _event("meeting", "meeting", "会議", "meeting", True,
            "meeting, meet-up, meetup, assembly, council, 会議, ミーティング, 打ち合わせ, 集会, 寄り合い, 会合"),
@@ -73,7 +78,7 @@ EVENTS = (
     _event("visit", "visit", "訪問", "visit", False, "come over, drop by, stop by, visit, 遊びに"),
     # An appointment with no event word ("明日の19時に公園で会おう"): meeting someone.
     _event("meetup", "meet-up", "待ち合わせ", "meetup", False,
-           "meet up, meet, 待ち合わせ, 会おう, 会いましょう, 会わない, 会いに, 会う"),
+           "meet up, hang out, meet, 待ち合わせ, 集合, 会おう, 会いましょう, 会わない, 会いに, 会う"),
 )  # fmt: skip
 BY_KIND = {event.kind: event for event in EVENTS}
 

@@ -5,8 +5,8 @@ line that tells it. Pure functions.
 `extract` reads "明日の19時に中央カフェでパーティーを開くから、みんな来てね" as what = party, when = day 2 at 19:00,
 where = cafe, invited = everyone; it returns None for a line with no event or appointment in it (small talk
 is no news: "Good morning, Oliver.", "いい天気だね"), and for one about the past ("昨日のパーティー楽しかった").
-A line is news when it names an event (events.py) with a time, a place or an invitation, or a clock time and
-a place (an appointment: what is then a meet-up). The words: clock.py (time), who.py (host, invited),
+A line is news when it names an event (events.py) with a time, a place or an invitation, or invites to a
+clock time and a place (an appointment: what is then a meet-up). The words: clock.py (time), who.py (host, invited),
 appointment.py (place).
 
 `carries` says which of what, when and where a spoken line carries, normalised: "7pm", "19時", "夜7時",
@@ -45,11 +45,15 @@ def _is_past(text: str, named_day: int | None, today: int) -> bool:
     return bool(_PAST.search(norm)) and not _DECIDED.search(norm) and not who.is_invitation(text)
 
 
-def _hour(text: str) -> tuple[float | None, str | None]:
-    """The hour the text names and, where it is a part of the day's default hour, that part."""
+def _hour(text: str, event: events.Event | None) -> tuple[float | None, str | None]:
+    """The hour the text names and, where it is a part of the day's default hour, that part. A bare hour
+    (7時, at 7) is after noon from 1 to 6 (nobody meets at 3 at night) and for an evening event up to 11."""
     found = clock.clocks(text)
     if found:
-        return found[0].hour, None
+        first = found[0]
+        late = first.hour < 7 or (event is not None and event.evening)
+        bare_pm = not first.marked and 1 <= first.hour < 12 and late and "morning" not in clock.parts(text)
+        return first.hour + 12 if bare_pm else first.hour, None
     said = clock.parts(text)
     return (clock.PART_HOURS[said[0]], said[0]) if said else (None, None)
 
@@ -80,11 +84,11 @@ def extract(
     named_day = clock.said_day(text, today, day_one_weekday)
     if _is_past(text, named_day, today):
         return None
-    hour, part = _hour(text)
+    hour, part = _hour(text, named[1] if named else None)
     day = named_day if named_day is not None or hour is None else today if hour > now else today + 1
     place = find_place(text, places)
     has_clock = hour is not None and part is None
-    if named is None and not (has_clock and place is not None):
+    if named is None and not (has_clock and place is not None and who.is_invitation(text)):
         return None
     if named is not None and not (hour is not None or day is not None or place or who.is_invitation(text)):
         return None

@@ -60,6 +60,9 @@ JA = [
     ("夜の7時に中央カフェでカラオケ大会！みんな来てね", "karaoke", 1, 19.0, "cafe", {"invited": ("everyone",)}),
     ("１９時に中央カフェでパーティー。葵が「みんなに来てほしい」って", "party", 1, 19.0, "cafe",
      {"host": "aoi", "invited": ("everyone",)}),
+    ("葵ちゃんの誕生日パーティー、明日7時から公園でやるって！", "birthday", 2, 19.0, "park", {"host": "aoi"}),
+    ("あさっての18時、中央カフェ集合ね", "meetup", 3, 18.0, "cafe", {}),
+    ("明日パーティーあるんだけど来る？", "party", 2, None, None, {"invited": ("you",)}),
 ]  # fmt: skip
 EN = [
     ("Tomorrow at 7pm I am throwing a party at the Corner Cafe. Everyone is welcome!", "party", 2, 19.0,
@@ -117,6 +120,9 @@ EN = [
      "town_square", {}),
     ("Hey Ben, would you like to come to our fireworks party at the park at 9 tonight?", "fireworks", 1, 21.0,
      "park", {"invited": ("you", "ben")}),
+    ("Can you come to the party at 7?", "party", 1, 19.0, None, {"invited": ("you",)}),  # a party's 7 is 19:00
+    ("Party's at seven, Corner Cafe, don't be late.", "party", 1, 19.0, "corner_cafe", {}),
+    ("I'll be at the Corner Cafe around 7 tonight if you want to hang out.", "meetup", 1, 19.0, "corner_cafe", {}),
 ]  # fmt: skip
 SMALL_TALK = [
     "Good morning, Oliver.",
@@ -141,6 +147,12 @@ SMALL_TALK = [
     "I went to the park at 7.",
     "2時間も待ったよ。",
     "Thanks, see you around.",
+    "The café opens at 8am.",
+    "明日の朝7時に起きなきゃ",
+    "I'll see you at the party!",
+    "パーティーは好き？",
+    "明日は雨らしいよ",
+    "Ben, would you pass me the salt?",
 ]
 
 
