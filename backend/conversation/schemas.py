@@ -382,6 +382,11 @@ class TurnPublic(BaseModel):
     dropped_actions: list[dict[str, Any]] | None = Field(
         None, description="Actions of the model's reply dropped (each with its reason): never sent to Unity."
     )
+    telling: dict[str, Any] | None = Field(
+        None,
+        description="The news the line was to tell: its key, whether it was told, and the slots (what, when, "
+        "where) the line left out (a partial telling is offered again).",
+    )
 
 
 class ConversationSummary(BaseModel):

@@ -38,13 +38,13 @@ from backend.conversation.transcript import check_history
 from backend.errors import LLMError, MachiError
 from backend.ids import is_player
 from backend.intention import service as intentions
-from backend.intention.telling import told_in
 from backend.jobs.runner import JobRunner
 from backend.llm.base import LLM, PRIORITY_TURN, GenerateOptions, find_layer
 from backend.llm.budget import PromptBudgetLLM, count_messages
 from backend.llm.scheduler import find_scheduler
 from backend.logs import reason
 from backend.memory.models import Recalled, Search
+from backend.memory.timewords import WEEKDAYS_EN
 from backend.memory.triggers import TurnAsk
 from backend.player import repo as players
 from backend.tasks import TaskRunner
@@ -320,6 +320,7 @@ class ConversationService:
                 day=req.day,
                 fresh_days=self.settings.tell_fresh_days,
                 pass_on_importance=self.settings.pass_on_importance,
+                day_one_weekday=WEEKDAYS_EN.index(self.settings.retrieval_day_one_weekday),
             )
         return state, summary, feeling, mind
 
@@ -589,7 +590,7 @@ class ConversationService:
             )
         result = self.compose(prepared, reply)
         line = f"{ctx.speaker.name}: {result['dialogue']}"
-        told = self._told(prepared, result)
+        told, telling = self._told(prepared, result)
         listeners = group.listeners(prepared.members, prepared.left, req.agent_id)
         observe = turn_jobs.observe_job(
             prepared.world_id, req, result, news=told is not None, listeners=listeners, marks=prepared.marks
@@ -601,6 +602,7 @@ class ConversationService:
             prepared.standing,
             prepared.moderation,
             prepared.dropped or None,
+            telling,
         )
         committed = await asyncio.to_thread(
             repo.commit_turn, self.engine, prepared.world_id, req, result, said, [observe], told
@@ -700,14 +702,18 @@ class ConversationService:
         if upto is not None:
             await self.llm.prefill(messages, options=self.options(ahead), upto=upto)
 
-    def _told(self, prepared: PreparedTurn, result: dict[str, Any]) -> intentions.Told | None:
-        """The record that this line told the partner the turn's item (a model line that says enough of it)."""
+    def _told(
+        self, prepared: PreparedTurn, result: dict[str, Any]
+    ) -> tuple[intentions.Told | None, dict[str, Any] | None]:
+        """The record that this line told the partner the turn's item (a model line that carries its slots,
+        or says enough of an item without them: intention/telling.py), and the telling's trace for the turn
+        row (None when the turn had nothing to tell)."""
         ctx, req = prepared.ctx, prepared.request
         assert ctx is not None
-        if ctx.tell is None or result["fallback"] or not told_in(result["dialogue"], ctx.tell):
-            return None
-        return intentions.told_row(
-            prepared.world_id, req.agent_id, req.target_id, ctx.tell,
+        if ctx.tell is None or result["fallback"]:
+            return None, None
+        return intentions.told_of(
+            prepared.world_id, req.agent_id, req.target_id, ctx.tell, result["dialogue"],
             session_id=req.session_id, day=req.day, time_of_day=req.time_of_day,
         )  # fmt: skip
 

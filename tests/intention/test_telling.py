@@ -103,3 +103,45 @@ def test_a_real_model_line_that_does_not_say_it_is_not_recorded(
                       "is_conversation_end": False, "feeling": "喜び"}, purpose="dialogue")  # fmt: skip
     talk(client, "aoi", "hikari", "s1", 1)
     assert client.get("/v1/agents/aoi/told").json()["told"] == []
+
+
+def test_a_telling_that_drops_the_time_is_not_told_and_is_offered_again(
+    client: TestClient, scripted: ScriptedLLM
+) -> None:
+    town(client)
+    whisper(client)  # 明日の19時に公園で花火大会を開く。町のみんなに来てほしい
+    # The model says what and where but not when: no appointment could form from it.
+    scripted.enqueue({"dialogue": "ひかり、公園で花火大会をやるんだ。みんなに来てほしいな！", "emotion": "happy",
+                      "is_conversation_end": False, "feeling": "喜び"}, purpose="dialogue")  # fmt: skip
+    lines = talk(client, "aoi", "hikari", "s1", 3)
+    drain(client)
+    turns = client.get("/v1/conversations/s1").json()["turns"]
+    assert turns[0]["telling"]["told"] is False and turns[0]["telling"]["missing"] == ["when"]
+    assert turns[1]["telling"] is None  # ひかり had nothing to tell
+    # Offered again on the next line, said in full (by the scripted writer) and only then told.
+    assert all("You have not told ひかり" in p for p in _dialogue_prompts(scripted, "aoi"))
+    assert "19時" in lines[2] and turns[2]["telling"] == {**turns[0]["telling"], "told": True, "missing": []}
+    told = client.get("/v1/agents/aoi/told").json()["told"]
+    assert [(t["listener_id"], t["session_id"]) for t in told] == [("hikari", "s1")]
+    # Only the full telling is the listener's news.
+    heard = client.get("/v1/agents/hikari/memories", params={"q": "花火"}).json()["memories"]
+    news = [m["content"] for m in heard if "news" in m["tags"]]
+    assert len(news) == 1 and "19時" in news[0], news
+
+
+def test_a_partial_telling_is_retried_in_the_next_talk(client: TestClient, scripted: ScriptedLLM) -> None:
+    town(client)
+    whisper(
+        client, agent="emma", text="Tomorrow at 7pm I am throwing a party at the park. Everyone is welcome!"
+    )
+    # Time and place, but a party is never named: not told.
+    scripted.enqueue({"dialogue": "Hi Aoi! Come to the park tomorrow at 7pm, okay?", "emotion": "happy",
+                      "is_conversation_end": False, "feeling": "joy"}, purpose="dialogue")  # fmt: skip
+    talk(client, "emma", "aoi", "s1", 1)
+    turn = client.get("/v1/conversations/s1").json()["turns"][0]
+    assert turn["telling"]["missing"] == ["what"]
+    assert client.get("/v1/agents/emma/told").json()["told"] == []
+    scripted.history.clear()
+    talk(client, "emma", "aoi", "s2", 1, hour=12.0)
+    assert any("You have not told 葵" in p for p in _dialogue_prompts(scripted, "emma"))
+    assert [t["listener_id"] for t in client.get("/v1/agents/emma/told").json()["told"]] == ["aoi"]
