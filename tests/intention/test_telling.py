@@ -32,7 +32,7 @@ def test_an_intention_is_told_to_a_new_partner_once(client: TestClient, scripted
     again = talk(client, "aoi", "hikari", "s2", 4, hour=15.0)
     drain(client)
     assert not any("花火" in line for line in again if line.startswith("葵"))
-    assert not any("You have not told ひかり" in p for p in _dialogue_prompts(scripted, "aoi"))
+    assert not any("News ひかり has not heard from you yet" in p for p in _dialogue_prompts(scripted, "aoi"))
     assert len(client.get("/v1/agents/aoi/told").json()["told"]) == 1
 
     talk(client, "aoi", "ren", "s3", 2, hour=16.0)
@@ -119,7 +119,7 @@ def test_a_telling_that_drops_the_time_is_not_told_and_is_offered_again(
     assert turns[0]["telling"]["told"] is False and turns[0]["telling"]["missing"] == ["when"]
     assert turns[1]["telling"] is None  # ひかり had nothing to tell
     # Offered again on the next line, said in full (by the scripted writer) and only then told.
-    assert all("You have not told ひかり" in p for p in _dialogue_prompts(scripted, "aoi"))
+    assert all("News ひかり has not heard from you yet" in p for p in _dialogue_prompts(scripted, "aoi"))
     assert "19時" in lines[2] and turns[2]["telling"] == {**turns[0]["telling"], "told": True, "missing": []}
     told = client.get("/v1/agents/aoi/told").json()["told"]
     assert [(t["listener_id"], t["session_id"]) for t in told] == [("hikari", "s1")]
@@ -143,5 +143,19 @@ def test_a_partial_telling_is_retried_in_the_next_talk(client: TestClient, scrip
     assert client.get("/v1/agents/emma/told").json()["told"] == []
     scripted.history.clear()
     talk(client, "emma", "aoi", "s2", 1, hour=12.0)
-    assert any("You have not told 葵" in p for p in _dialogue_prompts(scripted, "emma"))
+    assert any("News 葵 has not heard from you yet" in p for p in _dialogue_prompts(scripted, "emma"))
     assert [t["listener_id"] for t in client.get("/v1/agents/emma/told").json()["told"]] == ["aoi"]
+
+
+def test_news_is_shown_to_the_teller_as_third_person_facts_not_a_line_to_copy(
+    client: TestClient, scripted: ScriptedLLM
+) -> None:
+    town(client)
+    whisper(
+        client, agent="emma", text="Tomorrow at 7pm I am throwing a party at the park. Everyone is welcome!"
+    )
+    talk(client, "emma", "aoi", "s1", 1)
+    prompt = _dialogue_prompts(scripted, "emma")[-1]
+    tell = prompt[prompt.index("News 葵 has not heard from you yet") :]
+    assert "Emma is hosting a party" in tell and "19:00" in tell and "You are the host" in tell
+    assert "I am throwing" not in tell  # the first-person sentence is never shown to copy
