@@ -187,6 +187,7 @@ class Aftermath:
                 item = _observation(
                     content, line.get("location_name"), int(line["day"]), float(line["time_of_day"]),
                     news=heard_news, marks=line.get("marks") or (),
+                    invitation=heard_news and bool(line.get("invitation")),
                 )  # fmt: skip
                 (news if heard_news else items).setdefault(agent.id, []).append(item)
         if items:  # every agent's memories of the lines in one write
@@ -317,15 +318,19 @@ def _observation(
     *,
     news: bool = False,
     marks: Sequence[str] = (),
+    invitation: bool = False,
 ) -> MemoryCreate:
     """A participant's observation of a line (importance left to the background rating); news the listener
     heard is tagged `news`, which keeps the conversation's own importance off it (see rate_lines); `marks`
-    (a visitor's words: conversation/heard.py) are added as they are."""
-    from backend.memory.models import NEWS_TAG, MemoryCreate
+    (a visitor's words: conversation/heard.py) are added as they are. An `invitation` to the listener is
+    rated by rule at once (INVITATION_IMPORTANCE, tagged `invitation`): a small model's low rating, or a
+    rating job preempted by live turns, cannot keep it from being passed on."""
+    from backend.memory.models import INVITATION_IMPORTANCE, INVITATION_TAG, NEWS_TAG, MemoryCreate
     from backend.memory.tags import memory_tags
 
-    extra = [*([NEWS_TAG] if news else []), *marks]
+    extra = [*([NEWS_TAG] if news else []), *([INVITATION_TAG] if invitation else []), *marks]
     return MemoryCreate(
         type="observation", content=content, location_name=location, day=day, time_of_day=time_of_day,
         tags=[*memory_tags(content), *extra] if extra else None,
+        importance=INVITATION_IMPORTANCE if invitation else None,
     )  # fmt: skip

@@ -592,9 +592,11 @@ class ConversationService:
         line = f"{ctx.speaker.name}: {result['dialogue']}"
         told, telling = self._told(prepared, result)
         listeners = group.listeners(prepared.members, prepared.left, req.agent_id)
+        slots = ctx.tell.slots if told is not None and ctx.tell is not None else None
         observe = turn_jobs.observe_job(
-            prepared.world_id, req, result, news=told is not None, listeners=listeners, marks=prepared.marks
-        )
+            prepared.world_id, req, result, news=told is not None, listeners=listeners, marks=prepared.marks,
+            invitation=slots is not None and slots.invites(req.target_id),
+        )  # fmt: skip
         said = repo.Said(
             line,
             ctx.language,

@@ -47,6 +47,10 @@ class Slots:
             has.add("where")
         return has
 
+    def invites(self, person_id: str) -> bool:
+        """Whether the news invites `person_id`: everyone, the one it is said to ("you"), or by name."""
+        return bool({"everyone", "you", person_id} & set(self.invited))
+
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "invited": list(self.invited)}
 

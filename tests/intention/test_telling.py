@@ -48,7 +48,8 @@ def test_the_listener_remembers_it_as_important_news(client: TestClient) -> None
     memories = client.get("/v1/agents/hikari/memories", params={"q": "花火"}).json()["memories"]
     news = [m for m in memories if "news" in m["tags"]]
     assert len(news) == 1 and news[0]["content"].startswith("葵が「")
-    assert news[0]["importance"] >= 8 and news[0]["importance_source"] == "model"
+    # An invitation to the listener: important by rule when stored (INVITATION_IMPORTANCE).
+    assert news[0]["importance"] >= 8 and news[0]["importance_source"] == "caller"
     # Its rating is its own: the conversation's small talk did not overwrite it.
     others = [m for m in client.get("/v1/agents/hikari/memories", params={"limit": 50}).json()["memories"]
               if m["type"] == "observation" and "news" not in m["tags"]]  # fmt: skip
@@ -159,3 +160,20 @@ def test_news_is_shown_to_the_teller_as_third_person_facts_not_a_line_to_copy(
     tell = prompt[prompt.index("News 葵 has not heard from you yet") :]
     assert "Emma is hosting a party" in tell and "19:00" in tell and "You are the host" in tell
     assert "I am throwing" not in tell  # the first-person sentence is never shown to copy
+
+
+def test_an_invitation_is_important_by_rule_and_passed_on_whatever_the_model_rates(
+    client: TestClient, scripted: ScriptedLLM
+) -> None:
+    town(client)
+    whisper(client)  # 明日の19時に公園で花火大会を開く。町のみんなに来てほしい
+    # Rated by rule when stored (never by the model, whose rating could be low or late).
+    talk(client, "aoi", "hikari", "s1", 2)
+    drain(client)
+    heard = client.get("/v1/agents/hikari/memories", params={"q": "花火"}).json()["memories"]
+    news = [m for m in heard if "news" in m["tags"]]
+    assert len(news) == 1 and "invitation" in news[0]["tags"]
+    assert news[0]["importance"] == 8 and news[0]["importance_source"] == "caller"
+    scripted.history.clear()
+    talk(client, "hikari", "ren", "s2", 1, hour=12.0)
+    assert any("News 蓮 has not heard yet" in p for p in _dialogue_prompts(scripted, "hikari"))
