@@ -31,7 +31,6 @@ from backend.action.validate import WorldFacts
 
 #: Distinct sets of ids whose reply models are kept (a world's places and gestures times the pairs talking).
 MODELS_KEPT = 256
-_NOT_ECHO: JsonDict = {"echo_check": False}  # copying an offered id is the answer (llm/echo.py)
 
 
 @dataclass(frozen=True)
@@ -48,15 +47,28 @@ def offered_targets(facts: WorldFacts, people: Iterable[str]) -> ActionTargets:
     return ActionTargets(tuple(facts.pois), tuple(people), tuple(facts.gestures))
 
 
+def _enum(schema: JsonDict) -> None:
+    # One type is a `const` to pydantic; every structured-output dialect takes a one-value enum.
+    if "const" in schema:
+        schema["enum"] = [schema.pop("const")]
+
+
+def _target(schema: JsonDict) -> None:
+    _enum(schema)
+    schema["echo_check"] = False  # copying an offered id is the answer (llm/echo.py)
+
+
 def _ids(values: tuple[str, ...]) -> Any:
     return Literal[values]  # a Literal of the ids: an enum in the schema, refused otherwise
 
 
 def _variant(name: str, kinds: tuple[str, ...], ids: tuple[str, ...] | None, item: bool = False) -> type:
     """One action shape: its type(s), its target an enum of `ids` (None: no target), and an item for give."""
-    fields: dict[str, Any] = {"type": (_ids(kinds), Field(description="What to do."))}
+    fields: dict[str, Any] = {
+        "type": (_ids(kinds), Field(description="What to do.", json_schema_extra=_enum))
+    }
     if ids is not None:
-        fields["target"] = (_ids(ids), Field(description="The id it is about.", json_schema_extra=_NOT_ECHO))
+        fields["target"] = (_ids(ids), Field(description="The id it is about.", json_schema_extra=_target))
     if item:
         fields["item"] = (
             str,
