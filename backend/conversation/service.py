@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from backend.action.prompts import describe_actions
 from backend.action.schemas import AgentAction
+from backend.action.strikes import ActionStrikes
+from backend.action.targets import ActionTargets, offered_targets
 from backend.action.validate import WorldFacts, read_world_facts, validate_actions
 from backend.config import Settings
 from backend.conversation import group, heard, repo, rules
@@ -161,6 +163,8 @@ class ConversationService:
         self.emotion = emotion
         self.after = after
         self.plan_item = plan_item
+        # Conversations whose replies keep giving invalid actions are asked without them (action/strikes.py).
+        self.strikes = ActionStrikes(settings.actions_off_after_invalid)
         # Checks model lines of conversations with a visitor (set by the app: conversation/visitor.py).
         self.guard: ReplyGuard | None = None
         # Whether a partial streamed line of a visitor conversation may be shown yet (the word list).
@@ -261,18 +265,15 @@ class ConversationService:
     @staticmethod
     def _actions_text(prepared: PreparedTurn, state: TurnState) -> str | None:
         """The actions the speaker may take, in words, when the reply may carry them (ACTIONS_IN_TURNS)."""
-        facts = state.facts
-        if facts is None:
+        targets, facts = _targets(prepared), state.facts
+        if targets is None or facts is None:
             return None
-        speaker = prepared.request.agent_id
-        people = [
-            (member, state.people[member].name)
-            for member in group.active(prepared.members, prepared.left)
-            if member != speaker and member in state.people
-        ]
         # In English, as the rest of the prompt's instructions are (the speaker still speaks its language).
         return describe_actions(
-            "en", pois=list(facts.pois.items()), gestures=list(facts.gestures), people=people
+            "en",
+            pois=[(poi, facts.pois[poi]) for poi in targets.places],
+            gestures=list(targets.gestures),
+            people=[(person, prepared.names[person]) for person in targets.people],
         )
 
     @staticmethod
@@ -345,7 +346,7 @@ class ConversationService:
         activity = str(item["activity"]) if item and item.get("activity") else None
         facts = (
             read_world_facts(session, world_id, participants=stored.members)
-            if self.settings.actions_in_turns
+            if self.settings.actions_in_turns and not self.strikes.off(req.session_id)
             else None
         )
         return TurnState(speaker, partner, stored, activity, people, facts)
@@ -435,7 +436,8 @@ class ConversationService:
         """The reply asked for: with the speaker's feeling when it rides on the turn (EMOTION_FROM_TURN)."""
         ctx = prepared.ctx
         assert ctx is not None
-        return turn_reply_for(ctx.language if ctx.ask_feeling else None, actions=ctx.actions is not None)
+        targets = _targets(prepared) if ctx.actions is not None else None
+        return turn_reply_for(ctx.language if ctx.ask_feeling else None, actions=targets or False)
 
     def messages(self, prepared: PreparedTurn) -> list[dict[str, str]]:
         """The turn prompt, fitted to the model's prompt budget: the oldest history lines go first (the
@@ -540,16 +542,16 @@ class ConversationService:
             deflected=prepared.deflected,
         ).model_dump(mode="json")
 
-    @staticmethod
-    def _kept_actions(prepared: PreparedTurn, reply: TurnReply | None) -> list[AgentAction]:
+    def _kept_actions(self, prepared: PreparedTurn, reply: TurnReply | None) -> list[AgentAction]:
         """The reply's actions that name only what the world has (the rest dropped and kept on the turn row;
-        a deflection does nothing)."""
+        a deflection does nothing); an invalid list counts towards ACTIONS_OFF_AFTER_INVALID."""
         raw = getattr(reply, "actions", None)
-        if not raw or prepared.facts is None or prepared.deflected:
+        if prepared.facts is None or prepared.deflected:
             return []
         kept, prepared.dropped = validate_actions(
-            raw, known=prepared.facts, speaker_id=prepared.request.agent_id
+            raw or [], known=prepared.facts, speaker_id=prepared.request.agent_id
         )
+        self.strikes.record(prepared.request.session_id, invalid=bool(prepared.dropped))
         return kept
 
     def _leaving(self, prepared: PreparedTurn, dialogue: str, model_flag: bool) -> group.Leaving:
@@ -773,3 +775,16 @@ def _without_own_prefix(line: str, speaker: Agent) -> str:
     if rest != line and unicodedata.normalize("NFKC", prefix).casefold().strip() in own:
         return rest.strip()
     return line
+
+
+def _targets(prepared: PreparedTurn) -> ActionTargets | None:
+    """What the turn's actions may name (the ids its prompt offers), None when the reply carries none."""
+    if prepared.facts is None:
+        return None
+    speaker = prepared.request.agent_id
+    people = [
+        member
+        for member in group.active(prepared.members, prepared.left)
+        if member != speaker and member in prepared.names
+    ]
+    return offered_targets(prepared.facts, people)

@@ -472,6 +472,19 @@ def find_layer(llm: LLM, kind: type[W]) -> W | None:
     return None
 
 
+def model_parameters(llm: LLM) -> int | None:
+    """The model's parameter count as its provider knows it (a layer's `parameter_count()`: the llamacpp
+    provider reads its GGUF), None when unknown (a served model: Ollama, OpenAI-compatible)."""
+    current: LLM | None = llm
+    while current is not None:
+        count = getattr(current, "parameter_count", None)
+        if callable(count):
+            value = count()
+            return value if isinstance(value, int) else None
+        current = current.inner if isinstance(current, LLMWrapper) else None
+    return None
+
+
 #: What a text is to an embedder: a stored memory ("passage") or what is searched for ("query"). Models
 #: trained with instructions (e5: "query: " / "passage: ") embed the two differently.
 EmbedKind = Literal["passage", "query"]
