@@ -598,6 +598,7 @@ class ConversationService:
         observe = turn_jobs.observe_job(
             prepared.world_id, req, result, news=told is not None, listeners=listeners, marks=prepared.marks,
             invitation=slots is not None and slots.invites(req.target_id),
+            facts=self._told_facts(prepared) if slots is not None else None,
         )  # fmt: skip
         said = repo.Said(
             line,
@@ -705,6 +706,17 @@ class ConversationService:
         upto = read_ahead_part(messages[-1]["content"])
         if upto is not None:
             await self.llm.prefill(messages, options=self.options(ahead), upto=upto)
+
+    @staticmethod
+    def _told_facts(prepared: PreparedTurn) -> dict[str, Any] | None:
+        """The told item's slots and its host's name, for the listener's memory of the line."""
+        ctx = prepared.ctx
+        if ctx is None or ctx.tell is None or ctx.tell.slots is None:
+            return None
+        tell, slots = ctx.tell, ctx.tell.slots
+        host_id = slots.host or tell.origin_id
+        host = prepared.names.get(host_id) or (tell.origin_name if host_id == tell.origin_id else host_id)
+        return {"slots": slots.to_dict(), "host_name": host}
 
     def _told(
         self, prepared: PreparedTurn, result: dict[str, Any]

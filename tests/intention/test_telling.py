@@ -174,6 +174,12 @@ def test_an_invitation_is_important_by_rule_and_passed_on_whatever_the_model_rat
     news = [m for m in heard if "news" in m["tags"]]
     assert len(news) == 1 and "invitation" in news[0]["tags"]
     assert news[0]["importance"] == 8 and news[0]["importance_source"] == "caller"
+    # The memory keeps the facts after the words: the day and hour survive however they were said.
+    assert (
+        "2日目" in news[0]["content"]
+        and "19:00" in news[0]["content"]
+        and "葵から聞いた" in news[0]["content"]
+    )
     scripted.history.clear()
     talk(client, "hikari", "ren", "s2", 1, hour=12.0)
     assert any("News 蓮 has not heard yet" in p for p in _dialogue_prompts(scripted, "hikari"))
