@@ -34,6 +34,7 @@ import numpy as np
 from backend.config import Settings
 from backend.errors import ConfigError, LLMUnavailable, MissingDependency
 from backend.llm import packaged
+from backend.llm.ban import logit_bias
 from backend.llm.base import (
     LLM,
     PRIORITY_PLAN,
@@ -353,6 +354,8 @@ class LlamaCppLLM(LLM):
             "max_tokens": completion_cap(options),
             "seed": self.seed_for(options),
         }
+        if options.banned_openings:  # a re-ask: the refused text's first words are not written again
+            request["logit_bias"] = logit_bias(self.engine.llama, options.banned_openings) or None
         if schema is not None:
             request["grammar"] = llama_cpp_module().LlamaGrammar.from_string(
                 self.grammar_for(schema), verbose=False
