@@ -28,7 +28,7 @@ _EN_WHO = r"(?:(?:the\s+)?[\w\-]+(?:\s+[\w\-]+)?['’]s\s+)"
 _EN_TAIL = r"(?:\s+(?:to|for|of|from|as|in)\b[^:：\n()（）\[\]]{0,60}?)?"
 _EN = rf"{_EN_WHO}?{_EN_ADJ}*{_EN_NOUN}{_EN_TAIL}"
 _JA_NOUN = r"(?:セリフ|せりふ|台詞|返事|返答|回答|答え|発言|応答|ひとこと|一言)"
-_JA = rf"(?:[^\s:：「」『』（）()【】\[\]。、]{{1,30}}の)?{_JA_NOUN}(?:[^\s:：「」（）()。、]{{0,8}}?)"
+_JA = rf"(?:[^\s:：「」『』（）()【】\[\]。、]{{1,30}}の)?{_JA_NOUN}(?:です|だよ|として)?"
 _BRACKETED = rf"(?:[（(【\[]\s*(?:{_EN}|{_JA})\s*[）)】\]])"
 #: A whole value that is a label without its colon: a possessive or "〜の" description, or a bare reply word.
 _WHOLE = (

@@ -354,8 +354,9 @@ class LlamaCppLLM(LLM):
             "max_tokens": completion_cap(options),
             "seed": self.seed_for(options),
         }
-        if options.banned_openings:  # a re-ask: the refused text's first words are not written again
-            request["logit_bias"] = logit_bias(self.engine.llama, options.banned_openings) or None
+        # A re-ask: the refused text's first word is not written again (llm/ban.py).
+        if options.banned_openings and (bias := logit_bias(self.engine.llama, options.banned_openings)):
+            request["logit_bias"] = bias
         if schema is not None:
             request["grammar"] = llama_cpp_module().LlamaGrammar.from_string(
                 self.grammar_for(schema), verbose=False
