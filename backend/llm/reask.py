@@ -23,7 +23,7 @@ from backend.llm.base import GenerateOptions, Message
 #: A re-ask samples this much hotter than the call it repeats: the same sampling tends to the same reply.
 REASK_HEAT = 0.3
 #: The re-ask, one sentence: `{reason}` is the refusal without its quotes (see `reason_of`).
-REASK = "Your last reply was not used because {reason}; write it again in your own words."
+REASK = "Your last reply was not used because {reason}."
 #: How an echo refusal begins (llm/retry.py `checked_reply`); the re-ask says it as "its <field> ...".
 ECHO_PREFIX = "the reply echoes the prompt: "
 #: Openings banned on a re-ask, and the characters kept of each (the provider bans its first token).
@@ -33,12 +33,11 @@ OPENING_CHARS = 40
 MAX_REASON_CHARS = 300
 
 _QUOTED = re.compile(r"\s*\((['\"]).*?\1\)|\s*(?<!\w)(['\"])(?:(?!\2).){8,}?\2(?!\w)")
-_ECHO_ADVICE = re.compile(r":\s*write it anew, in your own words\s*$")
 #: The instruction's wording and its paraphrases ("Your previous reply could not be used", 前の返事は使えません).
 _LEAKS = re.compile(
     r"\b(?:previous|last|earlier|prior|former)\s+(?:reply|answer|response|output|message)\b"
     r"[^.!?。！？]{0,40}?(?:\bnot\b|n't\b|\bnever\b)[^.!?。！？]{0,16}?\b(?:used|usable|accepted|valid)\b"
-    r"|\bcould\s+not\s+be\s+used\b|\bwas\s+not\s+used\s+because\b|\bwrite\s+it\s+again\s+in\s+your\s+own\s+words"
+    r"|\bcould\s+not\s+be\s+used\b|\bwas\s+not\s+used\s+because\b|\bwrite\s+it\s+anew\b"
     r"|\bjson\s+object\b|\bmatch(?:es)?\s+the\s+schema\b|\bno\s+code\s+fences\b|\becho(?:es|ed)?\s+the\s+prompt\b"
     r"|(?:前|前回|さっき|先ほど|先程|直前|最後)の(?:返事|返答|回答|応答|答え|出力|メッセージ)"
     r"[^。！？]{0,20}?(?:使え|使用でき|使われ|受け付け|採用され|無効)"
@@ -56,7 +55,7 @@ def reason_of(error: str) -> str:
     """A refusal as the re-ask says it: quotes of the refused text removed, one line, at most
     MAX_REASON_CHARS; an echo's "dialogue repeats ..." said as "its dialogue repeats ..."."""
     if error.startswith(ECHO_PREFIX):
-        error = "its " + _ECHO_ADVICE.sub("", error[len(ECHO_PREFIX) :])
+        error = "its " + error[len(ECHO_PREFIX) :]
     reason = " ".join(_QUOTED.sub("", error).split()).rstrip(" .。")
     return reason[:MAX_REASON_CHARS]
 

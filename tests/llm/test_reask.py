@@ -87,14 +87,16 @@ async def test_a_bare_label_is_re_asked_and_its_opening_banned() -> None:
         None,  # the re-ask word for word: filled in below
         "Your previous reply could not be used, but I went to the party with Mia.",
         "My last answer wasn't usable, sorry. The party is at seven.",
-        "Sorry, I will write it again in your own words: the party is at seven.",
+        "Sorry, let me write it anew: the party is at seven.",
         "前の返事は使えなかったみたい。パーティーは7時からだよ。",
         "さっきの回答は無効だったので、もう一度。明日の夜だよ。",
     ],
 )
 async def test_a_model_that_copies_the_instruction_on_the_re_ask_falls_back(copied: str | None) -> None:
     scripted = ScriptedLLM()
-    exact = REASK.format(reason="its dialogue repeats a line of the prompt word for word")
+    exact = REASK.format(
+        reason="its dialogue repeats a line of the prompt word for word: write it anew, in your own words"
+    )
     scripted.enqueue(
         {"dialogue": PARTNER_EN, "emotion": "happy"}, {"dialogue": copied or exact, "emotion": "sad"}
     )
@@ -133,7 +135,9 @@ def test_lines_that_only_share_words_with_the_instruction_are_kept(line: str) ->
 
 def test_the_reason_loses_its_quotes_but_not_its_apostrophes() -> None:
     error = "the reply echoes the prompt: dialogue repeats a line of the prompt word for word ('Hi Mia, how are you?'): write it anew, in your own words"
-    assert reason_of(error) == "its dialogue repeats a line of the prompt word for word"
+    assert reason_of(error) == (
+        "its dialogue repeats a line of the prompt word for word: write it anew, in your own words"
+    )
     assert reason_of("the plan can't be used: item 'go to the cafe at noon' is late.") == (
         "the plan can't be used: item is late"
     )
