@@ -3,9 +3,11 @@
 Small models given a grammar or a JSON Schema still fill the fields with what they saw: a placeholder
 ("<your line>", "..."), a field's own name or description (in the schema, or a phrase of the prompt's
 "- field: description" lines), a schema word ("string"), a whole line of the prompt (the partner's last
-line, a memory), or a person's name from the call's facts. `echo_problem` finds the first such value and
-says which field it is and why, in one short sentence the re-ask can quote. Prompts and the schema's
-rules are cached (per message text, per reply class): a turn's check costs tens of microseconds.
+line, a memory), a person's name from the call's facts, the re-ask's instruction (llm/reask.py), or a field
+label with nothing after it ("Sam's line:", "（葵のセリフ）"; llm/label.py: `without_labels` cuts a label off a
+line first). `echo_problem` finds the first such value and says which field it is and why, in one short
+sentence the re-ask can say. Prompts and the schema's rules are cached (per message text, per reply class):
+a turn's check costs tens of microseconds.
 
 Which strings are checked is decided by the reply's JSON Schema, once per reply class:
 - skipped: strings with an enum, const, pattern or format, and ids (`id`, `*_id`, `*_ids`);

@@ -40,7 +40,7 @@ _LEAKS = re.compile(
     r"|\bcould\s+not\s+be\s+used\b|\bwas\s+not\s+used\s+because\b|\bwrite\s+it\s+anew\b"
     r"|\bjson\s+object\b|\bmatch(?:es)?\s+the\s+schema\b|\bno\s+code\s+fences\b|\becho(?:es|ed)?\s+the\s+prompt\b"
     r"|(?:前|前回|さっき|先ほど|先程|直前|最後)の(?:返事|返答|回答|応答|答え|出力|メッセージ)"
-    r"[^。！？]{0,20}?(?:使え|使用でき|使われ|受け付け|採用され|無効)"
+    r"[^。！？]{0,20}?(?:使えな|使えませ|使用できな|使用できませ|使われな|使われませ|受け付けられな|採用されな|無効)"
     r"|JSONオブジェクト|スキーマ(?:に|と)(?:合|一致)|自分の言葉で(?:書き|言い)直",
     re.IGNORECASE,
 )

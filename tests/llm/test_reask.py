@@ -124,6 +124,7 @@ async def test_an_interview_answer_that_repeats_the_instruction_is_refused() -> 
         "I used the previous recipe again.",
         "Tell me in your own words what happened.",
         "前の返事、嬉しかったよ。",
+        "さっきの答え、使えるかも！",
         "最後の答えは秘密だよ。",
         "自分の言葉で話してみて。",
         "The schema of the old town hall is on the wall.",
