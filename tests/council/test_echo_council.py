@@ -78,7 +78,7 @@ def test_an_opinion_copying_the_template_is_re_asked_once(sisters: TestClient, s
     calls = scripted.calls("opinion")
     assert len(calls) == 4
     [reask] = [
-        c for c in calls if c.messages[-1]["content"].startswith("Your previous reply could not be used")
+        c for c in calls if c.messages[-1]["content"].startswith("Your last reply was not used")
     ]
     assert (
         "opinion is a placeholder" in reask.messages[-1]["content"]
