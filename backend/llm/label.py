@@ -44,19 +44,21 @@ def _label(fields: tuple[str, ...]) -> str:
     return rf"(?:{_BRACKETED}(?:{_COLON})?|{plain}{_COLON})"
 
 
+#: Where a sentence of the reply ends: a label after one is refused.
+_SENTENCE_END = re.compile(r"[.!?。！？…\n]\s*")
 _CACHE: dict[tuple[str, ...], tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]] = {}
 
 
 def _patterns(fields: Iterable[str]) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """(a label at the start and what follows it, a label here (for `match` at a position), a whole label)."""
     key = tuple(sorted({f.strip() for f in fields if f.strip()}))
     if key not in _CACHE:
         label = _label(key)
         flags = re.IGNORECASE
-        whole = re.compile(rf"^{_LEAD}{_WHOLE}[\s\"'`”’」』*_.。:：]*$", flags)
         _CACHE[key] = (
             re.compile(rf"^{_LEAD}{label}[\s*_\"'`”’」』]*", flags),
-            re.compile(rf"(?:[.!?。！？…\n]|^)\s*{_LEAD}(?:{label})", flags),
-            whole,
+            re.compile(rf"{_LEAD}(?:{label})", flags),
+            re.compile(rf"^{_LEAD}{_WHOLE}[\s\"'`”’」』*_.。:：]*$", flags),
         )
     return _CACHE[key]
 
@@ -88,8 +90,8 @@ def label_problem(value: str, fields: Iterable[str] = ()) -> str | None:
     if rest is not None and len(rest.strip(" .。…!！?？\"'「」")) < 2:
         return "is only a label or a description of the field, not an answer"
     text = value if rest is None else rest
-    _, inside, _ = _patterns(fields)
-    found = inside.search(text)
-    if found is not None and found.start() > 0:
-        return "labels its answer like a form (a field name or description), not a line said aloud"
+    _, here, _ = _patterns(fields)
+    for end in _SENTENCE_END.finditer(text):
+        if end.end() < len(text) and here.match(text, end.end()):
+            return "labels its answer like a form (a field name or description), not a line said aloud"
     return None

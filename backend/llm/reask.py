@@ -46,9 +46,17 @@ _LEAKS = re.compile(
 )
 
 
+#: Words one of which every leak holds: most replies hold none, and skip the regular expression.
+_LEAK_WORDS = (
+    "previous", "last", "earlier", "prior", "former", "could not be used", "not used because", "anew", "json",
+    "schema", "code fence", "echo", "前", "さっき", "先ほど", "先程", "最後", "スキーマ", "自分の言葉",
+)  # fmt: skip
+
+
 def leaks_instruction(text: str) -> bool:
     """Whether `text` repeats the re-ask's instruction, or paraphrases it, in English or Japanese."""
-    return _LEAKS.search(unicodedata.normalize("NFKC", text)) is not None
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return any(word in folded for word in _LEAK_WORDS) and _LEAKS.search(folded) is not None
 
 
 def reason_of(error: str) -> str:
