@@ -141,6 +141,10 @@ class GenerateOptions(BaseModel):
     #: The structured facts the caller built the prompt from (speaker, place, memories...). Real models
     #: read the prompt; the scripted engine reads these, and the tracer keeps them for the dashboard.
     facts: dict[str, Any] = Field(default_factory=dict)
+    #: Texts the reply must not begin with again: a re-ask's refused text and the line it copied
+    #: (llm/reask.py). llama.cpp in process bans the first token of each through a logit bias; providers
+    #: without one (Ollama; an OpenAI-compatible server, whose token ids the client does not know) ignore it.
+    banned_openings: list[str] = Field(default_factory=list, max_length=8)
 
     @property
     def role(self) -> str:

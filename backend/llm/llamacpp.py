@@ -35,6 +35,7 @@ import numpy as np
 from backend.config import Settings
 from backend.errors import ConfigError, LLMUnavailable, MissingDependency
 from backend.llm import packaged
+from backend.llm.ban import logit_bias
 from backend.llm.base import (
     LLM,
     PRIORITY_PLAN,
@@ -374,6 +375,9 @@ class LlamaCppLLM(LLM):
             "max_tokens": completion_cap(options),
             "seed": self.seed_for(options),
         }
+        # A re-ask: the refused text's first word is not written again (llm/ban.py).
+        if options.banned_openings and (bias := logit_bias(self.engine.llama, options.banned_openings)):
+            request["logit_bias"] = bias
         if schema is not None:
             request["grammar"] = llama_cpp_module().LlamaGrammar.from_string(
                 self.grammar_for(schema), verbose=False
