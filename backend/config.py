@@ -295,8 +295,16 @@ class Settings(BaseSettings):
     visitor_mentions: Literal["anonymous", "none", "named"] = "anonymous"
     #: Whether a turn's reply may carry actions for Unity to perform (go_to, follow, give, gesture, look_at,
     #: end_conversation; GET /v1/world/actions): the prompt then lists the world's places, people and
-    #: gestures. Off: shorter prompts and replies, for the smallest models.
+    #: gestures. Off: shorter prompts and replies, for the smallest models. Each action's target is an enum of
+    #: the offered ids in the reply's schema (the grammar of llamacpp, Ollama and OpenAI strict mode).
     actions_in_turns: bool = True
+    #: A model under this many billion parameters is asked without actions (logged at start-up): the packaged
+    #: SmolLM2-135M and Gemma 3 270M are. Known for the llamacpp provider (its GGUF); a served model (Ollama,
+    #: OpenAI-compatible) is of unknown size and keeps them. 0: never off for size.
+    actions_min_model_b: float = Field(1.0, ge=0, le=10_000)
+    #: A conversation whose replies gave this many invalid action lists in a row (an action naming what the
+    #: world lacks) is asked without actions for the rest of it (logged). 0: never.
+    actions_off_after_invalid: int = Field(3, ge=0, le=1000)
     #: An interview (POST /v1/agents/{id}/interview) answers within this many seconds (retrieval and the
     #: model call; an in-character "I don't remember" with fallback=true when the model is late or fails).
     interview_deadline_s: float = Field(30.0, gt=0, le=600)

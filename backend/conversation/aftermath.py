@@ -16,6 +16,7 @@ from backend.conversation import group, repo
 from backend.conversation import jobs as turn_jobs
 from backend.conversation.people import read_people_apart
 from backend.conversation.prompts import TurnContext, observation_texts
+from backend.conversation.rules import lang_key
 from backend.errors import LLMError
 from backend.events import (
     CONVERSATION_ENDED,
@@ -25,6 +26,7 @@ from backend.events import (
     TurnPayload,
 )
 from backend.ids import is_player
+from backend.intention.fact import Slots
 from backend.jobs import repo as job_repo
 from backend.jobs.models import Job
 from backend.jobs.runner import NotReady
@@ -178,7 +180,8 @@ class Aftermath:
         items: dict[str, list[MemoryCreate]] = {}
         news: dict[str, list[MemoryCreate]] = {}
         for line in lines:
-            for agent, content, heard in self._line_observations(line, people):
+            for agent, said, heard in self._line_observations(line, people):
+                content = _with_facts(said, line, agent, people) if heard and line.get("news") else said
                 if rerun and await asyncio.to_thread(
                     self.memory.repo.has_observation, (world_id, agent.id), session_id, content
                 ):
@@ -187,6 +190,7 @@ class Aftermath:
                 item = _observation(
                     content, line.get("location_name"), int(line["day"]), float(line["time_of_day"]),
                     news=heard_news, marks=line.get("marks") or (),
+                    invitation=heard_news and bool(line.get("invitation")),
                 )  # fmt: skip
                 (news if heard_news else items).setdefault(agent.id, []).append(item)
         if items:  # every agent's memories of the lines in one write
@@ -317,15 +321,36 @@ def _observation(
     *,
     news: bool = False,
     marks: Sequence[str] = (),
+    invitation: bool = False,
 ) -> MemoryCreate:
     """A participant's observation of a line (importance left to the background rating); news the listener
     heard is tagged `news`, which keeps the conversation's own importance off it (see rate_lines); `marks`
-    (a visitor's words: conversation/heard.py) are added as they are."""
-    from backend.memory.models import NEWS_TAG, MemoryCreate
+    (a visitor's words: conversation/heard.py) are added as they are. An `invitation` to the listener is
+    rated by rule at once (INVITATION_IMPORTANCE, tagged `invitation`): a small model's low rating, or a
+    rating job preempted by live turns, cannot keep it from being passed on."""
+    from backend.memory.models import INVITATION_IMPORTANCE, INVITATION_TAG, NEWS_TAG, MemoryCreate
     from backend.memory.tags import memory_tags
 
-    extra = [*([NEWS_TAG] if news else []), *marks]
+    extra = [*([NEWS_TAG] if news else []), *([INVITATION_TAG] if invitation else []), *marks]
     return MemoryCreate(
         type="observation", content=content, location_name=location, day=day, time_of_day=time_of_day,
         tags=[*memory_tags(content), *extra] if extra else None,
+        importance=INVITATION_IMPORTANCE if invitation else None,
     )  # fmt: skip
+
+
+def _with_facts(content: str, line: dict[str, Any], listener: Agent, people: dict[str, Agent]) -> str:
+    """A listener's memory of a line that told it news, with the news's facts after the words (`facts`:
+    the told item's slots and host): when, where and who hosts survive however the teller worded them."""
+    facts = line.get("facts")
+    if not facts:
+        return content
+    slots = Slots.from_dict(facts["slots"])
+    teller = people.get(str(line["speaker_id"]))
+    names = {person.id: person.name for person in people.values()}
+    language = lang_key(listener.language)
+    fact_line = slots.describe(
+        language, host_name=str(facts["host_name"]), stance="heard",
+        today=int(line["day"]), heard_from=teller.name if teller else None, names=names,
+    )  # fmt: skip
+    return f"{content}{'' if language == 'ja' else ' '}{fact_line}"

@@ -36,6 +36,8 @@ def observe_job(
     news: bool = False,
     listeners: Sequence[str] = (),
     marks: Sequence[str] = (),
+    invitation: bool = False,
+    facts: dict[str, Any] | None = None,
 ) -> Job:
     """The turn's observation job row (repo.commit_turn adds it, merged into the session's pending one when
     there is one, so a busy runner stores several lines of a conversation in one run). A line that told the
@@ -57,6 +59,10 @@ def observe_job(
         line["listeners"] = list(listeners)
     if marks:
         line["marks"] = list(marks)
+    if invitation:  # the news invites the listener: its memory gets the invitation's importance at once
+        line["invitation"] = True
+    if facts:  # the told news's slots and host: the listener's memory keeps them (aftermath._with_facts)
+        line["facts"] = facts
     return new_job(
         world_id,
         OBSERVE,

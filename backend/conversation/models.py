@@ -71,6 +71,9 @@ class Turn(SQLModel, table=True):
     #: Actions of the model's reply dropped for naming a place, person or gesture the world lacks (each
     #: `{action, reason}`): the trace of what was never sent to Unity.
     dropped_actions: list[dict[str, Any]] | None = Field(default=None, sa_type=JSON)
+    #: The item the turn was to tell (intention/telling.py): `{key, told, missing}`, `missing` the slots
+    #: (what, when, where) the line left out; a partial telling is not recorded as told. None: nothing to tell.
+    telling: dict[str, Any] | None = Field(default=None, sa_type=JSON)
     day: int = 1
     time_of_day: float = 0.0
     created_at: datetime = Field(default_factory=utcnow)

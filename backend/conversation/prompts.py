@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from backend.conversation.heard import Heard
 from backend.conversation.rules import lang_key, line_text
@@ -19,6 +19,7 @@ from backend.conversation.schemas import EMOTIONS
 from backend.gametime import format_clock
 from backend.ids import is_player
 from backend.intention.appointment import rebase
+from backend.intention.fact import Slots
 from backend.intention.telling import Tellable
 from backend.text import quote_data
 from backend.world.models import Agent
@@ -234,8 +235,12 @@ def tell_text(ctx: TurnContext) -> str:
 
 
 def tell_line(ctx: TurnContext) -> str:
-    """The ask to tell the partner something it has not heard: one's own intention, or news passed on."""
+    """The ask to tell the partner something it has not heard: one's own intention, or news passed on. An
+    invitation or appointment is given as its facts in the third person (`Slots.describe`), never as a
+    sentence in the first person: a small model copies what it is shown, speaker and all."""
     assert ctx.tell is not None
+    if ctx.tell.slots is not None:
+        return _tell_facts(ctx, ctx.tell.slots)
     partner, text = ctx.partner.name, tell_text(ctx)
     if ctx.tell.own:
         return (
@@ -247,6 +252,30 @@ def tell_line(ctx: TurnContext) -> str:
     return (
         f"You heard this from {source}{about} and {partner} has not heard it yet: {text}\n"
         f"Pass it on to {partner} now in your own words, saying who it comes from."
+    )
+
+
+def _tell_facts(ctx: TurnContext, slots: Slots) -> str:
+    assert ctx.tell is not None
+    tell, partner = ctx.tell, ctx.partner.name
+    names = {person.id: person.name for person in (ctx.speaker, ctx.partner, *ctx.others)}
+    host_id = slots.host or tell.origin_id
+    host = names.get(host_id) or (tell.origin_name if host_id == tell.origin_id else host_id)
+    stance: Literal["host", "heard"] = "host" if host_id == ctx.speaker.id else "heard"
+    source = tell.heard_from or tell.origin_name
+    facts = slots.describe(
+        ctx.language, host_name=host, stance=stance, today=ctx.day,
+        heard_from=source if stance == "heard" and source != ctx.speaker.name else None, names=names,
+    )  # fmt: skip
+    if tell.own:
+        return (
+            f"News {partner} has not heard from you yet: {facts}\n"
+            f"Tell {partner} about it now in your own words, with what, when and where "
+            f"(invite {partner} if it is an event)."
+        )
+    return (
+        f"News {partner} has not heard yet: {facts}\n"
+        f"Pass it on to {partner} now in your own words: whose it is, what, when and where."
     )
 
 

@@ -102,6 +102,8 @@ class Said:
     moderation: dict[str, Any] | None = None
     #: The reply's actions dropped for naming what the world lacks (the turn row's `dropped_actions`).
     dropped_actions: list[dict[str, Any]] | None = None
+    #: Whether the line told the item it was to tell, and the slots it left out (the turn row's `telling`).
+    telling: dict[str, Any] | None = None
 
 
 @dataclass
@@ -294,7 +296,7 @@ def _store_turn(
     conn = session.connection()
     now = utcnow()
     # The unique (world, session, turn_index) constraint fires here for a retry.
-    trace = {"moderation": said.moderation, "dropped_actions": said.dropped_actions}
+    trace = {"moderation": said.moderation, "dropped_actions": said.dropped_actions, "telling": said.telling}
     conn.execute(_INSERT_TURN, {**_turn_values(world_id, req, reply, now), **trace})
     members, ended = _upsert_conversation(conn, world_id, req, reply, said, now)
     if told is not None:

@@ -18,6 +18,7 @@ from pydantic import (
 )
 
 from backend.action.schemas import ActionChoices, AgentAction
+from backend.action.targets import MODELS_KEPT, ActionTargets, actions_field_for
 from backend.body import RequestBody
 from backend.emotion.schemas import LABEL_MAX_CHARS, label_vocabulary
 from backend.gametime import HOURS_DOC, GameHour
@@ -225,11 +226,12 @@ class TurnReply(BaseModel):
         return cut_line(one_line(value))
 
 
-@functools.cache
-def turn_reply_for(language: str | None, actions: bool = False) -> type[TurnReply]:
+@functools.lru_cache(maxsize=MODELS_KEPT)
+def turn_reply_for(language: str | None, actions: bool | ActionTargets = False) -> type[TurnReply]:
     """The TurnReply asked for: with `language`, it also asks for the speaker's `feeling` after the line, one
     word of the Plutchik wheel in that language (EMOTION_FROM_TURN); with `actions`, for what the speaker
-    does with the line (backend/action: ACTIONS_IN_TURNS); with neither, the plain reply.
+    does with the line (backend/action: ACTIONS_IN_TURNS), each target an enum of the ids when `actions` is
+    the turn's ActionTargets (action/targets.py); with neither, the plain reply. Cached by the ids' tuples.
 
     Only the schema lists the words: a word outside them still validates, and the emotion service then asks
     the emotion model instead (backend/conversation/aftermath.py). Actions are checked against the world
@@ -248,7 +250,9 @@ def turn_reply_for(language: str | None, actions: bool = False) -> type[TurnRepl
                 json_schema_extra={"enum": list(label_vocabulary(language))},
             ),
         )
-    if actions:
+    if isinstance(actions, ActionTargets):
+        fields["actions"] = (actions_field_for(actions), Field(default_factory=list))
+    elif actions:
         fields["actions"] = (ActionChoices, Field(default_factory=list))
     model: type[TurnReply] = create_model(  # the schema's title and description stay the plain reply's
         "TurnReply", __base__=TurnReply, __doc__=TurnReply.__doc__, **fields
@@ -381,6 +385,11 @@ class TurnPublic(BaseModel):
     )
     dropped_actions: list[dict[str, Any]] | None = Field(
         None, description="Actions of the model's reply dropped (each with its reason): never sent to Unity."
+    )
+    telling: dict[str, Any] | None = Field(
+        None,
+        description="The news the line was to tell: its key, whether it was told, and the slots (what, when, "
+        "where) the line left out (a partial telling is offered again).",
     )
 
 

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from backend.action.prompts import describe_actions
 from backend.action.schemas import AgentAction
+from backend.action.strikes import ActionStrikes
+from backend.action.targets import ActionTargets, offered_targets
 from backend.action.validate import WorldFacts, read_world_facts, validate_actions
 from backend.config import Settings
 from backend.conversation import group, heard, repo, rules
@@ -38,13 +40,13 @@ from backend.conversation.transcript import check_history
 from backend.errors import LLMError, MachiError
 from backend.ids import is_player
 from backend.intention import service as intentions
-from backend.intention.telling import told_in
 from backend.jobs.runner import JobRunner
 from backend.llm.base import LLM, PRIORITY_TURN, GenerateOptions, find_layer
 from backend.llm.budget import PromptBudgetLLM, count_messages
 from backend.llm.scheduler import find_scheduler
 from backend.logs import reason
 from backend.memory.models import Recalled, Search
+from backend.memory.timewords import WEEKDAYS_EN
 from backend.memory.triggers import TurnAsk
 from backend.player import repo as players
 from backend.tasks import TaskRunner
@@ -161,6 +163,8 @@ class ConversationService:
         self.emotion = emotion
         self.after = after
         self.plan_item = plan_item
+        # Conversations whose replies keep giving invalid actions are asked without them (action/strikes.py).
+        self.strikes = ActionStrikes(settings.actions_off_after_invalid)
         # Checks model lines of conversations with a visitor (set by the app: conversation/visitor.py).
         self.guard: ReplyGuard | None = None
         # Whether a partial streamed line of a visitor conversation may be shown yet (the word list).
@@ -261,18 +265,15 @@ class ConversationService:
     @staticmethod
     def _actions_text(prepared: PreparedTurn, state: TurnState) -> str | None:
         """The actions the speaker may take, in words, when the reply may carry them (ACTIONS_IN_TURNS)."""
-        facts = state.facts
-        if facts is None:
+        targets, facts = _targets(prepared), state.facts
+        if targets is None or facts is None:
             return None
-        speaker = prepared.request.agent_id
-        people = [
-            (member, state.people[member].name)
-            for member in group.active(prepared.members, prepared.left)
-            if member != speaker and member in state.people
-        ]
         # In English, as the rest of the prompt's instructions are (the speaker still speaks its language).
         return describe_actions(
-            "en", pois=list(facts.pois.items()), gestures=list(facts.gestures), people=people
+            "en",
+            pois=[(poi, facts.pois[poi]) for poi in targets.places],
+            gestures=list(targets.gestures),
+            people=[(person, prepared.names[person]) for person in targets.people],
         )
 
     @staticmethod
@@ -320,6 +321,7 @@ class ConversationService:
                 day=req.day,
                 fresh_days=self.settings.tell_fresh_days,
                 pass_on_importance=self.settings.pass_on_importance,
+                day_one_weekday=WEEKDAYS_EN.index(self.settings.retrieval_day_one_weekday),
             )
         return state, summary, feeling, mind
 
@@ -344,7 +346,7 @@ class ConversationService:
         activity = str(item["activity"]) if item and item.get("activity") else None
         facts = (
             read_world_facts(session, world_id, participants=stored.members)
-            if self.settings.actions_in_turns
+            if self.settings.actions_in_turns and not self.strikes.off(req.session_id)
             else None
         )
         return TurnState(speaker, partner, stored, activity, people, facts)
@@ -434,7 +436,8 @@ class ConversationService:
         """The reply asked for: with the speaker's feeling when it rides on the turn (EMOTION_FROM_TURN)."""
         ctx = prepared.ctx
         assert ctx is not None
-        return turn_reply_for(ctx.language if ctx.ask_feeling else None, actions=ctx.actions is not None)
+        targets = _targets(prepared) if ctx.actions is not None else None
+        return turn_reply_for(ctx.language if ctx.ask_feeling else None, actions=targets or False)
 
     def messages(self, prepared: PreparedTurn) -> list[dict[str, str]]:
         """The turn prompt, fitted to the model's prompt budget: the oldest history lines go first (the
@@ -539,16 +542,16 @@ class ConversationService:
             deflected=prepared.deflected,
         ).model_dump(mode="json")
 
-    @staticmethod
-    def _kept_actions(prepared: PreparedTurn, reply: TurnReply | None) -> list[AgentAction]:
+    def _kept_actions(self, prepared: PreparedTurn, reply: TurnReply | None) -> list[AgentAction]:
         """The reply's actions that name only what the world has (the rest dropped and kept on the turn row;
-        a deflection does nothing)."""
+        a deflection does nothing); an invalid list counts towards ACTIONS_OFF_AFTER_INVALID."""
         raw = getattr(reply, "actions", None)
-        if not raw or prepared.facts is None or prepared.deflected:
+        if prepared.facts is None or prepared.deflected:
             return []
         kept, prepared.dropped = validate_actions(
-            raw, known=prepared.facts, speaker_id=prepared.request.agent_id
+            raw or [], known=prepared.facts, speaker_id=prepared.request.agent_id
         )
+        self.strikes.record(prepared.request.session_id, invalid=bool(prepared.dropped))
         return kept
 
     def _leaving(self, prepared: PreparedTurn, dialogue: str, model_flag: bool) -> group.Leaving:
@@ -589,11 +592,14 @@ class ConversationService:
             )
         result = self.compose(prepared, reply)
         line = f"{ctx.speaker.name}: {result['dialogue']}"
-        told = self._told(prepared, result)
+        told, telling = self._told(prepared, result)
         listeners = group.listeners(prepared.members, prepared.left, req.agent_id)
+        slots = ctx.tell.slots if told is not None and ctx.tell is not None else None
         observe = turn_jobs.observe_job(
-            prepared.world_id, req, result, news=told is not None, listeners=listeners, marks=prepared.marks
-        )
+            prepared.world_id, req, result, news=told is not None, listeners=listeners, marks=prepared.marks,
+            invitation=slots is not None and slots.invites(req.target_id),
+            facts=self._told_facts(prepared) if slots is not None else None,
+        )  # fmt: skip
         said = repo.Said(
             line,
             ctx.language,
@@ -601,6 +607,7 @@ class ConversationService:
             prepared.standing,
             prepared.moderation,
             prepared.dropped or None,
+            telling,
         )
         committed = await asyncio.to_thread(
             repo.commit_turn, self.engine, prepared.world_id, req, result, said, [observe], told
@@ -700,14 +707,29 @@ class ConversationService:
         if upto is not None:
             await self.llm.prefill(messages, options=self.options(ahead), upto=upto)
 
-    def _told(self, prepared: PreparedTurn, result: dict[str, Any]) -> intentions.Told | None:
-        """The record that this line told the partner the turn's item (a model line that says enough of it)."""
+    @staticmethod
+    def _told_facts(prepared: PreparedTurn) -> dict[str, Any] | None:
+        """The told item's slots and its host's name, for the listener's memory of the line."""
+        ctx = prepared.ctx
+        if ctx is None or ctx.tell is None or ctx.tell.slots is None:
+            return None
+        tell, slots = ctx.tell, ctx.tell.slots
+        host_id = slots.host or tell.origin_id
+        host = prepared.names.get(host_id) or (tell.origin_name if host_id == tell.origin_id else host_id)
+        return {"slots": slots.to_dict(), "host_name": host}
+
+    def _told(
+        self, prepared: PreparedTurn, result: dict[str, Any]
+    ) -> tuple[intentions.Told | None, dict[str, Any] | None]:
+        """The record that this line told the partner the turn's item (a model line that carries its slots,
+        or says enough of an item without them: intention/telling.py), and the telling's trace for the turn
+        row (None when the turn had nothing to tell)."""
         ctx, req = prepared.ctx, prepared.request
         assert ctx is not None
-        if ctx.tell is None or result["fallback"] or not told_in(result["dialogue"], ctx.tell):
-            return None
-        return intentions.told_row(
-            prepared.world_id, req.agent_id, req.target_id, ctx.tell,
+        if ctx.tell is None or result["fallback"]:
+            return None, None
+        return intentions.told_of(
+            prepared.world_id, req.agent_id, req.target_id, ctx.tell, result["dialogue"],
             session_id=req.session_id, day=req.day, time_of_day=req.time_of_day,
         )  # fmt: skip
 
@@ -765,3 +787,16 @@ def _without_own_prefix(line: str, speaker: Agent) -> str:
     if rest != line and unicodedata.normalize("NFKC", prefix).casefold().strip() in own:
         return rest.strip()
     return line
+
+
+def _targets(prepared: PreparedTurn) -> ActionTargets | None:
+    """What the turn's actions may name (the ids its prompt offers), None when the reply carries none."""
+    if prepared.facts is None:
+        return None
+    speaker = prepared.request.agent_id
+    people = [
+        member
+        for member in group.active(prepared.members, prepared.left)
+        if member != speaker and member in prepared.names
+    ]
+    return offered_targets(prepared.facts, people)

@@ -2,51 +2,52 @@
 
 An appointment is a time and a known place in a text an agent holds (an intention, a line it heard). The
 day is resolved against the day the text was written: 今日/今夜/today/tonight that day, 明日/tomorrow the
-next, 明後日 the one after, "3日目"/"day 3" that day; with no day word, the first such hour after the text
-was written (an evening party heard in the morning is today's, one heard at night is tomorrow's).
-Japanese first: 19時, 19時半, 午後7時, 夜7時, 19:30; English: 7pm, 7:30 pm, 19:00, at 7 in the evening.
-A place is one of the world's points of interest named in the text (its display name or its id).
+next, 明後日 the one after, "3日目"/"day 3" that day, 土曜日/Saturday the next one; with no day word, the first such hour after the
+text was written (an evening party heard in the morning is today's, one heard at night is tomorrow's).
+Japanese first: 19時, 19時半, 午後7時, 夜7時, 19:30; English: 7pm, 7:30 pm, 19:00, at 7 in the evening (the
+words themselves: clock.py). A place is one of the world's points of interest named in the text (its
+display name, its id, or another name it goes by), compared width-, case- and accent-folded.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from backend.intention.clock import RELATIVE, find_day, find_hour
 from backend.text import normalise
+
+__all__ = [
+    "DEFAULT_HOURS", "Appointment", "Place", "find_appointment", "find_day", "find_hour", "find_place", "fold",
+]  # fmt: skip
+
+_ACCENTS = re.compile("[\u0300-\u036f]")
 
 #: How long an appointment lasts in a plan (hours) when the text says nothing of its end.
 DEFAULT_HOURS = 2.0
-
-_JA_HOUR = re.compile(
-    r"(?P<ampm>午前|午後|朝|昼|夕方|夜|夜の)?\s*(?P<h>\d{1,2})\s*時\s*(?:(?P<half>半)|(?P<m>\d{1,2})\s*分)?"
-)
-_CLOCK = re.compile(r"(?<![\d:])(?P<h>\d{1,2}):(?P<m>\d{2})(?!\d)\s*(?P<ampm>am|pm|a\.m\.|p\.m\.)?")
-_EN_HOUR = re.compile(r"(?<![\d:])(?P<h>\d{1,2})\s*(?P<ampm>am|pm|a\.m\.|p\.m\.|o'clock)")
-_EN_AT = re.compile(r"\bat\s+(?P<h>\d{1,2})\b(?!\s*(?::|%|/))(?P<eve>[^.;]{0,24}\b(?:evening|night)\b)?")
-_DAY_N = re.compile(r"(?P<n>\d{1,4})\s*日目|\bday\s+(?P<en>\d{1,4})\b")
-_RELATIVE = (
-    ("明後日", 2),
-    ("あさって", 2),
-    ("day after tomorrow", 2),
-    ("明日", 1),
-    ("あした", 1),
-    ("tomorrow", 1),
-    ("今日", 0),
-    ("今夜", 0),
-    ("今晩", 0),
-    ("today", 0),
-    ("tonight", 0),
-    ("this evening", 0),
-)
-_PM_WORDS = ("午後", "夕方", "夜", "夜の", "pm", "p.m.")
 
 
 @dataclass(frozen=True)
 class Place:
     id: str
     name: str
+    #: Other names the place goes by (its name in the other language, a short name).
+    aliases: tuple[str, ...] = ()
+
+    def labels(self) -> list[str]:
+        """Its names and id as compared with a text ("corner_cafe" is also "corner cafe")."""
+        spaced = re.sub(r"[_-]+", " ", self.id)
+        return list(
+            dict.fromkeys(fold(label).strip() for label in (self.name, *self.aliases, self.id, spaced))
+        )
+
+
+def fold(text: str) -> str:
+    """`normalise` and Latin accents off ("Café" -> "cafe"); Japanese is left whole (が stays が)."""
+    decomposed = unicodedata.normalize("NFD", normalise(text))
+    return unicodedata.normalize("NFC", _ACCENTS.sub("", decomposed))
 
 
 @dataclass(frozen=True)
@@ -68,72 +69,26 @@ class Appointment:
         return (self.day, self.start, self.poi_id)
 
 
-def find_hour(text: str) -> float | None:
-    """The first clock time in `text` as hours of the day (19.5 = 19:30), or None."""
-    norm = normalise(text)
-    found: list[tuple[int, float]] = []
-    for match in _JA_HOUR.finditer(norm):
-        hour = int(match["h"]) % 24 if int(match["h"]) <= 24 else None
-        if hour is None:
-            continue
-        if match["ampm"] in _PM_WORDS and hour < 12:
-            hour += 12
-        minutes = 30 if match["half"] else int(match["m"] or 0)
-        found.append((match.start(), hour + min(minutes, 59) / 60))
-    for match in _CLOCK.finditer(norm):
-        hour = int(match["h"])
-        if hour > 24:
-            continue
-        if match["ampm"] in ("pm", "p.m.") and hour < 12:
-            hour += 12
-        found.append((match.start(), hour % 24 + min(int(match["m"]), 59) / 60))
-    for match in _EN_HOUR.finditer(norm):
-        hour = int(match["h"])
-        if hour > 12 and match["ampm"] != "o'clock":
-            continue
-        if match["ampm"] in ("pm", "p.m.") and hour < 12:
-            hour += 12
-        found.append((match.start(), float(hour % 24)))
-    for match in _EN_AT.finditer(norm):
-        hour = int(match["h"])
-        if hour > 24:
-            continue
-        if match["eve"] and hour < 12:
-            hour += 12
-        found.append((match.start(), float(hour % 24)))
-    return min(found)[1] if found else None
-
-
-def find_day(text: str, written_day: int, written_hour: float, hour: float) -> int:
-    """The day `text` means for an event at `hour`, read on `written_day` at `written_hour`."""
-    norm = normalise(text)
-    explicit = _DAY_N.search(norm)
-    if explicit:
-        return int(explicit["n"] or explicit["en"])
-    for word, offset in _RELATIVE:
-        if word in norm:
-            return written_day + offset
-    return written_day if hour > written_hour else written_day + 1
+def names_label(text: str, label: str) -> bool:
+    """Whether folded `text` says the folded `label` (a Latin label only as whole words: "parking" is no park)."""
+    if len(label) < 2 or label not in text:
+        return False
+    return not label.isascii() or re.search(rf"\b{re.escape(label)}\b", text) is not None
 
 
 def find_place(text: str, places: Iterable[Place]) -> Place | None:
-    """The place `text` names: the longest display name (or id) found in it."""
-    norm = normalise(text)
+    """The place `text` names: the longest of the places' names (or ids) found in it."""
+    norm = fold(text)
     best: tuple[int, Place] | None = None
     for place in places:
-        for label in (place.name, place.id):
-            label_norm = normalise(label).strip()
-            if len(label_norm) < 2 or label_norm not in norm:
-                continue
-            if label_norm.isascii() and not re.search(rf"\b{re.escape(label_norm)}\b", norm):
-                continue
-            if best is None or len(label_norm) > best[0]:
-                best = (len(label_norm), place)
+        for label in place.labels():
+            if names_label(norm, label) and (best is None or len(label) > best[0]):
+                best = (len(label), place)
     return best[1] if best else None
 
 
 def find_appointment(
-    text: str, places: Iterable[Place], *, written_day: int, written_hour: float
+    text: str, places: Iterable[Place], *, written_day: int, written_hour: float, day_one_weekday: int = 0
 ) -> Appointment | None:
     """The appointment in `text` (a clock time and a known place), or None when either is missing."""
     hour = find_hour(text)
@@ -142,7 +97,7 @@ def find_appointment(
     place = find_place(text, places)
     if place is None:
         return None
-    day = find_day(text, written_day, written_hour, hour)
+    day = find_day(text, written_day, written_hour, hour, day_one_weekday)
     return Appointment(day=day, start=hour, poi_id=place.id, what=text.strip(), written_day=written_day)
 
 
@@ -166,7 +121,7 @@ def rebase(text: str, written_day: int, today: int, language: str) -> str:
     if written_day == today:
         return text
     norm = normalise(text)
-    for word, offset in _RELATIVE:
+    for word, offset in RELATIVE:
         at = norm.find(word)
         if at < 0 or len(normalise(text[:at])) != at:
             continue  # only where normalising kept the text's length (so the position maps back)

@@ -89,9 +89,11 @@ def for_turn(
     day: int,
     fresh_days: int,
     pass_on_importance: int = 1,
+    day_one_weekday: int = 0,
 ) -> TurnIntentions:
-    """The speaker's intentions said from `day`, and the first item the partner has not heard. News the
-    speaker heard is passed on only when its memory of it was rated at least `pass_on_importance`."""
+    """The speaker's intentions said from `day`, and the first item the partner has not heard (with its
+    slots when it is an invitation or appointment: telling.with_slots). News the speaker heard is passed on
+    only when its memory of it was rated at least `pass_on_importance`."""
     row = repo.read(session, world_id, speaker.id)
     lines = list(row.lines) if row else []
     heard = repo.heard_rows(session, world_id, speaker.id)
@@ -111,6 +113,9 @@ def for_turn(
     if items:
         untold = telling.untold(items, partner.id, repo.known_keys(session, world_id, partner.id))
         tell = untold[0] if untold else None
+    if tell is not None:
+        people = world_repo.name_map(session, world_id)
+        tell = telling.with_slots(tell, places, people, day_one_weekday=day_one_weekday)
     shown = [appt.rebase(str(line["text"]), int(line["day"]), day, speaker.language) for line in lines]
     return TurnIntentions(shown, tell)
 
@@ -137,6 +142,33 @@ def told_row(
         day=day,
         time_of_day=time_of_day,
     )
+
+
+def told_of(
+    world_id: str,
+    teller_id: str,
+    listener_id: str,
+    item: telling.Tellable,
+    line: str,
+    *,
+    session_id: str,
+    day: int,
+    time_of_day: float,
+) -> tuple[Told | None, dict[str, Any]]:
+    """Whether `line` told `item` (telling.check: all its slots carried): the `Told` row to record (None for a
+    partial telling, which is then offered again), and the trace kept on the turn row (`telling`: the item's
+    key, whether it was told, the slots the line left out)."""
+    said = telling.check(line, item, day=day, hour=time_of_day)
+    trace = {"key": item.key, "told": said.told, "missing": list(said.missing)}
+    if not said.told:
+        if said.missing:
+            log.info("%s told %s only part of %s: %s missing", teller_id, listener_id, item.key,
+                     ", ".join(said.missing))  # fmt: skip
+        return None, trace
+    row = told_row(
+        world_id, teller_id, listener_id, item, session_id=session_id, day=day, time_of_day=time_of_day
+    )
+    return row, trace
 
 
 def appointments(row: Intention | None, pois: Sequence[PointOfInterest], day: int) -> list[appt.Appointment]:

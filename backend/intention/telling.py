@@ -4,17 +4,23 @@ An item is one of the speaker's own intention lines, or news it heard (a `Told` 
 listener) within `fresh_days`. Each item has a key from whose news it is and its words, so that an agent
 tells each person once, nobody is told their own news, and a listener who already heard it (from anyone)
 is not told again.
+
+Told means the slots were said: an item that is an invitation or appointment (its `slots`, slots.py) counts
+as told only by a line that carries its what, when and where (normalised: "7pm" is "19時"); a line that
+drops one is a partial telling, not recorded, so the item is offered again on the next line or talk. An
+item with no slots (other news) counts by its words: TOLD_COVERAGE of them.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from backend.intention import appointment as appt
-from backend.text import normalise, token_set
+from backend.intention import slots as news
+from backend.text import is_japanese, normalise, token_set
 
 #: Share of an item's words a line must say for the item to count as told.
 TOLD_COVERAGE = 0.4
@@ -31,6 +37,8 @@ class Tellable:
     written_day: int
     #: Who the speaker heard it from (None for its own intention).
     heard_from: str | None = None
+    #: What, when, where... when it is an invitation or appointment (`with_slots`), else None.
+    slots: news.Slots | None = None
 
     @property
     def own(self) -> bool:
@@ -45,6 +53,7 @@ class Tellable:
             "written_day": self.written_day,
             "own": self.own,
             "heard_from": self.heard_from,
+            "slots": self.slots.to_dict() if self.slots else None,
         }
 
 
@@ -95,9 +104,48 @@ def untold(items: Sequence[Tellable], partner_id: str, known_keys: set[str]) -> 
     return [t for t in items if t.origin_id != partner_id and t.key not in known_keys]
 
 
-def told_in(line: str, item: Tellable) -> bool:
-    """Whether `line` says enough of `item` to count as telling it (Japanese by character bigrams)."""
+def with_slots(
+    item: Tellable,
+    places: Sequence[appt.Place],
+    people: dict[str, str],
+    *,
+    day_one_weekday: int = 0,
+) -> Tellable:
+    """`item` with the slots of its words (read on the day they were written), when they hold an event."""
+    language = "ja" if is_japanese(item.text) else "en"
+    found = news.extract(
+        item.text, language=language, today=item.written_day, places=places, people=people,
+        day_one_weekday=day_one_weekday,
+    )  # fmt: skip
+    return replace(item, slots=found)
+
+
+@dataclass(frozen=True)
+class Telling:
+    """Whether a line told an item, and the slots it left out (what, when, where; empty when told)."""
+
+    told: bool
+    missing: tuple[str, ...] = ()
+
+
+def check(
+    line: str, item: Tellable, *, day: int | None = None, hour: float = 0.0, places: Sequence[appt.Place] = ()
+) -> Telling:
+    """Whether `line`, said on `day` at `hour`, tells `item`: every slot it has carried, or (an item with no
+    slots) TOLD_COVERAGE of its words (Japanese by character bigrams)."""
+    if item.slots is not None and item.slots.present():
+        left = news.missing(
+            line, item.slots, language="ja" if is_japanese(line) else "en", places=places, today=day, now=hour
+        )
+        return Telling(not left, tuple(left))
     want = token_set(item.text)
     if not want:
-        return False
-    return len(want & token_set(line)) / len(want) >= TOLD_COVERAGE
+        return Telling(False)
+    return Telling(len(want & token_set(line)) / len(want) >= TOLD_COVERAGE)
+
+
+def told_in(
+    line: str, item: Tellable, *, day: int | None = None, hour: float = 0.0, places: Sequence[appt.Place] = ()
+) -> bool:
+    """Whether `line` counts as telling `item` (`check`)."""
+    return check(line, item, day=day, hour=hour, places=places).told

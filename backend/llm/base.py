@@ -141,6 +141,10 @@ class GenerateOptions(BaseModel):
     #: The structured facts the caller built the prompt from (speaker, place, memories...). Real models
     #: read the prompt; the scripted engine reads these, and the tracer keeps them for the dashboard.
     facts: dict[str, Any] = Field(default_factory=dict)
+    #: Texts the reply must not begin with again: a re-ask's refused text and the line it copied
+    #: (llm/reask.py). llama.cpp in process bans the first token of each through a logit bias; providers
+    #: without one (Ollama; an OpenAI-compatible server, whose token ids the client does not know) ignore it.
+    banned_openings: list[str] = Field(default_factory=list, max_length=8)
 
     @property
     def role(self) -> str:
@@ -468,6 +472,19 @@ def find_layer(llm: LLM, kind: type[W]) -> W | None:
     while current is not None:
         if isinstance(current, kind):
             return current
+        current = current.inner if isinstance(current, LLMWrapper) else None
+    return None
+
+
+def model_parameters(llm: LLM) -> int | None:
+    """The model's parameter count as its provider knows it (a layer's `parameter_count()`: the llamacpp
+    provider reads its GGUF), None when unknown (a served model: Ollama, OpenAI-compatible)."""
+    current: LLM | None = llm
+    while current is not None:
+        count = getattr(current, "parameter_count", None)
+        if callable(count):
+            value = count()
+            return value if isinstance(value, int) else None
         current = current.inner if isinstance(current, LLMWrapper) else None
     return None
 

@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import random
+import re
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
@@ -34,6 +35,7 @@ import numpy as np
 from backend.config import Settings
 from backend.errors import ConfigError, LLMUnavailable, MissingDependency
 from backend.llm import packaged
+from backend.llm.ban import logit_bias
 from backend.llm.base import (
     LLM,
     PRIORITY_PLAN,
@@ -213,6 +215,16 @@ class _Engine:
             closer()
 
 
+_SIZE_LABEL = re.compile(r"^(\d+(?:\.\d+)?)([KMBT])$", re.IGNORECASE)
+_SIZE_UNITS = {"K": 10**3, "M": 10**6, "B": 10**9, "T": 10**12}
+
+
+def size_from_label(label: str) -> int | None:
+    """A GGUF `general.size_label` ("135M", "1.7B") as a parameter count; None for another shape ("8x7B")."""
+    found = _SIZE_LABEL.match(label.strip())
+    return int(float(found[1]) * _SIZE_UNITS[found[2].upper()]) if found else None
+
+
 def load_llama(model_path: str, **params: Any) -> Any:
     """Load a GGUF with llama-cpp-python; a file it cannot load becomes a ConfigError naming the file."""
     path = packaged.resolve(model_path)  # a file, or `package:NAME` (a model shipped in a PyPI package)
@@ -319,6 +331,16 @@ class LlamaCppLLM(LLM):
     def resolve_model(self, options: GenerateOptions) -> str:
         return self.model
 
+    def parameter_count(self) -> int | None:
+        """The model's parameters: llama.cpp's count, else the GGUF's `general.size_label` ("135M")."""
+        try:
+            count = int(self.engine.llama._model.n_params())
+        except (AttributeError, TypeError, ValueError):
+            count = 0
+        if count > 0:
+            return count
+        return size_from_label(str(self.engine.llama.metadata.get("general.size_label") or ""))
+
     def context_window(self) -> int | None:
         return int(self.engine.llama.n_ctx())
 
@@ -353,6 +375,9 @@ class LlamaCppLLM(LLM):
             "max_tokens": completion_cap(options),
             "seed": self.seed_for(options),
         }
+        # A re-ask: the refused text's first word is not written again (llm/ban.py).
+        if options.banned_openings and (bias := logit_bias(self.engine.llama, options.banned_openings)):
+            request["logit_bias"] = bias
         if schema is not None:
             request["grammar"] = llama_cpp_module().LlamaGrammar.from_string(
                 self.grammar_for(schema), verbose=False

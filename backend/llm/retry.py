@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
@@ -20,7 +19,8 @@ from backend.llm.base import (
     json_schema_for,
     parse_reply,
 )
-from backend.llm.echo import echo_problem
+from backend.llm.echo import echo_problem, free_texts, without_labels
+from backend.llm.reask import ECHO_PREFIX, REASK, REASK_HEAT, reask
 from backend.llm.trace import mark_invalid_reply
 
 log = logging.getLogger(__name__)
@@ -117,22 +117,16 @@ class RetryingLLM(LLMWrapper):
                 await asyncio.sleep(delay)
 
 
-#: How an echo refusal begins (the re-ask treats it apart: see `reask`).
-ECHO_PREFIX = "the reply echoes the prompt: "
-REASK = (
-    "Your previous reply could not be used: {error}\n"
-    "Answer again with only one JSON object that matches the schema exactly. No prose, no code fences."
-)
-
-
 def checked_reply(text: str, schema: type[T], messages: Sequence[Message], options: GenerateOptions) -> T:
-    """Repair and validate a reply, then refuse one that echoes its prompt (see echo.py).
+    """Repair and validate a reply, cut a field label off its free text ("Sam's line: ..."; llm/label.py),
+    then refuse one that echoes its prompt (see echo.py).
 
     Raises:
         LLMReplyError: the reply is not valid, or it copies a placeholder, a field's description, a line
-            of the prompt or a name instead of answering; the message says which field and why.
+            of the prompt, the re-ask's instruction or a name instead of answering, or is only a field
+            label; the message says which field and why.
     """
-    reply = parse_reply(text, schema)
+    reply = without_labels(parse_reply(text, schema), schema)
     problem = echo_problem(reply, schema, messages, options.facts)
     if problem is not None:
         raise LLMReplyError(f"{ECHO_PREFIX}{problem}", raw=text)
@@ -197,7 +191,8 @@ async def repaired(
         if completion is None:
             completion = await ask(conversation, options)
         try:
-            reply = checked_reply(completion.text, schema, messages, options)
+            # A re-ask's reply is checked against the re-ask too: its instruction is never an answer.
+            reply = checked_reply(completion.text, schema, conversation, options)
             if check is not None:
                 check(reply)  # the caller's own rules: a refusal is a failed reply like any other
             return reply
@@ -206,32 +201,25 @@ async def repaired(
             if attempt >= reasks:
                 raise
             log.info("reply for %s invalid (%s); re-asking", options.purpose, exc.message)
-            conversation, options = reask(messages, completion.text, exc.message, options)
+            avoid = refused_openings(completion.text, schema, exc.message, options)
+            conversation, options = reask(messages, exc.message, options, avoid=avoid)
             completion = None
     raise AssertionError("unreachable")
 
 
-#: A re-ask samples this much hotter than the call it repeats: the same sampling tends to the same reply.
-REASK_HEAT = 0.3
-_QUOTED = re.compile(r"\s*\((['\"]).*?\1\)")
+__all__ = ["ECHO_PREFIX", "REASK", "REASK_HEAT", "checked_reply", "reask", "repaired"]
 
 
-def reask(
-    messages: Sequence[Message], reply: str, error: str, options: GenerateOptions
-) -> tuple[list[Message], GenerateOptions]:
-    """The conversation and options of the one re-ask after an unusable `reply`.
-
-    A reply that broke the schema is shown back with the error, so the model can mend it. A reply that
-    echoed its prompt is not, and the reason loses its quote of the echo: a small model shown a copy copies
-    it again. Either way the re-ask samples a little hotter (REASK_HEAT).
-    """
-    if error.startswith(ECHO_PREFIX):
-        asked = [*messages, {"role": "user", "content": REASK.format(error=_QUOTED.sub("", error)[:600])}]
-    else:
-        asked = [
-            *messages,
-            {"role": "assistant", "content": reply[:4000]},
-            {"role": "user", "content": REASK.format(error=error[:600])},
-        ]
-    heat = min(2.0, (options.temperature if options.temperature is not None else 0.7) + REASK_HEAT)
-    return asked, options.model_copy(update={"temperature": heat})
+def refused_openings(text: str, schema: type[T], error: str, options: GenerateOptions) -> list[str]:
+    """What a re-ask must not start with again: after an echo, the refused reply's free text, and the
+    partner's last line (a turn's `partner_last_line` fact) when the reply repeated a line of the prompt."""
+    if not error.startswith(ECHO_PREFIX):
+        return []  # a broken reply: its opening was not the fault
+    try:
+        refused = free_texts(parse_reply(text, schema), schema)
+    except LLMReplyError:
+        return []
+    partner = options.facts.get("partner_last_line")
+    if "repeats" in error and isinstance(partner, str):
+        refused.append(partner)
+    return refused

@@ -29,6 +29,10 @@ MAX_BATCH = 1000
 #: Tag of a listener's memory of a line that told it news: rated on its own (not with the conversation's
 #: small talk) and passed on when rated important (backend/intention).
 NEWS_TAG = "news"
+#: Tag of a listener's memory of news that invites it (an event or appointment it was told of): rated by rule
+#: at INVITATION_IMPORTANCE when stored, so it is passed on without waiting for, or losing to, a model rating.
+INVITATION_TAG = "invitation"
+INVITATION_IMPORTANCE = 8
 #: Tag of a memory that holds a visitor's words or came from them (a line of a conversation a visitor took
 #: part in, a reflection on one, a line said with such memories in mind). Its other tags name the visitors
 #: (`player:...`). A prompt shows such a memory only as quoted data, and what a character says with it in mind

@@ -56,6 +56,11 @@ def names(session: Session, world_id: str, ids: Sequence[str]) -> dict[str, str]
     return dict(session.exec(query).all())
 
 
+def name_map(session: Session, world_id: str) -> dict[str, str]:
+    """Every agent's name in the world, by id (who a line of news names)."""
+    return dict(session.exec(select(Agent.id, Agent.name).where(Agent.world_id == world_id)).all())
+
+
 def agent_names(session: Session, world_id: str) -> list[str]:
     """Every agent's name in the world (a visitor may not take one: player/names.py)."""
     return list(session.exec(select(Agent.name).where(Agent.world_id == world_id)).all())

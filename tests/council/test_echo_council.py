@@ -77,9 +77,7 @@ def test_an_opinion_copying_the_template_is_re_asked_once(sisters: TestClient, s
     assert [o["opinion"] for o in opinions] == [GOOD["opinion"]] * 3 and not council["record"]["errors"]
     calls = scripted.calls("opinion")
     assert len(calls) == 4
-    [reask] = [
-        c for c in calls if c.messages[-1]["content"].startswith("Your previous reply could not be used")
-    ]
+    [reask] = [c for c in calls if c.messages[-1]["content"].startswith("Your last reply was not used")]
     assert (
         "opinion is a placeholder" in reask.messages[-1]["content"]
         and "意見（2〜4文、あなたの口調で）" not in reask.messages[-1]["content"]

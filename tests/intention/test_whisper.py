@@ -31,7 +31,7 @@ def test_whisper_changes_the_next_turn_prompt(client: TestClient, scripted: Scri
     client.post("/v1/conversation/turn", json=turn("aoi", "ren", "after", [], day=1, time_of_day=9.5))
     prompt = _prompt(scripted)
     assert "What is on your mind today:" in prompt and PARTY in prompt
-    assert "You have not told 蓮 this yet" in prompt
+    assert "News 蓮 has not heard from you yet" in prompt
     drain(client)
 
 

@@ -212,13 +212,14 @@ async def test_the_repairing_wrapper_re_asks_once_with_the_echo_reason() -> None
     assert second.options.temperature == pytest.approx(0.7 + REASK_HEAT)  # sampled a little hotter
 
 
-async def test_a_reply_that_breaks_the_schema_is_shown_back_with_the_error() -> None:
+async def test_a_reply_that_breaks_the_schema_is_not_shown_back_either() -> None:
     scripted = ScriptedLLM()
     scripted.enqueue({"emotion": "happy"}, {"dialogue": "地図の話です。", "emotion": "happy"})
     await RepairingLLM(scripted).generate_json(PROMPT, TurnReply, options=GenerateOptions(facts=FACTS))
     first, second = scripted.calls()
-    assert second.messages[-2] == {"role": "assistant", "content": first.reply}
+    assert second.messages[:-1] == PROMPT and "happy" not in second.messages[-1]["content"]
     assert "dialogue" in second.messages[-1]["content"]
+    assert second.options.banned_openings == []  # a broken reply's opening was not the fault
 
 
 async def test_two_echoes_give_up_with_the_reason() -> None:

@@ -89,9 +89,10 @@ async def test_missing_field_is_re_asked_once_with_the_error(
     assert await llm.generate_json(MESSAGES, Mood, options=OPTIONS) == Mood(emotion="calm", intensity=2)
     first, second = chat_bodies(fake)
     assert first["messages"] == MESSAGES
-    assert second["messages"][: len(MESSAGES)] == MESSAGES
-    assert second["messages"][-2] == {"role": "assistant", "content": '{"emotion": "joy"}'}
+    # The refused reply is not shown back (llm/reask.py): the prompt and one sentence saying what was wrong.
+    assert second["messages"][:-1] == MESSAGES
     reask = second["messages"][-1]
+    assert "joy" not in reask["content"] and "logit_bias" not in second
     assert (
         reask["role"] == "user" and "intensity" in reask["content"] and "Field required" in reask["content"]
     )

@@ -161,7 +161,7 @@ def test_plan_beyond_repair_is_reasked_once(client: TestClient, scripted: Script
     assert [i["poi_id"] for i in plan["items"]] == ["library", "cafe"] and plan["source"] == "model"
     calls = scripted.calls("plan")
     assert len(calls) == 2
-    assert "could not be used" in calls[1].messages[-1]["content"]
+    assert "was not used because" in calls[1].messages[-1]["content"]
     assert "at the places listed" in calls[1].messages[-1]["content"]
     traced = client.get("/v1/llm-calls", params={"purpose": "plan"}).json()["calls"]
     first, second = sorted(traced, key=lambda c: c["id"])

@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
 from backend.llm.models import LLMCall
+from backend.llm.reask import REASK as REASK_TEMPLATE
 from backend.scripted import ScriptedLLM
 from backend.world.models import Agent
 from tests.conftest import drain
@@ -23,7 +24,7 @@ from tests.planning.test_plan_api import build_world
 
 DEEP = '{"items": ' + "[" * 100_000 + "]" * 100_000 + "}"
 LONG_NUMBER = '{"importance": 1' + "0" * 5_000 + "}"
-REASK = "Your previous reply could not be used"
+REASK = REASK_TEMPLATE.split("{", 1)[0]
 
 
 def reasked(scripted: ScriptedLLM, purpose: str, bad: str = DEEP) -> bool:

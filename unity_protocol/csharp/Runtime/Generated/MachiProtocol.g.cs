@@ -501,6 +501,13 @@ namespace Machi.Protocol
         [JsonProperty("target_id")]
         public string TargetId { get; set; }
 
+        /// <summary>
+        /// The news the line was to tell: its key, whether it was told, and the slots (what, when,
+        /// where) the line left out (a partial telling is offered again).
+        /// </summary>
+        [JsonProperty("telling")]
+        public Dictionary<string, object> Telling { get; set; }
+
         [JsonProperty("time_of_day")]
         public double TimeOfDay { get; set; }
 

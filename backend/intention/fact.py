@@ -1,0 +1,194 @@
+"""The facts of a piece of news (`Slots`: what, who hosts, when, where, who is invited; read from words by
+slots.py), and the news said as a fact line for a prompt, in the third person: what the speaker knows, for it
+to say in its own words, never a sentence to copy. Pure functions.
+
+    Mia is hosting a party at Corner Cafe, tomorrow (day 2) at 19:00; everyone is invited. You heard it from Ben.
+    ミアが中央カフェでパーティーを開く。明日（2日目）19:00。みんな招待されている。ベンから聞いた。
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from backend.intention import events
+
+
+@dataclass(frozen=True)
+class Slots:
+    """What a piece of news is about. Days are game days; hours decimal (19.5 = 19:30)."""
+
+    #: The event's kind (events.BY_KIND): "party", "birthday", "meetup" (an appointment with no event word).
+    what: str
+    #: The event's words as written ("誕生日会", "get-together"), or its label when none were.
+    what_words: str
+    #: The host's person id when the text names one; None: whoever said it (the speaker, the news's origin).
+    host: str | None = None
+    day: int | None = None
+    hour: float | None = None
+    #: The part of the day ("evening") when no clock time was said: `hour` is then its default (PART_HOURS).
+    part: str | None = None
+    #: The place's id and display name.
+    where: str | None = None
+    where_name: str | None = None
+    #: "everyone", "you" (the one it is said to) and named people's ids.
+    invited: tuple[str, ...] = ()
+    #: The day the words were said (what their 明日 was read against), and the weekday of `day` (0 = Monday).
+    written_day: int = 1
+    weekday: int | None = None
+
+    def present(self) -> set[str]:
+        """The checked slots this news has (a meet-up's "what" is the appointment itself, so not checked)."""
+        has = {"what"} if self.what != "meetup" else set()
+        if self.day is not None or self.hour is not None:
+            has.add("when")
+        if self.where is not None:
+            has.add("where")
+        return has
+
+    def invites(self, person_id: str) -> bool:
+        """Whether the news invites `person_id`: everyone, the one it is said to ("you"), or by name."""
+        return bool({"everyone", "you", person_id} & set(self.invited))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "invited": list(self.invited)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Slots:
+        return cls(**{**data, "invited": tuple(data.get("invited") or ())})
+
+    def describe(
+        self,
+        language: str,
+        *,
+        host_name: str,
+        stance: Literal["host", "heard"] | None = None,
+        today: int | None = None,
+        heard_from: str | None = None,
+        names: Mapping[str, str] | None = None,
+    ) -> str:
+        """The news as a third-person fact line for a prompt, its day said from `today` (default: the day it
+        was written): "Mia is hosting a party at Corner Cafe, tomorrow (day 2) at 19:00; everyone is invited."
+        / 「ミアが中央カフェでパーティーを開く。明日（2日目）19:00。みんな招待されている。」. `stance`: the reader is
+        the host, or heard it (from `heard_from`). Never first person; not a sentence to say as it is."""
+        return line(
+            self, language, host_name=host_name, stance=stance, today=today, heard_from=heard_from,
+            names=names or {},
+        )  # fmt: skip
+
+
+_PART_EN = {"morning": "in the morning", "noon": "at noon", "afternoon": "in the afternoon",
+            "evening": "in the evening", "night": "at night"}  # fmt: skip
+_PART_JA = {"morning": "朝", "noon": "昼", "afternoon": "午後", "evening": "夕方", "night": "夜"}
+_DAY_EN = {-1: "yesterday", 0: "today", 1: "tomorrow", 2: "the day after tomorrow"}
+_DAY_JA = {-1: "昨日", 0: "今日", 1: "明日", 2: "明後日"}
+
+
+def _clock(hour: float) -> str:
+    minutes = round(hour * 60) % (24 * 60)
+    return f"{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+def _when_en(slots: Slots, today: int) -> str:
+    said = []
+    if slots.day is not None:
+        word = _DAY_EN.get(slots.day - today)
+        said.append(f"{word} (day {slots.day})" if word else f"on day {slots.day}")
+    if slots.hour is not None and slots.part is not None:
+        said.append(f"{_PART_EN[slots.part]} (around {_clock(slots.hour)})")
+    elif slots.hour is not None:
+        said.append(f"at {_clock(slots.hour)}")
+    return " ".join(said)
+
+
+def _when_ja(slots: Slots, today: int) -> str:
+    said = ""
+    if slots.day is not None:
+        word = _DAY_JA.get(slots.day - today)
+        said = f"{word}（{slots.day}日目）" if word else f"{slots.day}日目"
+    if slots.hour is not None and slots.part is not None:
+        said += f"の{_PART_JA[slots.part]}（{int(slots.hour)}時ごろ）"
+    elif slots.hour is not None:
+        said += ("" if said.endswith("）") else "の" if said else "") + _clock(slots.hour)
+    return said
+
+
+def _listing(names: list[str], language: str) -> str:
+    if language == "ja":
+        return "と".join(names)
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _invited(
+    slots: Slots, language: str, host_name: str, stance: str | None, names: Mapping[str, str]
+) -> str:
+    """Who is invited, said from the reader's side ("you" in the host's own words is whoever it tells)."""
+    named = [names.get(i, i) for i in slots.invited if i not in ("you", "everyone")]
+    ja = language == "ja"
+    if "everyone" in slots.invited:
+        return "みんな招待されている" if ja else "everyone is invited"
+    said = []
+    if "you" in slots.invited:
+        if stance == "heard":
+            said.append("あなたも招待されている" if ja else "you are invited")
+        else:
+            said.append(
+                f"{host_name}が話す相手を誘っている" if ja else f"whoever {host_name} tells is invited"
+            )
+    if named:
+        said.append(f"{_listing(named, language)}が招待されている" if ja else
+                    f"{_listing(named, language)} {'is' if len(named) == 1 else 'are'} invited")  # fmt: skip
+    return ("。" if ja else "; ").join(said)
+
+
+def _what_en(slots: Slots, host_name: str, where: str) -> str:
+    event = events.BY_KIND.get(slots.what)
+    label = event.en if event else slots.what_words
+    at = f" at {where}" if where else ""
+    if slots.what == "meetup":
+        return f"{host_name} is meeting someone{at}"
+    article = "an" if label[:1] in "aeiou" else "a"
+    verb = "is hosting" if event is None or event.hosted else "is planning"
+    return f"{host_name} {verb} {article} {label}{at}"
+
+
+def _what_ja(slots: Slots, host_name: str, where: str) -> str:
+    event = events.BY_KIND.get(slots.what)
+    label = event.ja if event else slots.what_words
+    at = f"{where}で" if where else ""
+    if slots.what == "meetup":
+        return f"{host_name}が{at}人と会う約束をしている"
+    return f"{host_name}が{at}{label}を{'開く' if event is None or event.hosted else '予定している'}"
+
+
+def line(
+    slots: Slots,
+    language: str,
+    *,
+    host_name: str,
+    stance: Literal["host", "heard"] | None,
+    today: int | None,
+    heard_from: str | None,
+    names: Mapping[str, str],
+) -> str:
+    """See `Slots.describe`."""
+    today = slots.written_day if today is None else today
+    where = slots.where_name or slots.where or ""
+    if language == "ja":
+        parts = [_what_ja(slots, host_name, where), _when_ja(slots, today), _invited(slots, "ja", host_name,
+                 stance, names)]  # fmt: skip
+        if stance == "host":
+            parts.append("あなたが主催者")
+        elif stance == "heard" and heard_from:
+            parts.append(f"{heard_from}から聞いた")
+        return "".join(f"{part}。" for part in parts if part)
+    head = _what_en(slots, host_name, where)
+    when = _when_en(slots, today)
+    invited = _invited(slots, "en", host_name, stance, names)
+    text = head + (f", {when}" if when else "") + (f"; {invited}" if invited else "") + "."
+    if stance == "host":
+        text += " You are the host."
+    elif stance == "heard" and heard_from:
+        text += f" You heard it from {heard_from}."
+    return text
