@@ -61,7 +61,7 @@ def _heard(events: list[Event[Any]], count: int) -> Callable[[], bool]:
     return lambda: len(events) == count
 
 
-async def _until(condition: Callable[[], bool], timeout: float = 15.0) -> None:
+async def _until(condition: Callable[[], bool], timeout: float = 60.0) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while not condition():
         assert asyncio.get_running_loop().time() < deadline, "the event did not arrive"
