@@ -279,10 +279,7 @@ class VisitorTurns:
         ctx = prepared.ctx
         assert ctx is not None and self.moderator is not None
         if not ctx.guarded:  # characters among themselves: the operator's list, instantly
-            hit = self.moderator.words.find(dialogue) if self.moderator.words is not None else None
-            if hit is None:
-                return Verdict(allowed=True)
-            return Verdict(allowed=False, source="word_list", category=hit.category, matched=hit.word)
+            return self.moderator.check_words(dialogue)
         if not ctx.visitor:
             return await self.moderator.check(dialogue)
         system = system_message(
@@ -305,10 +302,7 @@ class VisitorTurns:
     def may_show(self, text: str) -> bool:
         """Whether a visitor conversation's streamed line may be shown so far (the word list alone: the
         provider's check runs once the line is whole)."""
-        moderator = self.moderator
-        if moderator is None or not moderator.enabled or moderator.words is None:
-            return True
-        return moderator.words.find(text) is None
+        return self.moderator is None or self.moderator.check_words(text).allowed
 
     @staticmethod
     def deflection(prepared: PreparedTurn) -> str:

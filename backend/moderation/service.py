@@ -86,14 +86,22 @@ class Moderator:
         self.provider = provider
         self.enabled = enabled
 
+    def check_words(self, text: str) -> Verdict:
+        """The word list alone (local, instant): for a streamed line so far, and lines among characters."""
+        if not self.enabled or self.words is None or not text.strip():
+            return ALLOWED
+        hit = self.words.find(text)
+        if hit is None:
+            return ALLOWED
+        return Verdict(allowed=False, source="word_list", category=hit.category, matched=hit.word)
+
     async def check(self, text: str) -> Verdict:
         """The word list, then the provider when configured: the first that blocks decides."""
         if not self.enabled or not text.strip():
             return ALLOWED
-        if self.words is not None:
-            hit = self.words.find(text)
-            if hit is not None:
-                return Verdict(allowed=False, source="word_list", category=hit.category, matched=hit.word)
+        listed = self.check_words(text)
+        if not listed.allowed:
+            return listed
         if self.provider is None:
             return ALLOWED
         answer = await self.provider.check(text)
