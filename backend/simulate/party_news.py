@@ -9,6 +9,7 @@ keywords: a memory that says "a party" with the wrong time does not count as the
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,8 @@ from backend.intention import slots as news_slots
 from backend.intention import telling, who
 from backend.intention.appointment import Place
 
+#: The job that stores each line in its listeners' memories (conversation/aftermath.py `observe`).
+OBSERVE_JOB = "conversation.observe"
 #: The slots a telling is checked for, in print order.
 SLOTS = ("who", "what", "when", "where")
 
@@ -79,13 +82,32 @@ def _memories(client: Any, agent_id: str) -> list[dict[str, Any]]:
             return out
 
 
-def _memory_of(memories: list[dict[str, Any]], session_id: str, line: str) -> str | None:
-    """The listener's memory of `line` in that conversation, or None (not stored, or not yet)."""
-    head = line[:40]
+def _memory_of(memories: list[dict[str, Any]], session_id: str, line: str, teller: str) -> str | None:
+    """The listener's memory of hearing `line` in that conversation ("Mia told me: ...", "美咲が「…」と言った":
+    it starts with the teller's name, not "I told"), or None (not stored, or not yet)."""
     for memory in memories:
-        if memory.get("session_id") == session_id and head in memory["content"]:
-            return str(memory["content"])
+        content = str(memory["content"])
+        if memory.get("session_id") == session_id and content.startswith(teller) and line[:200] in content:
+            return content
     return None
+
+
+def wait_for_memories(client: Any, limit_s: float, poll_s: float = 0.5) -> bool:
+    """Wait, up to `limit_s`, until no `conversation.observe` job is pending or running (every line is in its
+    listeners' memories: on a slow model they lag behind the turns). Returns whether none is left."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        left = sum(
+            len(
+                client._send("GET", "/v1/jobs", params={"kind": OBSERVE_JOB, "status": status, "limit": 1})[
+                    "jobs"
+                ]
+            )
+            for status in ("pending", "running")
+        )
+        if not left or time.monotonic() > deadline:
+            return not left
+        time.sleep(poll_s)
 
 
 def tellings(client: Any, news: PartyNews, limit: int = 500) -> list[dict[str, Any]]:
@@ -102,7 +124,8 @@ def tellings(client: Any, news: PartyNews, limit: int = 500) -> list[dict[str, A
             listener = turn["target_id"]
             if listener not in memories:
                 memories[listener] = _memories(client, listener)
-            memory = _memory_of(memories[listener], summary["session_id"], turn["dialogue"])
+            teller = news.people.get(turn["speaker_id"], turn["speaker_id"])
+            memory = _memory_of(memories[listener], summary["session_id"], turn["dialogue"], teller)
             day, hour = int(turn["day"]), float(turn["time_of_day"])
             rows.append({
                 "day": day, "time": hour, "teller": turn["speaker_id"], "listener": listener,

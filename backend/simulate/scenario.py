@@ -288,11 +288,13 @@ def run_party(
             first_hours = 18.0  # the party's day starts at midnight
         say(f"day {party.day - 1}: 06:00 + {first_hours:g} h")
         world.run(first_hours)
+        report["memories_stored"] = party_news.wait_for_memories(client, min(timeout_s, 300.0))
         report["knew_day1"] = knowledge(
             client, agents, party, interview=report["interview"], news=news
         ).__dict__
         if days >= 2:
             report.update(_party_day(client, world, agents, (party, news), report, say))
+        report["memories_stored"] = party_news.wait_for_memories(client, min(timeout_s, 300.0))
         tellings = party_news.tellings(client, news)
         report.update(
             density={"start": start_density, "end": density(client, agents)},
@@ -324,6 +326,7 @@ def _party_day(
     there = at_place(client, others, report["place"], party)
     say(f"day {party.day}: {party.start + 0.5:g}-24:00")
     world.run(24.0 - party.start - 0.5)
+    party_news.wait_for_memories(client, 300.0)
     return {
         "knew_day2": knowledge(client, agents, party, interview=report["interview"], news=news).__dict__,
         "invited": sorted({t["listener_id"] for t in told["told"]}),

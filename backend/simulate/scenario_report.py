@@ -103,7 +103,10 @@ def _news_lines(report: dict[str, Any]) -> list[str]:
         f"tellings of the party: {counts['tellings']} ({counts['told']} told, {counts['partial']} partial: "
         f"a slot left out); passed on by someone not the host: {counts['passed_on']}",
         f"in the listener's memory ({remembered} stored): {slots}; all four {_pct(counts['all_arrived'], remembered)}"
-        f"; wrong host {counts['wrong_host']}",
+        f"; wrong host {counts['wrong_host']}"
+        + (
+            "" if report.get("memories_stored", True) else " (some lines were still waiting to be remembered)"
+        ),
         *render_tellings(report.get("tellings") or []),
         *_answers(report),
         f"fallbacks: {_pct(report['fallbacks'], report['turns'])} of turns; seconds per turn (model call): "

@@ -87,6 +87,17 @@ def test_an_interview_names_the_host_and_the_time_read_from_the_day_it_is_given(
                                       day=1, hour=20.0) == {"host": False, "time": True}  # fmt: skip
 
 
+def test_the_listeners_memory_of_a_line_is_the_one_that_heard_it() -> None:
+    line = "Party at the Corner Cafe tomorrow at 7pm!"
+    memories = [
+        {"session_id": "s1", "content": f'I told Mia: "{line} Sounds fun."'},  # the listener's own line
+        {"session_id": "s0", "content": f'Mia told me: "{line}"'},  # another conversation
+        {"session_id": "s1", "content": f'Mia told me: "{line}"'},
+    ]
+    assert party_news._memory_of(memories, "s1", line, "Mia") == memories[2]["content"]
+    assert party_news._memory_of(memories[:2], "s1", line, "Mia") is None
+
+
 def test_a_whisper_without_an_event_is_refused() -> None:
     with pytest.raises(ValueError, match="no event"):
         party_news.news_of("I like the park.", "mia", written_day=1, agents=EN_AGENTS, pois=EN_POIS)
