@@ -294,18 +294,33 @@ def run_party(
         ).__dict__
         if days >= 2:
             report.update(_party_day(client, world, agents, (party, news), report, say))
-        report["memories_stored"] = party_news.wait_for_memories(client, min(timeout_s, 300.0))
-        tellings = party_news.tellings(client, news)
-        report.update(
-            density={"start": start_density, "end": density(client, agents)},
-            model=model_use(client, len(agents), 2.0 if days >= 2 else first_hours / 24),
-            variety=line_variety(client),
-            turns=world.report.turns,
-            fallbacks=world.report.fallbacks,
-            tellings=tellings,
-            telling_counts=party_news.summary(tellings),
-        )
+        played = 2.0 if days >= 2 else first_hours / 24
+        report.update(_closing(client, world, agents, news, (start_density, played, timeout_s)))
         return report
+
+
+def _closing(
+    client: Any,
+    world: Any,
+    agents: list[dict[str, Any]],
+    news: PartyNews,
+    figures: tuple[float, float, float],
+) -> dict[str, Any]:
+    """What every run ends with (`figures`: the starting density, game days played, the request limit):
+    the tellings once the lines are remembered, density, model use, line variety, turns and fallbacks."""
+    start_density, played, timeout_s = figures
+    stored = party_news.wait_for_memories(client, min(timeout_s, 300.0))
+    tellings = party_news.tellings(client, news)
+    return {
+        "memories_stored": stored,
+        "density": {"start": start_density, "end": density(client, agents)},
+        "model": model_use(client, len(agents), played),
+        "variety": line_variety(client),
+        "turns": world.report.turns,
+        "fallbacks": world.report.fallbacks,
+        "tellings": tellings,
+        "telling_counts": party_news.summary(tellings),
+    }
 
 
 def _party_day(
