@@ -1,5 +1,6 @@
-"""The party's news checked slot by slot (party_news.py), and the party scenario on the small English town
-through the real code path: the CLI, an in-process server, the scripted engine, HTTP as Unity would."""
+"""The party's news checked slot by slot (party_news.py), and the party scenario on the small English and
+Japanese towns through the real code path: the CLI, an in-process server, the scripted engine, HTTP as Unity
+would."""
 
 from __future__ import annotations
 
@@ -116,23 +117,24 @@ def test_every_party_town_is_bundled_small_towns_have_4_to_6_agents_and_the_host
 
 
 @pytest.mark.slow
-def test_the_party_on_the_small_english_town_through_the_cli(
-    settings: Settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: Any
+@pytest.mark.parametrize("town", ["town5_en", "town5_ja"])
+def test_the_party_on_a_small_town_through_the_cli(
+    town: str, settings: Settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: Any
 ) -> None:
     monkeypatch.setenv("DATABASE_URL", settings.database_url)
     out_file = tmp_path / "party.json"
-    argv = ["scenario", "party", "--town", "town5_en", "--days", "1", "--hours", "4", "--json", str(out_file)]
+    argv = ["scenario", "party", "--town", town, "--days", "1", "--hours", "4", "--json", str(out_file)]
     assert main(argv) == 0
     printed, report = capsys.readouterr().out, json.loads(out_file.read_text(encoding="utf-8"))
+    host = scenario.party_for(town).host
     own = [row for row in report["tellings"] if not row["passed_on"] and row["told"]]
     assert own, "the host told no one in the first four hours"
     for row in own:  # the host's own telling: every slot reached the listener's memory
-        assert row["teller"] == "mia" and row["arrived"] == dict.fromkeys(party_news.SLOTS, True)
-    listeners = {row["listener"] for row in own}
+        assert row["teller"] == host and row["arrived"] == dict.fromkeys(party_news.SLOTS, True)
     answers = report["knew_day1"]["answers"]
-    assert set(answers) == {"ben", "sam", "lily", "tom"}
-    assert all(answers[who]["host"] and answers[who]["time"] for who in listeners)
+    assert set(answers) == {a.id for a in bundled_town(town).agents} - {host}
+    assert all(answers[row["listener"]]["host"] and answers[row["listener"]]["time"] for row in own)
     counts = report["telling_counts"]
     assert counts["tellings"] == len(report["tellings"]) and counts["wrong_host"] == 0
     assert f"tellings of the party: {counts['tellings']}" in printed
-    assert "mia -> " in printed and "seconds per turn" in printed and "interviews after day 1" in printed
+    assert f"{host} -> " in printed and "seconds per turn" in printed and "interviews after day 1" in printed
