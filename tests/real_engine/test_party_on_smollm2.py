@@ -10,6 +10,7 @@ scenario"). Skipped, with the extra to install, without llama-cpp-python (confte
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,15 @@ from backend.cli import main
 from backend.config import Settings
 from tests.real_engine.conftest import REAL_THREADS
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(420),
+    # CI's default (MACHI_REAL_TOWN=1) keeps to the town test: this one adds minutes to a 40-minute budget.
+    pytest.mark.skipif(
+        os.environ.get("MACHI_REAL_TOWN") != "all",
+        reason="set MACHI_REAL_TOWN=all to run the party scenario on SmolLM2 (about 3 minutes)",
+    ),
+]
 
 
 def test_the_party_cli_runs_on_smollm2(
