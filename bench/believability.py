@@ -1,6 +1,6 @@
 """Believability: the Generative Agents paper's party scenario, measured (backend/simulate/scenario.py).
 
-Run: `.venv/bin/python bench/believability.py` (options: `--town demo|town25|all`, `--seed 1`,
+Run: `.venv/bin/python bench/believability.py` (options: `--town demo|town25|town5_en|town5_ja|all`, `--seed 1`,
 `--provider scripted|llamacpp|ollama|openai|vllm`; a real provider reads its model settings from the
 environment as `machi serve` does). Also `machi scenario party --town NAME` on a configured server.
 

@@ -28,6 +28,8 @@ _WEAK_EN = (
 )
 _SOURCE_JA = r"(?:が|から)(?:ね、?)?「"
 _SOURCE_EN = r"(?:says|said|told (?:me|us)|mentioned|is saying)\b"
+#: The rank of a person named only as the source of the words ("Mia says", "葵が「…」").
+_SOURCE_RANK = 3
 _OWN_PLACE = r"(?:家|うち|お店|店|部屋)"
 _EN_OWN_PLACE = r"(?:place|house|home|shop|cafe|bakery|garden|room)\b"
 
@@ -69,12 +71,12 @@ def _host_rank(norm: str, label: str) -> tuple[int, int] | None:
     ranked = (
         (
             0,
-            rf"{name}{_HONORIFIC}(?:が|は)[^。！？!?]*?(?:{_STRONG_JA})|{name}\s*{_STRONG_EN}|hosted by {name}",
+            rf"{name}{_HONORIFIC}(?:が|は)[^。！？!?「]*?(?:{_STRONG_JA})|{name}\s*{_STRONG_EN}|hosted by {name}",
         ),
         (1, rf"{name}{_HONORIFIC}の{_OWN_PLACE}|{name}'s\s+{_EN_OWN_PLACE}"),
         (1, rf"{name}{_HONORIFIC}の|{name}'s"),
-        (2, rf"{name}{_HONORIFIC}(?:が|は)[^。！？!?]*?(?:{_WEAK_JA})|{name}\s*{_WEAK_EN}"),
-        (3, rf"{name}{_HONORIFIC}{_SOURCE_JA}|{name}\s+{_SOURCE_EN}"),
+        (2, rf"{name}{_HONORIFIC}(?:が|は)[^。！？!?「]*?(?:{_WEAK_JA})|{name}\s*{_WEAK_EN}"),
+        (_SOURCE_RANK, rf"{name}{_HONORIFIC}{_SOURCE_JA}|{name}\s+{_SOURCE_EN}"),
     )
     for index, (rank, pattern) in enumerate(ranked):
         for match in re.finditer(pattern, norm):
@@ -85,12 +87,14 @@ def _host_rank(norm: str, label: str) -> tuple[int, int] | None:
 
 
 def host(text: str, people: Mapping[str, str]) -> str | None:
-    """The id of the person `text` says hosts its event, or None when it names none."""
+    """The id of the person `text` says hosts its event, or None when it names none. Of several people named
+    only as a source ("Tom told me: 'Mia says ...'"), the innermost, the last named, is whose news it is."""
     norm = fold(text)
     best: tuple[tuple[int, int], str] | None = None
     for person_id, name in people.items():
         for label in _labels(person_id, name):
-            rank = _host_rank(norm, label)
+            found = _host_rank(norm, label)
+            rank = None if found is None else (found[0], -found[1] if found[0] == _SOURCE_RANK else found[1])
             if rank is not None and (best is None or rank < best[0]):
                 best = (rank, person_id)
     return best[1] if best else None

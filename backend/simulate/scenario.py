@@ -23,6 +23,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from backend.simulate import party_news
+from backend.simulate.party_news import PartyNews
+from backend.simulate.scenario_report import render
+
+__all__ = ["PAPER", "PARTIES", "Party", "Snapshot", "knowledge", "party_for", "render", "run_party"]
+
 #: What the party needs: who hosts, where, the whisper, and the words that show someone knows of it.
 PARTIES: dict[str, dict[str, Any]] = {
     "demo": {
@@ -49,6 +55,29 @@ PARTIES: dict[str, dict[str, Any]] = {
         },
         "start": 17.0,
     },
+    # Small towns for a small real model (4-6 agents): the café owner's party at her café, the day after.
+    "town5_en": {
+        "host": "mia",
+        "poi": "corner_cafe",
+        "text": "Tomorrow at 7pm I am throwing a party at the Corner Cafe. I want everyone in town to come.",
+        "keywords": ["party", "パーティ"],
+        "question": {
+            "en": "Have you heard about a party? Who is hosting it, and when and where is it?",
+            "ja": "パーティーのこと、何か聞いてる？誰が、いつ、どこで開くの？",
+        },
+        "start": 19.0,
+    },
+    "town5_ja": {
+        "host": "misaki",
+        "poi": "hidamari",
+        "text": "明日の18時に喫茶ひだまりでパーティーを開く。町のみんなに来てほしい",
+        "keywords": ["パーティ", "party"],
+        "question": {
+            "ja": "パーティーのこと、何か聞いてる？誰が、いつ、どこで開くの？",
+            "en": "Have you heard about a party? Who is hosting it, and when and where is it?",
+        },
+        "start": 18.0,
+    },
 }
 PAPER = {"knew": 0.52, "invited_came": "5 of 12", "density": (0.167, 0.74)}
 
@@ -68,6 +97,8 @@ class Party:
 class Snapshot:
     knew_by_memory: list[str] = field(default_factory=list)
     knew_by_interview: list[str] | None = None
+    #: Per interviewed agent: its answer, whether it fell back, and whether it names the host and the time.
+    answers: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def party_for(town: str) -> Party:
@@ -88,8 +119,12 @@ def _names_it(text: str, keywords: list[str]) -> bool:
     return any(word.lower() in low for word in keywords)
 
 
-def knowledge(client: Any, agents: list[dict[str, Any]], party: Party, *, interview: bool) -> Snapshot:
-    """Who (besides the host) knows of the party: by memory, and by interview when the server has it."""
+def knowledge(
+    client: Any, agents: list[dict[str, Any]], party: Party, *, interview: bool, news: PartyNews | None = None
+) -> Snapshot:
+    """Who (besides the host) knows of the party: by memory, and by interview when the server has it. With
+    the party's `news`, an answer knows of it when it carries the event (slots.carries), and each answer is
+    checked for the host and the time (party_news.interview_check); without, by the party's keywords."""
     snap = Snapshot(knew_by_interview=[] if interview else None)
     for agent in agents:
         if agent["id"] == party.host:
@@ -101,12 +136,24 @@ def knowledge(client: Any, agents: list[dict[str, Any]], party: Party, *, interv
             )["total"]
         if found:
             snap.knew_by_memory.append(agent["id"])
-        if snap.knew_by_interview is not None:
-            question = party.question.get(agent.get("language") or "ja", party.question["ja"])
-            reply = client._send("POST", f"/v1/agents/{agent['id']}/interview", {"question": question})
-            if _names_it(str(reply.get("answer") or ""), party.keywords) and not reply.get("fallback"):
-                snap.knew_by_interview.append(agent["id"])
+        if snap.knew_by_interview is not None and _knows_by_interview(client, agent, party, news, snap):
+            snap.knew_by_interview.append(agent["id"])
     return snap
+
+
+def _knows_by_interview(
+    client: Any, agent: dict[str, Any], party: Party, news: PartyNews | None, snap: Snapshot
+) -> bool:
+    question = party.question.get(agent.get("language") or "ja", party.question["ja"])
+    reply = client._send("POST", f"/v1/agents/{agent['id']}/interview", {"question": question})
+    answer, fallback = str(reply.get("answer") or ""), bool(reply.get("fallback"))
+    if news is None:
+        return _names_it(answer, party.keywords) and not fallback
+    state = client.agent(agent["id"])  # the interview is at the agent's last report, as the server takes it
+    day, hour = int(state.get("state_day") or party.day), float(state.get("state_time_of_day") or 0.0)
+    checked = party_news.interview_check(answer, news, day=day, hour=hour)
+    snap.answers[agent["id"]] = {"answer": answer, "fallback": fallback, **checked}
+    return not fallback and bool(party_news.arrived(answer, news, day=day, hour=hour).get("what"))
 
 
 def has_interview(client: Any) -> bool:
@@ -188,6 +235,11 @@ def model_use(client: Any, agents: int, days: float) -> dict[str, Any]:
         "by_purpose": {name: round(p["calls"] / per, 2) for name, p in sorted(purposes.items())},
         "turns": stats.get("turns", 0),
         "fallback_turns": stats.get("fallback_turns", 0),
+        # A turn's model call (purpose dialogue): its median and mean seconds.
+        "turn_s": {
+            key: round(purposes.get("dialogue", {}).get(f"latency_{key}_ms", 0.0) / 1000, 2)
+            for key in ("p50", "mean")
+        },
     }
 
 
@@ -217,12 +269,13 @@ def run_party(
     with machi_client.MachiClient(
         url, api_key=api_key, world_id=world_id, seed=seed, timeout_s=timeout_s, turn_timeout_s=timeout_s
     ) as client:
-        agents = client.agents()
+        agents, pois = client.agents(), client.pois()
+        news = party_news.news_of(party.text, party.host, written_day=party.day - 1, agents=agents, pois=pois)
         report: dict[str, Any] = {
             "agents": len(agents),
             "days": days,
             "host": party.host,
-            "place": {p["id"]: p for p in client.pois()}[party.poi]["name"],
+            "place": {p["id"]: p for p in pois}[party.poi]["name"],
             "interview": has_interview(client),
             "first_hours": first_hours if days < 2 else 18.0,
         }
@@ -235,28 +288,51 @@ def run_party(
             first_hours = 18.0  # the party's day starts at midnight
         say(f"day {party.day - 1}: 06:00 + {first_hours:g} h")
         world.run(first_hours)
-        report["knew_day1"] = knowledge(client, agents, party, interview=report["interview"]).__dict__
+        report["memories_stored"] = party_news.wait_for_memories(client, min(timeout_s, 300.0))
+        report["knew_day1"] = knowledge(
+            client, agents, party, interview=report["interview"], news=news
+        ).__dict__
         if days >= 2:
-            report.update(_party_day(client, world, agents, party, report, say))
-        report.update(
-            density={"start": start_density, "end": density(client, agents)},
-            model=model_use(client, len(agents), 2.0 if days >= 2 else first_hours / 24),
-            variety=line_variety(client),
-            turns=world.report.turns,
-            fallbacks=world.report.fallbacks,
-        )
+            report.update(_party_day(client, world, agents, (party, news), report, say))
+        played = 2.0 if days >= 2 else first_hours / 24
+        report.update(_closing(client, world, agents, news, (start_density, played, timeout_s)))
         return report
+
+
+def _closing(
+    client: Any,
+    world: Any,
+    agents: list[dict[str, Any]],
+    news: PartyNews,
+    figures: tuple[float, float, float],
+) -> dict[str, Any]:
+    """What every run ends with (`figures`: the starting density, game days played, the request limit):
+    the tellings once the lines are remembered, density, model use, line variety, turns and fallbacks."""
+    start_density, played, timeout_s = figures
+    stored = party_news.wait_for_memories(client, min(timeout_s, 300.0))
+    tellings = party_news.tellings(client, news)
+    return {
+        "memories_stored": stored,
+        "density": {"start": start_density, "end": density(client, agents)},
+        "model": model_use(client, len(agents), played),
+        "variety": line_variety(client),
+        "turns": world.report.turns,
+        "fallbacks": world.report.fallbacks,
+        "tellings": tellings,
+        "telling_counts": party_news.summary(tellings),
+    }
 
 
 def _party_day(
     client: Any,
     world: Any,
     agents: list[dict[str, Any]],
-    party: Party,
+    party_and_news: tuple[Party, PartyNews],
     report: dict[str, Any],
     say: Callable[[str], None],
 ) -> dict[str, Any]:
     """The party's day: who was invited and who heard, who is there when it starts, who planned it."""
+    party, news = party_and_news
     say(f"day {party.day}: 00:00-{party.start + 0.5:g}")
     world.run(party.start + 0.5)
     told = client._send("GET", f"/v1/agents/{party.host}/told")
@@ -265,66 +341,11 @@ def _party_day(
     there = at_place(client, others, report["place"], party)
     say(f"day {party.day}: {party.start + 0.5:g}-24:00")
     world.run(24.0 - party.start - 0.5)
+    party_news.wait_for_memories(client, 300.0)
     return {
-        "knew_day2": knowledge(client, agents, party, interview=report["interview"]).__dict__,
+        "knew_day2": knowledge(client, agents, party, interview=report["interview"], news=news).__dict__,
         "invited": sorted({t["listener_id"] for t in told["told"]}),
         "heard": heard,
         "plans_hold": plans_hold(client, others, party),
         "at_place": there,
     }
-
-
-def _render_day1(report: dict[str, Any]) -> str:
-    others, model, variety = report["agents"] - 1, report["model"], report["variety"]
-    lines = [
-        f"party scenario, first day only ({report.get('first_hours', 18):g} game hours): {report['agents']} agents, host {report['host']}, at {report['place']}",
-        f"knew of it after day 1: by memory {_share(report['knew_day1']['knew_by_memory'], others)}, "
-        f"by interview {_share(report['knew_day1']['knew_by_interview'], others)}",
-        f"relationship density: {report['density']['start']:.3f} -> {report['density']['end']:.3f}",
-        f"model calls per agent per game day: {model['calls_per_agent_day']:.1f}; by purpose {model['by_purpose']}",
-        f"lines: {report['turns']} ({report['fallbacks']} fell back) in {variety['conversations']} conversations; "
-        f"said twice in one conversation: {variety['repeated_in_a_conversation']}",
-    ]
-    return "\n".join(lines)
-
-
-def _share(part: list[str] | None, whole: int) -> str:
-    if part is None:
-        return "n/a (no interview route)"
-    return f"{len(part)}/{whole} = {100 * len(part) / whole:.0f}%" if whole else "0/0"
-
-
-def render(report: dict[str, Any]) -> str:
-    if report.get("days", 2) < 2:
-        return _render_day1(report)
-    others = report["agents"] - 1
-    invited, heard = report["invited"], report["heard"]
-    came = [a for a in invited if a in report["at_place"]]
-    planned = [a for a in invited if a in report["plans_hold"]]
-    heard_planned = [a for a in heard if a in report["plans_hold"]]
-    heard_came = [a for a in heard if a in report["at_place"]]
-    variety = report["variety"]
-    model = report["model"]
-    lines = [
-        f"party scenario: {report['agents']} agents, host {report['host']}, at {report['place']}",
-        f"knew of it after day 1: by memory {_share(report['knew_day1']['knew_by_memory'], others)}, "
-        f"by interview {_share(report['knew_day1']['knew_by_interview'], others)}",
-        f"knew of it after day 2: by memory {_share(report['knew_day2']['knew_by_memory'], others)}, "
-        f"by interview {_share(report['knew_day2']['knew_by_interview'], others)}   (paper: 52%)",
-        f"invited by the host: {len(invited)}; their day-2 plan holds it: {_share(planned, len(invited))}; "
-        f"at the place when it starts: {_share(came, len(invited))}   (paper: 5 of 12 came)",
-        f"everyone who heard: {len(heard)}; plan holds it: {_share(heard_planned, len(heard))}; "
-        f"at the place: {_share(heard_came, len(heard))}",
-        f"relationship density: {report['density']['start']:.3f} -> {report['density']['end']:.3f}   "
-        "(paper: 0.167 -> 0.74)",
-        f"model calls per agent per game day: {model['calls_per_agent_day']:.1f}, prompt tokens "
-        f"{model['prompt_tokens_per_agent_day']:.0f}; by purpose {model['by_purpose']}",
-        f"lines: {report['turns']} ({report['fallbacks']} fell back) in {variety['conversations']} conversations; "
-        f"said twice in one conversation: {variety['repeated_in_a_conversation']}",
-    ]
-    for day, figures in variety["days"].items():
-        lines.append(
-            f"  day {day}: {figures['lines']} lines, {100 * figures['repeated_share']:.1f}% said word for word "
-            "elsewhere that day"
-        )
-    return "\n".join(lines)

@@ -232,3 +232,26 @@ def test_slots_round_trip_through_json() -> None:
                     places=PLACES_EN, people=PEOPLE_EN)  # fmt: skip
     assert found is not None and found.invited == ("ben",) and found.host == "mia"
     assert Slots.from_dict(found.to_dict()) == found
+
+
+@pytest.mark.parametrize(
+    ("text", "people", "host"),
+    [
+        (
+            'Tom told me: "Mia says "Tomorrow at 7pm I am throwing a party at the Corner Cafe."',
+            PEOPLE_EN,
+            "mia",
+        ),
+        ("Ben said Sam told us about a party at the park tomorrow", PEOPLE_EN, "sam"),
+        ("蓮が「葵が「明日の19時に公園でパーティーを開く」って」と言った", PEOPLE_JA, "aoi"),
+        # A memory of a passed-on line: the one who said it is not the host the line names.
+        ("蓮が「葵さんが明日の19時に公園でパーティーを開くって」と言った", PEOPLE_JA, "aoi"),
+        ("蓮が「明日の19時に公園でパーティーを開くよ」と言った", PEOPLE_JA, "ren"),
+        # A named host still wins over any source: "Mia is hosting" is surer than who told it.
+        ('Tom told me: "Mia is hosting a party tomorrow at 7pm."', {**PEOPLE_EN, "tom": "Tom"}, "mia"),
+    ],
+)
+def test_the_innermost_source_is_whose_news_it_is(text: str, people: dict[str, str], host: str) -> None:
+    from backend.intention.who import host as host_of
+
+    assert host_of(text, {**people, "tom": "Tom"}) == host
