@@ -65,7 +65,7 @@ def is_news(line: str, skip: Iterable[str] = ()) -> bool:
     """Whether a heard line says something worth passing on: not only greetings, farewells, reactions or
     talk of the weather, and holding at least two words of substance besides the names in `skip`."""
     skipped = {normalise(word) for word in skip if word}
-    substance = []
+    substance: list[str] = []
     for sentence in split(line):
         bare = normalise(sentence).lstrip("「『\"' ")
         if _SMALL_TALK.match(bare) or any(word in bare for word in _IDLE):
