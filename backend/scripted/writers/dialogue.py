@@ -18,13 +18,16 @@ from backend.intention.appointment import find_hour
 from backend.intention.fact import Slots
 from backend.llm.echo import prompt_lines
 from backend.scripted import lines, news
+from backend.scripted.chat import end as _end
+from backend.scripted.chat import goodbye as _goodbye
+from backend.scripted.chat import greeting as _greeting
+from backend.scripted.chat import small_talk as _small_talk
 from backend.scripted.engine import WriterContext
 from backend.text import STOP_WORDS, keywords, normalise
 
 #: From this turn on the speaker may decide to leave; the chance per turn.
 LEAVE_FROM_TURN = 4
 LEAVE_CHANCE = 0.25
-_POLITE_MARKS = ("敬語", "丁寧", "です", "ます", "polite", "formal")
 _SAD_WORDS = ("疲れ", "悲し", "寂し", "つらい", "落ち込", "tired", "sad", "lonely", "rough")
 #: Words too common to make a topic of (including the ones these templates themselves use, so the
 #: partner's echo of a template never becomes the next topic).
@@ -43,15 +46,6 @@ _EMPTY = frozenset(
 )
 
 
-def _polite(facts: dict[str, Any]) -> bool:
-    style = str((facts.get("speaker") or {}).get("speaking_style") or "").lower()
-    return any(mark in style for mark in _POLITE_MARKS)
-
-
-def _end(ctx: WriterContext, polite: str, casual: str) -> str:
-    return polite if _polite(ctx.facts) else casual
-
-
 def _excluded(facts: dict[str, Any]) -> set[str]:
     """Words not worth talking about: the two names and the place (already obvious to both)."""
     words = {str((facts.get(k) or {}).get("name") or "").lower() for k in ("speaker", "partner")} | _COMMON
@@ -67,19 +61,6 @@ def _fresh_words(text: str, facts: dict[str, Any], ja: bool, limit: int = 3) -> 
     found = [w for w in found if (not w.isascii() or len(w) >= 5) and (w.isascii() != ja)]
     # A kanji run that holds a common word is a phrase cut at its kana ("絶対行" of 絶対行くよ), not a topic.
     return [w for w in found if w.isascii() or not any(c in w for c in _COMMON_JA)][:limit]
-
-
-def _greeting(ctx: WriterContext, partner: str, hour: float) -> str:
-    if ctx.ja:
-        word = "おはよう" if hour < 11 else ("こんばんは" if hour >= 18 else "こんにちは")
-        if word == "おはよう" and _polite(ctx.facts):
-            word = "おはようございます"
-        name = f"{partner}{_end(ctx, 'さん', '')}"
-        return str(ctx.pick([f"{word}、{name}！", f"あ、{name}、{word}。", f"{name}！{word}。"]))
-    word = "Good morning" if hour < 11 else ("Good evening" if hour >= 18 else "Hi")
-    return str(
-        ctx.pick([f"{word}, {partner}!", f"Oh, {partner}! {word}.", f"Hey {partner}, {word.lower()}."])
-    )
 
 
 def _vary(ctx: WriterContext, key: str, options: list[str]) -> str:
@@ -223,42 +204,6 @@ def _answer_invitation(ctx: WriterContext, last: str) -> tuple[str, str]:
             if ctx.ja else "Sorry, I might be busy then. Thanks for telling me, though."), "sad"  # fmt: skip
 
 
-#: Small talk by time of day (morning, afternoon, evening), when nothing else is left to say.
-_SMALL_TALK = {
-    "ja": (
-        [
-            "今日はいい日になりそう{だね}。",
-            "朝の空気って気持ちいい{よね}。",
-            "今朝はちょっと寝坊しちゃった{んだ}。",
-        ],
-        ["お昼、何を食べようか迷ってる{んだ}。", "午後はのんびりしたい{な}。", "今日は日差しが強い{ね}。"],
-        ["今日もあっという間だった{ね}。", "夕焼けがきれいだった{ね}。", "夜は少し冷えそう{だね}。"],
-    ),
-    "en": (
-        ["It feels like a good day today.", "The morning air is lovely.", "I almost overslept this morning."],
-        ["I can't decide what to have for lunch.", "I'd like a slow afternoon.", "The sun is strong today."],
-        ["The day went by so fast.", "Did you see the sunset?", "It might get chilly tonight."],
-    ),
-}
-_POLITE_ENDS = {
-    "{だね}": "ですね",
-    "{よね}": "ですよね",
-    "{んだ}": "んです",
-    "{な}": "です",
-    "{ね}": "ですね",
-}
-_CASUAL_ENDS = {"{だね}": "だね", "{よね}": "よね", "{んだ}": "んだ", "{な}": "な", "{ね}": "ね"}
-
-
-def _small_talk(ctx: WriterContext) -> str:
-    hour = float(ctx.facts.get("time_of_day") or 12.0)
-    part = 0 if hour < 11 else (1 if hour < 17 else 2)
-    line = str(ctx.pick(_SMALL_TALK[ctx.language][part]))
-    for mark, end in (_POLITE_ENDS if _polite(ctx.facts) else _CASUAL_ENDS).items():
-        line = line.replace(mark, end)
-    return line
-
-
 def _remark(ctx: WriterContext) -> str:
     """One remark not yet said in this conversation (so the talk moves on instead of looping)."""
     # What this speaker already said to someone (its memories "I told ...") counts too.
@@ -295,48 +240,6 @@ def _answer(ctx: WriterContext, last: str) -> tuple[str, str]:
                             if ctx.ja else ["Hmm, good question. Let me think about it.", "Good question..."])), "neutral"  # fmt: skip
     return str(ctx.pick([f"うんうん、わかる{_end(ctx, '気がします', 'よ')}。", "なるほどね。", "たしかに。", "そっか。"]
                         if ctx.ja else ["Yeah, I know what you mean.", "I see.", "Fair enough.", "Mm, I get it."])), "relaxed"  # fmt: skip
-
-
-def _goodbye(ctx: WriterContext, partner: str, leaving: bool) -> str:
-    activity = ctx.facts.get("plan_activity")
-    if ctx.ja:
-        if leaving and activity:
-            # Half the time without a goodbye phrase: the talk then ends by the model's own choice ("model").
-            head = ctx.pick([f"あ、そろそろ「{activity}」の時間だ。", f"いけない、このあと「{activity}」なんだった。",
-                             f"もうこんな時間！「{activity}」に行かないと。"])  # fmt: skip
-            return (
-                head
-                + f"{partner}、"
-                + ctx.pick(["またね！", "じゃあ、またね！", "行かなくちゃ！", "ごめん、もう行くね。"])
-            )
-        return str(
-            ctx.pick(
-                [
-                    f"話せて楽しかった。またね、{partner}！",
-                    "じゃあ、またね！",
-                    f"うん、{partner}、また明日ね。",
-                ]
-            )
-        )
-    if leaving and activity:
-        head = ctx.pick([f"Oh, it's almost time to {activity}.", f"Oops, I still have to {activity}.",
-                         f"Look at the time! I need to {activity}."])  # fmt: skip
-        return (
-            head
-            + " "
-            + ctx.pick(
-                [f"See you, {partner}!", "Bye for now!", f"I have to run, {partner}!", "I must go now."]
-            )
-        )
-    return str(
-        ctx.pick(
-            [
-                f"It was nice talking, {partner}. See you!",
-                "Alright, bye for now!",
-                f"See you tomorrow, {partner}.",
-            ]
-        )
-    )
 
 
 #: The wheel word (emotion, band 0 mild / 1 basic / 2 intense) a line's expression stands for, for the
