@@ -4,7 +4,12 @@ It greets by time of day on the first line, picks up a word from the partner's l
 place, the speaker's plan, a memory or a topic from its backstory (never one it already used in this
 conversation), says goodbye when the partner did, and after a few turns sometimes (deterministically,
 from the seeded random source) wraps up and says goodbye itself. Polite speakers (敬語/丁寧/polite in their
-speaking style) get です/ます endings.
+speaking style) get です/ます endings (chat.py: greetings, small talk, goodbyes).
+
+News it has to tell (`facts["tell"]`) is said from its slots, as the prompt's fact line gives them (what,
+when said from today, where, whose), in the speaker's language (news.tell_slots), never by splicing the
+item's words. What it says is kept honest by lines.py: never of itself in the third person, never small
+talk heard passed on as news, never a sentence the conversation already holds.
 """
 
 from __future__ import annotations
