@@ -84,17 +84,24 @@ def when_said(slots: Slots, today: int, ja: bool) -> str:
     if slots.hour is None:
         return day
     if slots.part is not None:
-        part = _PART_JA[slots.part] if ja else ("tonight" if day == "today" else slots.part)
         if ja:
-            return f"{day}の{part}" if day else part
-        return part if part == "tonight" else f"{day} {part}" if day else f"in the {part}"
+            return f"{day}の{_PART_JA[slots.part]}" if day else _PART_JA[slots.part]
+        if day == "today":  # "today evening" is not English; "tonight" alone would read as the evening
+            if slots.part in ("night", "noon"):
+                return "at noon today" if slots.part == "noon" else f"tonight around {_twelve(slots.hour)}"
+            return f"this {slots.part}"
+        return f"{day} {slots.part}" if day else f"in the {slots.part}"
     whole, minutes = int(slots.hour) % 24, round((slots.hour % 1) * 60)
     if ja:
         clock = f"{whole}時" + ("半" if minutes == 30 else f"{minutes}分" if minutes else "")
         return f"{day}の{clock}" if day else clock
-    twelve = whole % 12 or 12
-    clock = f"{twelve}{f':{minutes:02d}' if minutes else ''}{'pm' if whole >= 12 else 'am'}"
-    return f"{day} at {clock}" if day else f"at {clock}"
+    return f"{day} at {_twelve(slots.hour)}" if day else f"at {_twelve(slots.hour)}"
+
+
+def _twelve(hour: float) -> str:
+    """An hour on the English clock: 19.5 -> "7:30pm"."""
+    whole, minutes = int(hour) % 24, round((hour % 1) * 60)
+    return f"{whole % 12 or 12}{f':{minutes:02d}' if minutes else ''}{'pm' if whole >= 12 else 'am'}"
 
 
 def label(slots: Slots, ja: bool) -> tuple[str, bool]:

@@ -137,3 +137,36 @@ def test_a_short_scripted_day_has_no_self_reference_and_little_repetition(client
         f"day: {sum(day.values())} sentences, {len(day)} distinct, {again / sum(day.values()):.0%} said again"
     )
     assert again / sum(day.values()) < 0.2, day.most_common(10)
+
+
+NEWS = [
+    ("ja", "明日の19時に公園でパーティーを開くから、みんな来てね"),
+    ("ja", "明日の夜7時に中央カフェで誕生日会をするよ"),
+    ("ja", "明日の夕方、公園で花火大会があるんだ"),
+    ("ja", "今日の18時半に中央カフェで飲み会しよう"),
+    ("en", "I'm throwing a party at the park tomorrow at 7pm, everyone is welcome"),
+    ("en", "Come to my birthday dinner at the cafe tomorrow evening"),
+    ("en", "Let's meet at the park at 3pm today"),
+    ("en", "Karaoke night at the cafe tonight at 8, join us!"),
+]
+TOWN_PLACES = [Place("park", "公園"), Place("cafe", "中央カフェ")]
+
+
+@pytest.mark.parametrize(("written", "text"), NEWS)
+@pytest.mark.parametrize("language", ["ja", "en"])
+@pytest.mark.parametrize(("today", "own"), [(1, True), (1, False), (2, False)])
+def test_a_telling_from_the_slots_carries_what_when_and_where(
+    written: str, text: str, language: str, today: int, own: bool
+) -> None:
+    slots = extract(text, language=written, today=1, places=TOWN_PLACES, people={}, now=9.0)
+    if slots is None or (slots.day is not None and slots.day < today):
+        pytest.skip("not news on that day")
+    tell = {"key": "k", "text": text, "origin_id": "mia", "origin_name": "Mia", "written_day": 1, "own": own,
+            "heard_from": None if own else "Ben", "slots": slots.to_dict(), "said": text}  # fmt: skip
+    speaker = ("mia", "Mia") if own else ("sam", "Sam")
+    facts = {**_facts(speaker, ("kai", "Kai"), language, tell=tell), "day": today, "time_of_day": 9.0}
+    for seed in range(6):
+        line = write_turn(_ctx(facts, language, seed))["dialogue"]
+        said = carries(line, slots, language=language, places=TOWN_PLACES, today=today, now=9.0)
+        assert said == slots.present(), line
+        assert bool(re.search(r"[\u3040-\u309f]", line)) == (language == "ja"), line
