@@ -12,6 +12,8 @@ model calls and prompt tokens per agent per game day, and how varied the lines w
 Targets (scripted engine, 25-agent town): knowledge >= 60% after two days (paper 52%), >= 50% of the
 invited plan it and >= 40% are there (paper 5 of 12), density rising at least as the paper's (0.167 ->
 0.74), no line twice in a conversation and < 10% of a day's lines said word for word elsewhere that day.
+The scripted figures are printed with a note that they are the mechanism's ceiling (telling, ratings and
+acceptance are decided by rule there), not a measure of a model.
 """
 
 from __future__ import annotations
@@ -26,6 +28,18 @@ from backend.config import Settings, load_settings
 from backend.simulate import scenario, scenario_cli
 from backend.simulate.server import ServerThread
 from backend.transfer.demo import bundled_names
+
+#: Printed beside the scripted engine's figures: they show what the mechanism yields at best, not a model.
+SCRIPTED_CEILING = (
+    "(scripted engine: these figures are the mechanism's ceiling, produced largely by construction: its lines "
+    "tell news from the slots by rule, it rates any invitation important by rule and accepts by a hash. They "
+    "measure no model; run --provider llamacpp (or ollama/openai/vllm) for that.)"
+)
+
+
+def caveat(provider: str) -> str | None:
+    """What to print beside a run's figures: the scripted engine's are a ceiling, not a measure of a model."""
+    return SCRIPTED_CEILING if provider == "scripted" else None
 
 
 def settings_for(folder: Path, provider: str) -> Settings:
@@ -69,6 +83,9 @@ def main() -> int:
                 )
             print(f"== {town} on {args.provider}, seed {args.seed} ({time.monotonic() - started:.0f} s wall)")
             print(scenario.render(report))
+            note = caveat(args.provider)
+            if note:
+                print(note)
     return 0
 
 

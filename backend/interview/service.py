@@ -136,7 +136,13 @@ class InterviewService:
             log.warning("interview of %s falls back: retrieval failed: %s", ctx.agent.id, reason(exc))
             return None
         return [
-            Remembered(s.memory.id, s.memory.type, s.memory.content, VISITOR_TAG in (s.memory.tags or ()))
+            Remembered(
+                s.memory.id,
+                s.memory.type,
+                s.memory.content,
+                VISITOR_TAG in (s.memory.tags or ()),
+                s.memory.created_day,
+            )
             for s in found
             if s.memory.id
         ]

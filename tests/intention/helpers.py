@@ -16,7 +16,7 @@ REN = {
     "speaking_style": "短く落ち着いた言葉",
 }
 PARTY = "明日の19時に公園で花火大会を開く。町のみんなに来てほしい"
-NAMES = {"aoi": "葵", "hikari": "ひかり", "ren": "蓮", "emma": "Emma"}
+NAMES = {"aoi": "葵", "hikari": "ひかり", "ren": "蓮", "emma": "Emma", "liam": "Liam"}
 
 
 def town(client: TestClient) -> None:

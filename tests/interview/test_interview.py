@@ -217,3 +217,23 @@ def test_after_a_busy_day_the_answer_comes_from_the_right_memory(client: TestCli
     reply = ask(client, "aoi", "ひかりに何を渡した？")
     assert reply["memories_used"][0]["id"] == given
     assert "本" in reply["answer"] and reply["fallback"] is False
+
+
+@pytest.mark.parametrize(("day", "said"), [(1, "明日の19時"), (2, "今日の19時"), (3, "昨日の19時")])
+def test_the_answer_says_the_day_from_the_game_time(client: TestClient, day: int, said: str) -> None:
+    """Heard on day 1, "明日" is today on day 2 and yesterday on day 3, in the answer and in the prompt."""
+    add_agents(client, AOI, HIKARI)
+    remember(client, "hikari", *SMALL_TALK_JA[:1], PARTY_JA, day=1)
+    reply = ask(client, "hikari", QUESTION, day=day, time_of_day=10.0)
+    assert said in reply["answer"], reply["answer"]
+    if day > 1:
+        assert "明日" not in reply["answer"]
+
+
+def test_an_english_answer_says_the_day_from_the_game_time(client: TestClient, scripted: ScriptedLLM) -> None:
+    add_agents(client, EMMA, LIAM)
+    remember(client, "emma", *SMALL_TALK_EN[:1], PARTY_EN, day=1)
+    reply = ask(client, "emma", "What do you know about the party?", day=2, time_of_day=10.0)
+    assert "today" in reply["answer"] and "tomorrow" not in reply["answer"], reply["answer"]
+    (call,) = scripted.calls("interview")
+    assert "tomorrow" not in call.messages[1]["content"]  # a model is shown the same day words

@@ -4,25 +4,35 @@ It greets by time of day on the first line, picks up a word from the partner's l
 place, the speaker's plan, a memory or a topic from its backstory (never one it already used in this
 conversation), says goodbye when the partner did, and after a few turns sometimes (deterministically,
 from the seeded random source) wraps up and says goodbye itself. Polite speakers (敬語/丁寧/polite in their
-speaking style) get です/ます endings.
+speaking style) get です/ます endings (chat.py: greetings, small talk, goodbyes).
+
+News it has to tell (`facts["tell"]`) is said from its slots, as the prompt's fact line gives them (what,
+when said from today, where, whose), in the speaker's language (news.tell_slots), never by splicing the
+item's words. What it says is kept honest by lines.py: never of itself in the third person, never small
+talk heard passed on as news, never a sentence the conversation already holds.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Any
 
 from backend.emotion.plutchik import CALM_LABEL, INTENSITY_LABELS
 from backend.intention.appointment import find_hour
+from backend.intention.fact import Slots
 from backend.llm.echo import prompt_lines
-from backend.scripted import news
+from backend.scripted import lines, news
+from backend.scripted.chat import end as _end
+from backend.scripted.chat import goodbye as _goodbye
+from backend.scripted.chat import greeting as _greeting
+from backend.scripted.chat import small_talk as _small_talk
 from backend.scripted.engine import WriterContext
-from backend.text import keywords, normalise
+from backend.text import STOP_WORDS, keywords, normalise
 
 #: From this turn on the speaker may decide to leave; the chance per turn.
 LEAVE_FROM_TURN = 4
 LEAVE_CHANCE = 0.25
-_POLITE_MARKS = ("敬語", "丁寧", "です", "ます", "polite", "formal")
 _SAD_WORDS = ("疲れ", "悲し", "寂し", "つらい", "落ち込", "tired", "sad", "lonely", "rough")
 #: Words too common to make a topic of (including the ones these templates themselves use, so the
 #: partner's echo of a template never becomes the next topic).
@@ -31,15 +41,14 @@ _COMMON = frozenset(
     "something wait sounds great nice remember planning hello morning evening didn't talking "
     "tomorrow alright about think thinking feels stop".split()
 )
-
-
-def _polite(facts: dict[str, Any]) -> bool:
-    style = str((facts.get("speaker") or {}).get("speaking_style") or "").lower()
-    return any(mark in style for mark in _POLITE_MARKS)
-
-
-def _end(ctx: WriterContext, polite: str, casual: str) -> str:
-    return polite if _polite(ctx.facts) else casual
+_COMMON_JA = frozenset(w for w in _COMMON if not w.isascii())
+#: Words with nothing to pick up ("えっ、right？" is no reply): fillers, pronouns, adverbs, modal verbs.
+_EMPTY = frozenset(
+    "right there their these those would could should maybe really sure going being other every where which "
+    "while after before still since again never always anyone someone everyone anything nothing thing stuff "
+    "because though okay great sorry thanks coming tonight yours mine ours yeah actually pretty little kind "
+    "かな こと もの とき ところ みんな 本当 ちょっと".split()
+)
 
 
 def _excluded(facts: dict[str, Any]) -> set[str]:
@@ -49,21 +58,22 @@ def _excluded(facts: dict[str, Any]) -> set[str]:
     return words
 
 
-def _fresh_words(text: str, facts: dict[str, Any], limit: int = 3) -> list[str]:
+def _fresh_words(text: str, facts: dict[str, Any], ja: bool, limit: int = 3) -> list[str]:
     skip = _excluded(facts)
-    # Short English words are mostly function words ("into", "tell"); real topics are longer.
-    found = [w for w in keywords(text, limit=limit + 12) if w.lower() not in skip]
-    return [w for w in found if not w.isascii() or len(w) >= 5][:limit]
+    found = [w for w in keywords(text, limit=limit + 12) if w.lower() not in skip | _EMPTY | STOP_WORDS]
+    # Short English words are mostly function words; a word not in the speaker's language is not one it
+    # would pick up ("えっ、right？" in a Japanese line).
+    found = [w for w in found if (not w.isascii() or len(w) >= 5) and (w.isascii() != ja)]
+    # A kanji run that holds a common word is a phrase cut at its kana ("絶対行" of 絶対行くよ), not a topic.
+    return [w for w in found if w.isascii() or not any(c in w for c in _COMMON_JA)][:limit]
 
 
-def _greeting(ctx: WriterContext, partner: str, hour: float) -> str:
-    if ctx.ja:
-        word = "おはよう" if hour < 11 else ("こんばんは" if hour >= 18 else "こんにちは")
-        if word == "おはよう" and _polite(ctx.facts):
-            word = "おはようございます"
-        return f"{word}、{partner}{_end(ctx, 'さん', '')}！"
-    word = "Good morning" if hour < 11 else ("Good evening" if hour >= 18 else "Hi")
-    return f"{word}, {partner}!"
+def _vary(ctx: WriterContext, key: str, options: list[str]) -> str:
+    """One of `options`, the same all through a conversation (the candidates are compared across calls) and
+    another with the next partner or day, so one speaker does not open each talk with the same line."""
+    facts = ctx.facts
+    seed = f"{(facts.get('speaker') or {}).get('id')}|{(facts.get('partner') or {}).get('id')}|{facts.get('day')}|{key}"
+    return options[int(hashlib.sha1(seed.encode()).hexdigest()[:8], 16) % len(options)]
 
 
 def _remarks(ctx: WriterContext) -> list[str]:
@@ -72,19 +82,25 @@ def _remarks(ctx: WriterContext) -> list[str]:
     place, activity = facts.get("location"), facts.get("plan_activity")
     out: list[str] = []
     if place:
-        out.append(
-            f"{place}で会えるなんて嬉しい{_end(ctx, 'です', 'な')}。"
-            if ctx.ja
-            else f"Nice to run into you at {place}."
-        )
+        out.append(_vary(ctx, "place", [f"{place}で会えるなんて嬉しい{_end(ctx, 'です', 'な')}。",
+                                        f"{place}、今日は落ち着いてる{_end(ctx, 'ですね', 'ね')}。",
+                                        f"{place}にはよく来る{_end(ctx, 'んですか', 'の')}？"]
+                         if ctx.ja else [f"Nice to run into you at {place}.", f"{place} is quiet today.",
+                                         f"Do you come to {place} often?"]))  # fmt: skip
     if activity:
-        out.append(f"このあと「{activity}」の予定{_end(ctx, 'なんです', 'なんだ')}。" if ctx.ja
-                   else f"I'm planning to {activity} after this.")  # fmt: skip
+        out.append(_vary(ctx, "plan", [f"このあと「{activity}」の予定{_end(ctx, 'なんです', 'なんだ')}。",
+                                       f"この後は「{activity}」をするつもり{_end(ctx, 'です', '')}。"]
+                         if ctx.ja else [f"I'm planning to {activity} after this.",
+                                         f"Later I'm going to {activity}."]))  # fmt: skip
     out.extend(_memory_remarks(ctx))
     persona = str((facts.get("speaker") or {}).get("persona") or "")
-    for word in _fresh_words(persona, facts, limit=2):
-        out.append(f"最近、{word}のことばかり考えて{_end(ctx, 'いるんです', 'るんだ')}。" if ctx.ja
-                   else f"Lately I can't stop thinking about {word}.")  # fmt: skip
+    for word in _fresh_words(persona, facts, ctx.ja, limit=2):
+        out.append(_vary(ctx, word, [f"最近、{word}のことばかり考えて{_end(ctx, 'いるんです', 'るんだ')}。",
+                                     f"そうそう、{word}のことでちょっと悩んでて。",
+                                     f"{word}の話なら、いくらでもできる{_end(ctx, 'んです', 'よ')}。"]
+                         if ctx.ja else [f"Lately I can't stop thinking about {word}.",
+                                         f"I've been busy with {word} all week.",
+                                         f"Ask me anything about {word}!"]))  # fmt: skip
     out.append(_small_talk(ctx))
     return out
 
@@ -100,8 +116,11 @@ def _short(text: str, limit: int = 36) -> str:
 
 
 def _memory_remarks(ctx: WriterContext) -> list[str]:
-    """Remarks that say what a memory says (what someone told the speaker, something it thought), in words
-    taken from the memory; the speaker's own lines, plans and the partner's own words are left out."""
+    """Remarks that say what a memory says (news someone told the speaker, something it thought), in words
+    taken from the memory; the speaker's own lines, plans and the partner's own words are left out, and so are
+    small talk heard (no news), lines in another language and memories of the speaker in the third person
+    ("蓮は蓮の家に着いた" in 蓮's memory: an observation, not something 蓮 would say of itself)."""
+    me = str((ctx.facts.get("speaker") or {}).get("name") or "")
     partner = str((ctx.facts.get("partner") or {}).get("name") or "")
     out: list[str] = []
     thoughts: list[str] = []
@@ -111,14 +130,21 @@ def _memory_remarks(ctx: WriterContext) -> list[str]:
         heard = _HEARD_JA.match(memory) or _HEARD_EN.match(memory)
         if heard:
             name, line = heard["name"], _short(heard["line"])
-            if name == partner or len(line) < 10:  # "うんうん、わかるよ" is not worth passing on
+            # Small talk ("Good morning, Oliver.") is no news: never retold.
+            if name in (partner, me) or not lines.is_news(line, (name, partner, me)):
+                continue
+            if not lines.in_language(line, ctx.ja) or lines.names_self(line, me, ctx.ja):
                 continue
             out.append(f"そういえば、{name}が「{line}」って言って{_end(ctx, 'いました', 'たよ')}。" if ctx.ja
                        else f'By the way, {name} told me "{line}."')  # fmt: skip
         elif not _SAID.match(memory) and not re.match(r"^(\d+日目の予定|Plan for day)", memory):
             # The sentence that says most (a reflection opens with whom it was: "公園で蓮と話した。").
             thought = _short(max(news.sentences(memory) or [memory], key=len), 40)
-            if len(thought) >= 6:
+            if (
+                len(thought) >= 6
+                and lines.in_language(thought, ctx.ja)
+                and not lines.names_self(thought, me, ctx.ja)
+            ):
                 thoughts.append(_thought(ctx, thought, partner))
     return (out + thoughts)[:3]  # what others said first: it is news to the partner, a thought less so
 
@@ -133,14 +159,32 @@ def _thought(ctx: WriterContext, thought: str, partner: str) -> str:
 
 
 def _tell(ctx: WriterContext, partner: str) -> str:
-    """The speaker's untold item said in words taken from it: its own news as an invitation, or passed on."""
+    """The speaker's untold item. News with slots is said from them (what, when from today, where, whose), in
+    the speaker's language, as the prompt's fact line gives them; other news in words taken from it, only when
+    it is in the speaker's language."""
     item = ctx.facts.get("tell") or {}
+    if item.get("slots"):
+        return _tell_slots(ctx, item, Slots.from_dict(item["slots"]), partner)
     said = str(item.get("said") or item.get("text") or "")
-    if not said:
+    if not said or not lines.in_language(said, ctx.ja):
         return ""
     if item.get("own", True):
         return news.own_news(said, partner, ctx.ja)
     return news.passed_on(said, str(item.get("origin_name") or ""), ctx.ja)
+
+
+def _tell_slots(ctx: WriterContext, item: dict[str, Any], slots: Slots, partner: str) -> str:
+    facts = ctx.facts
+    people = [facts.get("speaker") or {}, facts.get("partner") or {}, *(facts.get("others") or [])]
+    names = {str(p.get("id")): str(p.get("name")) for p in people if p.get("id")}
+    host_id = slots.host or str(item.get("origin_id") or "")
+    origin = str(item.get("origin_name") or "")
+    host = names.get(host_id) or (origin if host_id == item.get("origin_id") else host_id)
+    own = host_id == str((facts.get("speaker") or {}).get("id") or "")
+    source = str(item.get("heard_from") or origin)
+    today = int(facts.get("day") or slots.written_day)
+    return news.tell_slots(slots, ja=ctx.ja, today=today, partner=partner, host=host, source=source,
+                           own=own, pick=lambda options: str(ctx.pick(options)))  # fmt: skip
 
 
 def _clock(hour: float, ja: bool) -> str:
@@ -165,45 +209,12 @@ def _answer_invitation(ctx: WriterContext, last: str) -> tuple[str, str]:
             if ctx.ja else "Sorry, I might be busy then. Thanks for telling me, though."), "sad"  # fmt: skip
 
 
-#: Small talk by time of day (morning, afternoon, evening), when nothing else is left to say.
-_SMALL_TALK = {
-    "ja": (
-        [
-            "今日はいい日になりそう{だね}。",
-            "朝の空気って気持ちいい{よね}。",
-            "今朝はちょっと寝坊しちゃった{んだ}。",
-        ],
-        ["お昼、何を食べようか迷ってる{んだ}。", "午後はのんびりしたい{な}。", "今日は日差しが強い{ね}。"],
-        ["今日もあっという間だった{ね}。", "夕焼けがきれいだった{ね}。", "夜は少し冷えそう{だね}。"],
-    ),
-    "en": (
-        ["It feels like a good day today.", "The morning air is lovely.", "I almost overslept this morning."],
-        ["I can't decide what to have for lunch.", "I'd like a slow afternoon.", "The sun is strong today."],
-        ["The day went by so fast.", "Did you see the sunset?", "It might get chilly tonight."],
-    ),
-}
-_POLITE_ENDS = {
-    "{だね}": "ですね",
-    "{よね}": "ですよね",
-    "{んだ}": "んです",
-    "{な}": "です",
-    "{ね}": "ですね",
-}
-_CASUAL_ENDS = {"{だね}": "だね", "{よね}": "よね", "{んだ}": "んだ", "{な}": "な", "{ね}": "ね"}
-
-
-def _small_talk(ctx: WriterContext) -> str:
-    hour = float(ctx.facts.get("time_of_day") or 12.0)
-    part = 0 if hour < 11 else (1 if hour < 17 else 2)
-    line = str(ctx.pick(_SMALL_TALK[ctx.language][part]))
-    for mark, end in (_POLITE_ENDS if _polite(ctx.facts) else _CASUAL_ENDS).items():
-        line = line.replace(mark, end)
-    return line
-
-
 def _remark(ctx: WriterContext) -> str:
     """One remark not yet said in this conversation (so the talk moves on instead of looping)."""
-    said = " ".join(str(line) for line in ctx.facts.get("history") or [])
+    # What this speaker already said to someone (its memories "I told ...") counts too.
+    said = " ".join(
+        str(line) for line in [*(ctx.facts.get("history") or []), *(ctx.facts.get("memories") or [])]
+    )
     fresh = [r for r in _remarks(ctx) if r not in said]
     # What a memory says comes first: it is this speaker's own and changes through the day (the place and
     # the plan are the same for everyone there, and a town of them would say the same line all day).
@@ -216,63 +227,24 @@ def _answer(ctx: WriterContext, last: str) -> tuple[str, str]:
     if any(word in last.lower() for word in _SAD_WORDS):
         return (f"そうなんだ…無理しないで{_end(ctx, 'くださいね', 'ね')}。" if ctx.ja
                 else "Oh no... don't push yourself too hard."), "sad"  # fmt: skip
-    words = _fresh_words(last, ctx.facts)
+    words = _fresh_words(last, ctx.facts, ctx.ja)
     if words:
         word = ctx.pick(words)
         ja = [f"{word}、いい{_end(ctx, 'ですね', 'ね')}！", f"{word}の話、もっと聞かせて{_end(ctx, 'ください', 'よ')}。",
-              f"へえ、{word}かあ。知らなかった{_end(ctx, 'です', '')}。", f"えっ、{word}？本当{_end(ctx, 'ですか', 'に')}？"]  # fmt: skip
+              f"へえ、{word}かあ。知らなかった{_end(ctx, 'です', '')}。", f"えっ、{word}？本当{_end(ctx, 'ですか', 'に')}？",
+              f"なるほど、{word}{_end(ctx, 'ですか', 'ね')}。", f"{word}って、どんな感じ{_end(ctx, 'ですか', 'なの')}？",
+              f"{word}か、いいなあ。"]  # fmt: skip
         en = [f"{word.capitalize()}? That sounds great!", f"Tell me more about {word}.",
-              f"Huh, {word}. I didn't know that.", f"Wait, {word}? Really?"]  # fmt: skip
+              f"Huh, {word}. I didn't know that.", f"Wait, {word}? Really?", f"Ah, {word}. I see.",
+              f"What's {word} like?", f"{word.capitalize()}, how lovely."]  # fmt: skip
         index = ctx.rng.randrange(len(ja))
-        return (ja if ctx.ja else en)[index], ("happy", "neutral", "relaxed", "surprised")[index]
+        feel = ("happy", "neutral", "relaxed", "surprised", "neutral", "neutral", "happy")[index]
+        return (ja if ctx.ja else en)[index], feel
     if last.rstrip().endswith(("?", "？")):
-        return (f"うーん、どうだろう。考えてみ{_end(ctx, 'ます', 'る')}。" if ctx.ja
-                else "Hmm, good question. Let me think about it."), "neutral"  # fmt: skip
-    return (
-        f"うんうん、わかる{_end(ctx, '気がします', 'よ')}。" if ctx.ja else "Yeah, I know what you mean."
-    ), "relaxed"
-
-
-def _goodbye(ctx: WriterContext, partner: str, leaving: bool) -> str:
-    activity = ctx.facts.get("plan_activity")
-    if ctx.ja:
-        if leaving and activity:
-            # Half the time without a goodbye phrase: the talk then ends by the model's own choice ("model").
-            head = ctx.pick([f"あ、そろそろ「{activity}」の時間だ。", f"いけない、このあと「{activity}」なんだった。",
-                             f"もうこんな時間！「{activity}」に行かないと。"])  # fmt: skip
-            return (
-                head
-                + f"{partner}、"
-                + ctx.pick(["またね！", "じゃあ、またね！", "行かなくちゃ！", "ごめん、もう行くね。"])
-            )
-        return str(
-            ctx.pick(
-                [
-                    f"話せて楽しかった。またね、{partner}！",
-                    "じゃあ、またね！",
-                    f"うん、{partner}、また明日ね。",
-                ]
-            )
-        )
-    if leaving and activity:
-        head = ctx.pick([f"Oh, it's almost time to {activity}.", f"Oops, I still have to {activity}.",
-                         f"Look at the time! I need to {activity}."])  # fmt: skip
-        return (
-            head
-            + " "
-            + ctx.pick(
-                [f"See you, {partner}!", "Bye for now!", f"I have to run, {partner}!", "I must go now."]
-            )
-        )
-    return str(
-        ctx.pick(
-            [
-                f"It was nice talking, {partner}. See you!",
-                "Alright, bye for now!",
-                f"See you tomorrow, {partner}.",
-            ]
-        )
-    )
+        return str(ctx.pick([f"うーん、どうだろう。考えてみ{_end(ctx, 'ます', 'る')}。", "いい質問だね、うーん…。"]
+                            if ctx.ja else ["Hmm, good question. Let me think about it.", "Good question..."])), "neutral"  # fmt: skip
+    return str(ctx.pick([f"うんうん、わかる{_end(ctx, '気がします', 'よ')}。", "なるほどね。", "たしかに。", "そっか。"]
+                        if ctx.ja else ["Yeah, I know what you mean.", "I see.", "Fair enough.", "Mm, I get it."])), "relaxed"  # fmt: skip
 
 
 #: The wheel word (emotion, band 0 mild / 1 basic / 2 intense) a line's expression stands for, for the
@@ -300,6 +272,15 @@ def _in_prompt(ctx: WriterContext, text: str) -> bool:
 
 def _reply(ctx: WriterContext, dialogue: str, emotion: str, end: bool) -> dict[str, Any]:
     space = "" if ctx.ja else " "
+    me = str((ctx.facts.get("speaker") or {}).get("name") or "")
+    history = [str(line) for line in ctx.facts.get("history") or []]
+    # Never of itself in the third person, never a sentence the conversation already holds.
+    kept = lines.fresh(lines.without_self(dialogue, me, ctx.ja), history, ctx.ja)
+    if not kept and not end:
+        extra = [r for r in _remarks(ctx) if lines.fresh(r, history, ctx.ja) == r]
+        kept = str(ctx.pick(extra)) if extra else ""
+    kept = kept or lines.without_self(dialogue, me, ctx.ja) or dialogue
+    dialogue = kept
     for _ in range(len(_remarks(ctx))):  # never a line of the prompt said again word for word
         if not _in_prompt(ctx, dialogue):
             break

@@ -1,0 +1,110 @@
+"""The scripted engine's everyday talk: greetings by time of day, small talk, goodbyes, and polite
+(敬語/丁寧/polite in the speaking style) or casual endings. Used by the dialogue writer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from backend.scripted.engine import WriterContext
+
+_POLITE_MARKS = ("敬語", "丁寧", "です", "ます", "polite", "formal")
+
+
+def is_polite(facts: dict[str, Any]) -> bool:
+    style = str((facts.get("speaker") or {}).get("speaking_style") or "").lower()
+    return any(mark in style for mark in _POLITE_MARKS)
+
+
+def end(ctx: WriterContext, polite: str, casual: str) -> str:
+    return polite if is_polite(ctx.facts) else casual
+
+
+def greeting(ctx: WriterContext, partner: str, hour: float) -> str:
+    if ctx.ja:
+        word = "おはよう" if hour < 11 else ("こんばんは" if hour >= 18 else "こんにちは")
+        if word == "おはよう" and is_polite(ctx.facts):
+            word = "おはようございます"
+        name = f"{partner}{end(ctx, 'さん', '')}"
+        return str(ctx.pick([f"{word}、{name}！", f"あ、{name}、{word}。", f"{name}！{word}。"]))
+    word = "Good morning" if hour < 11 else ("Good evening" if hour >= 18 else "Hi")
+    return str(
+        ctx.pick([f"{word}, {partner}!", f"Oh, {partner}! {word}.", f"Hey {partner}, {word.lower()}."])
+    )
+
+
+#: Small talk by time of day (morning, afternoon, evening), when nothing else is left to say.
+_SMALL_TALK = {
+    "ja": (
+        [
+            "今日はいい日になりそう{だね}。",
+            "朝の空気って気持ちいい{よね}。",
+            "今朝はちょっと寝坊しちゃった{んだ}。",
+        ],
+        ["お昼、何を食べようか迷ってる{んだ}。", "午後はのんびりしたい{な}。", "今日は日差しが強い{ね}。"],
+        ["今日もあっという間だった{ね}。", "夕焼けがきれいだった{ね}。", "夜は少し冷えそう{だね}。"],
+    ),
+    "en": (
+        ["It feels like a good day today.", "The morning air is lovely.", "I almost overslept this morning."],
+        ["I can't decide what to have for lunch.", "I'd like a slow afternoon.", "The sun is strong today."],
+        ["The day went by so fast.", "Did you see the sunset?", "It might get chilly tonight."],
+    ),
+}
+_POLITE_ENDS = {
+    "{だね}": "ですね",
+    "{よね}": "ですよね",
+    "{んだ}": "んです",
+    "{な}": "です",
+    "{ね}": "ですね",
+}
+_CASUAL_ENDS = {"{だね}": "だね", "{よね}": "よね", "{んだ}": "んだ", "{な}": "な", "{ね}": "ね"}
+
+
+def small_talk(ctx: WriterContext) -> str:
+    hour = float(ctx.facts.get("time_of_day") or 12.0)
+    part = 0 if hour < 11 else (1 if hour < 17 else 2)
+    line = str(ctx.pick(_SMALL_TALK[ctx.language][part]))
+    for mark, end in (_POLITE_ENDS if is_polite(ctx.facts) else _CASUAL_ENDS).items():
+        line = line.replace(mark, end)
+    return line
+
+
+def goodbye(ctx: WriterContext, partner: str, leaving: bool) -> str:
+    activity = ctx.facts.get("plan_activity")
+    if ctx.ja:
+        if leaving and activity:
+            # Half the time without a goodbye phrase: the talk then ends by the model's own choice ("model").
+            head = ctx.pick([f"あ、そろそろ「{activity}」の時間だ。", f"いけない、このあと「{activity}」なんだった。",
+                             f"もうこんな時間！「{activity}」に行かないと。"])  # fmt: skip
+            return (
+                head
+                + f"{partner}、"
+                + ctx.pick(["またね！", "じゃあ、またね！", "行かなくちゃ！", "ごめん、もう行くね。"])
+            )
+        return str(
+            ctx.pick(
+                [
+                    f"話せて楽しかった。またね、{partner}！",
+                    "じゃあ、またね！",
+                    f"うん、{partner}、また明日ね。",
+                ]
+            )
+        )
+    if leaving and activity:
+        head = ctx.pick([f"Oh, it's almost time to {activity}.", f"Oops, I still have to {activity}.",
+                         f"Look at the time! I need to {activity}."])  # fmt: skip
+        return (
+            head
+            + " "
+            + ctx.pick(
+                [f"See you, {partner}!", "Bye for now!", f"I have to run, {partner}!", "I must go now."]
+            )
+        )
+    return str(
+        ctx.pick(
+            [
+                f"It was nice talking, {partner}. See you!",
+                "Alright, bye for now!",
+                f"See you tomorrow, {partner}.",
+            ]
+        )
+    )
