@@ -353,4 +353,4 @@ def _with_facts(content: str, line: dict[str, Any], listener: Agent, people: dic
         language, host_name=str(facts["host_name"]), stance="heard",
         today=int(line["day"]), heard_from=teller.name if teller else None, names=names,
     )  # fmt: skip
-    return f"{content}{'' if language == 'ja' else ' '}{fact_line}"
+    return f"{content}{'。' if language == 'ja' else ' '}{fact_line}"

@@ -47,6 +47,11 @@ def answer(ctx: InterviewContext) -> str:
         ("花火の話、聞いた？", "蓮に「葵が花火をするんだって」と話した", "うん、蓮に葵が花火をするって話したよ。"),
         ("パーティーのこと知ってる？", "明日の19時に公園でパーティーを開く。みんなに来てほしい。",
          "うん、知ってるよ。明日の19時に公園でパーティーを開く。"),
+        # a heard line followed by the news's facts (conversation/aftermath._with_facts); an opener goes
+        ("パーティーのこと知ってる？",
+         "美咲が「実はね、明日の18時に喫茶ひだまりでパーティーを開くんだけど、来ない？」と言った。"
+         "美咲が喫茶ひだまりでパーティーを開く。明日（2日目）18:00。美咲から聞いた。",
+         "うん、美咲が明日の18時に喫茶ひだまりでパーティーを開くって言ってたよ。"),
     ],
 )  # fmt: skip
 def test_a_japanese_answer_retells_the_memory(question: str, memory: str, expected: str) -> None:
@@ -70,6 +75,10 @@ def test_a_polite_speaker_retells_it_politely() -> None:
          'Yes, I told Noah: "Liam is throwing a party at the park."'),
         ("What about the festival?", "The town festival is on day 3 at the square. I want to sell flowers there.",
          "Yes, I know. The town festival is on day 3 at the square."),
+        ("Do you know anything about a party?",
+         'Mia told me: "By the way, I\'m having a party at the Corner Cafe at 7pm tomorrow!" Mia is hosting: '
+         "a party, at Corner Cafe, tomorrow (day 2) 19:00. Everyone is invited. You heard it from Mia.",
+         'Yes, Mia told me: "I\'m having a party at the Corner Cafe at 7pm tomorrow."'),
     ],
 )  # fmt: skip
 def test_an_english_answer_retells_the_memory(question: str, memory: str, expected: str) -> None:

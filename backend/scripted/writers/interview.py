@@ -40,15 +40,17 @@ MAX_GIST_CHARS = 180
 #: Share of a Japanese cue's character bigrams a memory must hold to count as holding the cue.
 BIGRAM_SHARE = 0.5
 
-_JA_HEARD = re.compile(r"^(?P<who>[^「」]{1,64}?)が「(?P<line>.+)」と言った$", re.S)
+# A heard line may be followed by the facts of the news it told (conversation/aftermath._with_facts).
+_JA_HEARD = re.compile(r"^(?P<who>[^「」]{1,64}?)が「(?P<line>.+)」と言った(?:。(?P<facts>[^「」]*))?$", re.S)
 _JA_TOLD = re.compile(r"^(?P<who>[^「」]{1,64}?)に「(?P<line>.+)」と話した$", re.S)
-_EN_HEARD = re.compile(r'^(?P<who>.{1,64}?) told me: "(?P<line>.+)"$', re.S)
+_EN_HEARD = re.compile(r'^(?P<who>.{1,64}?) told me: "(?P<line>.+)"(?: (?P<facts>[^"]*))?$', re.S)
 _EN_TOLD = re.compile(r'^I told (?P<who>.{1,64}?): "(?P<line>.+)"$', re.S)
 _SENTENCES = re.compile(r"(?<=[。！？!?])\s*|(?<=\.)\s+|\n+")
 _PARTS = re.compile(r"([、,，])")
 #: Sentence-final words that do not fit before って (longest first): するんだけど -> する.
 _JA_ENDINGS = ("んですけど", "んだけどね", "んだけど", "んだってね", "んだって", "んだよね", "んだよ", "んです",
                "けどね", "けど", "だよね", "だよ", "よね", "んだ", "ね", "よ", "わ")  # fmt: skip
+_JA_OPENERS = frozenset({"実は", "実はね", "実はさ", "そういえば", "そう言えば", "ところで", "聞いて", "聞いてよ"})
 _EN_OPENERS = frozenset({"oh", "hey", "so", "well", "listen", "by the way", "you know", "guess what"})
 _POLITE_MARKS = ("敬語", "丁寧", "です", "ます", "polite", "formal")
 
@@ -149,7 +151,7 @@ def _opener(part: str, ja: bool) -> bool:
     """A leading interjection (そうだ, ねえ, Oh, By the way): not what the memory says."""
     bare = part.strip()
     if ja:
-        return len(bare) <= 4 and re.fullmatch(r"[\u3041-\u309f]+", bare) is not None
+        return bare in _JA_OPENERS or (len(bare) <= 4 and re.fullmatch(r"[\u3041-\u309f]+", bare) is not None)
     return bare.lower() in _EN_OPENERS
 
 
