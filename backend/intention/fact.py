@@ -2,8 +2,8 @@
 slots.py), and the news said as a fact line for a prompt, in the third person: what the speaker knows, for it
 to say in its own words, never a sentence to copy. Pure functions.
 
-    Mia is hosting a party at Corner Cafe, tomorrow (day 2) at 19:00; everyone is invited. You heard it from Ben.
-    ミアが中央カフェでパーティーを開く。明日（2日目）19:00。みんな招待されている。ベンから聞いた。
+    Mia is hosting a party at Corner Cafe, tomorrow (day 2) at 7pm; everyone is invited. You heard it from Ben.
+    ミアが中央カフェでパーティーを開く。明日（2日目）の19時。みんな招待されている。ベンから聞いた。
 """
 
 from __future__ import annotations
@@ -69,8 +69,8 @@ class Slots:
         names: Mapping[str, str] | None = None,
     ) -> str:
         """The news as a third-person fact line for a prompt, its day said from `today` (default: the day it
-        was written): "Mia is hosting a party at Corner Cafe, tomorrow (day 2) at 19:00; everyone is invited."
-        / 「ミアが中央カフェでパーティーを開く。明日（2日目）19:00。みんな招待されている。」. `stance`: the reader is
+        was written): "Mia is hosting a party at Corner Cafe, tomorrow (day 2) at 7pm; everyone is invited."
+        / 「ミアが中央カフェでパーティーを開く。明日（2日目）の19時。みんな招待されている。」. `stance`: the reader is
         the host, or heard it (from `heard_from`). Never first person; not a sentence to say as it is."""
         return line(
             self, language, host_name=host_name, stance=stance, today=today, heard_from=heard_from,
@@ -90,15 +90,28 @@ def _clock(hour: float) -> str:
     return f"{minutes // 60:02d}:{minutes % 60:02d}"
 
 
+def _clock_en(hour: float) -> str:
+    """The hour as people say it, and as a small model will copy it: 7pm, 7:30pm, 12pm, 9am."""
+    minutes = round(hour * 60) % (24 * 60)
+    h, m = divmod(minutes, 60)
+    return f"{(h % 12) or 12}{f':{m:02d}' if m else ''}{'am' if h < 12 else 'pm'}"
+
+
+def _clock_ja(hour: float) -> str:
+    minutes = round(hour * 60) % (24 * 60)
+    h, m = divmod(minutes, 60)
+    return f"{h}時{f'{m}分' if m else ''}"
+
+
 def _when_en(slots: Slots, today: int) -> str:
     said = []
     if slots.day is not None:
         word = _DAY_EN.get(slots.day - today)
         said.append(f"{word} (day {slots.day})" if word else f"on day {slots.day}")
     if slots.hour is not None and slots.part is not None:
-        said.append(f"{_PART_EN[slots.part]} (around {_clock(slots.hour)})")
+        said.append(f"{_PART_EN[slots.part]} (around {_clock_en(slots.hour)})")
     elif slots.hour is not None:
-        said.append(f"at {_clock(slots.hour)}")
+        said.append(f"at {_clock_en(slots.hour)}")
     return " ".join(said)
 
 
@@ -110,7 +123,7 @@ def _when_ja(slots: Slots, today: int) -> str:
     if slots.hour is not None and slots.part is not None:
         said += f"の{_PART_JA[slots.part]}（{int(slots.hour)}時ごろ）"
     elif slots.hour is not None:
-        said += ("" if said.endswith("）") else "の" if said else "") + _clock(slots.hour)
+        said += "の" + _clock_ja(slots.hour) if said else _clock_ja(slots.hour)
     return said
 
 

@@ -86,6 +86,9 @@ def goodbye(ctx: WriterContext, partner: str, leaving: bool) -> str:
                     f"話せて楽しかった。またね、{partner}！",
                     "じゃあ、またね！",
                     f"うん、{partner}、また明日ね。",
+                    f"今日はありがとう、{partner}。またね！",
+                    "また話そうね。じゃあね！",
+                    f"{partner}、またゆっくり話そう。またね！",
                 ]
             )
         )
@@ -105,6 +108,9 @@ def goodbye(ctx: WriterContext, partner: str, leaving: bool) -> str:
                 f"It was nice talking, {partner}. See you!",
                 "Alright, bye for now!",
                 f"See you tomorrow, {partner}.",
+                f"Thanks for the chat, {partner}. Bye!",
+                "Let's talk again soon. See you!",
+                f"Take care, {partner}. Goodbye!",
             ]
         )
     )

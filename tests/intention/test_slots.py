@@ -205,11 +205,11 @@ def test_the_fact_line_is_third_person_in_either_language() -> None:
                     places=PLACES_JA, people=PEOPLE_JA)  # fmt: skip
     assert found is not None
     ja = found.describe("ja", host_name="ミア")
-    assert ja == "ミアが中央カフェでパーティーを開く。明日（2日目）19:00。みんな招待されている。"
+    assert ja == "ミアが中央カフェでパーティーを開く。明日（2日目）の19時。みんな招待されている。"
     en = found.describe("en", host_name="Mia", stance="heard", heard_from="Ben")
     assert (
         en
-        == "Mia is hosting a party at 中央カフェ, tomorrow (day 2) at 19:00; everyone is invited. You heard it from Ben."
+        == "Mia is hosting a party at 中央カフェ, tomorrow (day 2) at 7pm; everyone is invited. You heard it from Ben."
     )
     # Said from a later day: 明日 becomes 今日.
     assert found.describe("ja", host_name="ミア", today=2).startswith(
@@ -220,7 +220,7 @@ def test_the_fact_line_is_third_person_in_either_language() -> None:
                   places=PLACES_EN, people=PEOPLE_EN)  # fmt: skip
     assert own is not None
     host = own.describe("en", host_name="Mia", stance="host")
-    assert host == ("Mia is hosting a party at Corner Café, tomorrow (day 2) at 19:00; whoever Mia tells is "
+    assert host == ("Mia is hosting a party at Corner Café, tomorrow (day 2) at 7pm; whoever Mia tells is "
                     "invited. You are the host.")  # fmt: skip
     assert "you are invited" in own.describe("en", host_name="Mia", stance="heard", heard_from="Ben")
     for line in (ja, en, host):

@@ -159,7 +159,7 @@ def test_news_is_shown_to_the_teller_as_third_person_facts_not_a_line_to_copy(
     talk(client, "emma", "aoi", "s1", 1)
     prompt = _dialogue_prompts(scripted, "emma")[-1]
     tell = prompt[prompt.index("News 葵 has not heard from you yet") :]
-    assert "Emma is hosting a party" in tell and "19:00" in tell and "You are the host" in tell
+    assert "Emma is hosting a party" in tell and "7pm" in tell and "You are the host" in tell
     assert "I am throwing" not in tell  # the first-person sentence is never shown to copy
 
 
@@ -178,7 +178,7 @@ def test_an_invitation_is_important_by_rule_and_passed_on_whatever_the_model_rat
     # The memory keeps the facts after the words: the day and hour survive however they were said.
     assert (
         "2日目" in news[0]["content"]
-        and "19:00" in news[0]["content"]
+        and "19時" in news[0]["content"]
         and "葵から聞いた" in news[0]["content"]
     )
     scripted.history.clear()

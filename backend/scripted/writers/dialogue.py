@@ -243,8 +243,13 @@ def _answer(ctx: WriterContext, last: str) -> tuple[str, str]:
     if last.rstrip().endswith(("?", "？")):
         return str(ctx.pick([f"うーん、どうだろう。考えてみ{_end(ctx, 'ます', 'る')}。", "いい質問だね、うーん…。"]
                             if ctx.ja else ["Hmm, good question. Let me think about it.", "Good question..."])), "neutral"  # fmt: skip
-    return str(ctx.pick([f"うんうん、わかる{_end(ctx, '気がします', 'よ')}。", "なるほどね。", "たしかに。", "そっか。"]
-                        if ctx.ja else ["Yeah, I know what you mean.", "I see.", "Fair enough.", "Mm, I get it."])), "relaxed"  # fmt: skip
+    # A wide pool: a town says these all day, and a day's sentences should seldom repeat.
+    return str(ctx.pick([f"うんうん、わかる{_end(ctx, '気がします', 'よ')}。", "なるほどね。", "たしかに。", "そっか。",
+                         f"へえ、そうなん{_end(ctx, 'ですね', 'だ')}。", f"それ、ちょっとわかる{_end(ctx, 'かもしれません', 'かも')}。",
+                         f"うん、そういうことある{_end(ctx, 'ですよね', 'よね')}。", f"ほんとにそう{_end(ctx, 'ですね', 'だね')}。"]
+                        if ctx.ja else ["Yeah, I know what you mean.", "I see.", "Fair enough.", "Mm, I get it.",
+                                        "That makes sense.", "Huh, I can see that.", "Right, I hear you.",
+                                        "Oh, that's true."])), "relaxed"  # fmt: skip
 
 
 #: The wheel word (emotion, band 0 mild / 1 basic / 2 intense) a line's expression stands for, for the

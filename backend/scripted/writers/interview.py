@@ -50,7 +50,9 @@ _PARTS = re.compile(r"([、,，])")
 #: Sentence-final words that do not fit before って (longest first): するんだけど -> する.
 _JA_ENDINGS = ("んですけど", "んだけどね", "んだけど", "んだってね", "んだって", "んだよね", "んだよ", "んです",
                "けどね", "けど", "だよね", "だよ", "よね", "んだ", "ね", "よ", "わ")  # fmt: skip
-_JA_OPENERS = frozenset({"実は", "実はね", "実はさ", "そういえば", "そう言えば", "ところで", "聞いて", "聞いてよ"})
+_JA_OPENERS = frozenset(
+    {"実は", "実はね", "実はさ", "そういえば", "そう言えば", "ところで", "聞いて", "聞いてよ"}
+)
 _EN_OPENERS = frozenset({"oh", "hey", "so", "well", "listen", "by the way", "you know", "guess what"})
 _POLITE_MARKS = ("敬語", "丁寧", "です", "ます", "polite", "formal")
 
