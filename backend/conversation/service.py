@@ -22,7 +22,7 @@ from backend.action.strikes import ActionStrikes
 from backend.action.targets import ActionTargets, offered_targets
 from backend.action.validate import WorldFacts, read_world_facts, validate_actions
 from backend.config import Settings
-from backend.conversation import group, heard, repo, rules
+from backend.conversation import completing, group, heard, repo, rules
 from backend.conversation import jobs as turn_jobs
 from backend.conversation.aftermath import Aftermath
 from backend.conversation.people import read_people, with_members
@@ -131,6 +131,8 @@ class PreparedTurn:
     #: What an action of the reply may name; the actions dropped for naming something else (kept on the row).
     facts: WorldFacts | None = None
     dropped: list[dict[str, Any]] = field(default_factory=list)
+    #: The slots of its news the model's first line left out, when it was asked once more (completing.py).
+    asked_again: list[str] | None = None
 
     @property
     def turn_index(self) -> int:
@@ -479,8 +481,10 @@ class ConversationService:
             return None
         schema = self.reply_schema(prepared)
         call = self.llm.generate_json(self.messages(prepared), schema, options=self.options(prepared))
+        started = asyncio.get_running_loop().time()
         try:
-            return await asyncio.wait_for(call, timeout=budget)
+            reply = await asyncio.wait_for(call, timeout=budget)
+            return await self._complete_telling(prepared, reply, asyncio.get_running_loop().time() - started)
         except (LLMError, TimeoutError) as exc:
             log.warning(
                 "turn %s/%d falls back: %s", prepared.request.session_id, prepared.turn_index, reason(exc)
@@ -490,6 +494,25 @@ class ConversationService:
                 "turn %s/%d: unexpected model failure", prepared.request.session_id, prepared.turn_index
             )
         return None
+
+    async def _complete_telling(self, prepared: PreparedTurn, reply: TurnReply, took: float) -> TurnReply:
+        """`reply`, or the model's second try when the line left a slot of its news out and the deadline
+        has room: the one that carries more slots (conversation/completing.py)."""
+        ctx = prepared.ctx
+        assert ctx is not None
+        left = completing.partial(ctx, reply.dialogue)
+        if not left or not completing.room_for_another(self.remaining(prepared), took):
+            return reply
+        prepared.asked_again = list(left)
+        messages = [*self.messages(prepared), completing.ask(ctx, left)]
+        call = self.llm.generate_json(messages, self.reply_schema(prepared), options=self.options(prepared))
+        try:
+            again = await asyncio.wait_for(call, timeout=self.remaining(prepared))
+        except (LLMError, TimeoutError) as exc:
+            log.info("turn %s/%d keeps its partial telling: %s", prepared.request.session_id,
+                     prepared.turn_index, reason(exc))  # fmt: skip
+            return reply
+        return again if len(completing.missing(ctx, again.dialogue)) < len(left) else reply
 
     def compose(self, prepared: PreparedTurn, reply: TurnReply | None) -> dict[str, Any]:
         """Apply the server's rules to the model's reply (or its absence): the reply JSON for Unity."""
@@ -728,10 +751,13 @@ class ConversationService:
         assert ctx is not None
         if ctx.tell is None or result["fallback"]:
             return None, None
-        return intentions.told_of(
+        told, trace = intentions.told_of(
             prepared.world_id, req.agent_id, req.target_id, ctx.tell, result["dialogue"],
             session_id=req.session_id, day=req.day, time_of_day=req.time_of_day,
         )  # fmt: skip
+        if prepared.asked_again is not None:
+            trace["asked_again"] = prepared.asked_again
+        return told, trace
 
     def _count_fallback(self) -> None:
         scheduler = find_scheduler(self.llm)

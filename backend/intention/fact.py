@@ -127,6 +127,27 @@ def _when_ja(slots: Slots, today: int) -> str:
     return said
 
 
+def slot_words(slots: Slots, slot: str, language: str, today: int) -> str:
+    """One slot as a person would say it, without the day number: "tomorrow at 7pm" / 「明日の19時」,
+    "Corner Cafe", "a party" / 「パーティー」 (what a line that left it out must add)."""
+    ja = language == "ja"
+    if slot == "where":
+        return slots.where_name or slots.where or ""
+    if slot == "what":
+        event = events.BY_KIND.get(slots.what)
+        return (event.ja if ja else event.en) if event else slots.what_words
+    day = _DAY_JA.get(slots.day - today) if ja and slots.day is not None else None
+    if not ja and slots.day is not None:
+        day = _DAY_EN.get(slots.day - today)
+    if day is None and slots.day is not None:
+        day = f"{slots.day}日目" if ja else f"day {slots.day}"
+    if slots.hour is None:
+        return day or ""
+    if ja:
+        return f"{day}の{_clock_ja(slots.hour)}" if day else _clock_ja(slots.hour)
+    return f"{day} at {_clock_en(slots.hour)}" if day else f"at {_clock_en(slots.hour)}"
+
+
 def _listing(names: list[str], language: str) -> str:
     if language == "ja":
         return "と".join(names)

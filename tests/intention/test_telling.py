@@ -112,17 +112,22 @@ def test_a_telling_that_drops_the_time_is_not_told_and_is_offered_again(
 ) -> None:
     town(client)
     whisper(client)  # 明日の19時に公園で花火大会を開く。町のみんなに来てほしい
-    # The model says what and where but not when: no appointment could form from it.
-    scripted.enqueue({"dialogue": "ひかり、公園で花火大会をやるんだ。みんなに来てほしいな！", "emotion": "happy",
-                      "is_conversation_end": False, "feeling": "喜び"}, purpose="dialogue")  # fmt: skip
+    # The model says what and where but not when, twice (asked once more within the turn): no appointment
+    # could form from it.
+    partial = {"dialogue": "ひかり、公園で花火大会をやるんだ。みんなに来てほしいな！", "emotion": "happy",
+               "is_conversation_end": False, "feeling": "喜び"}  # fmt: skip
+    scripted.enqueue(partial, purpose="dialogue")
+    scripted.enqueue({**partial, "dialogue": "公園で花火大会があるよ、ひかり！"}, purpose="dialogue")
     lines = talk(client, "aoi", "hikari", "s1", 3)
     drain(client)
     turns = client.get("/v1/conversations/s1").json()["turns"]
     assert turns[0]["telling"]["told"] is False and turns[0]["telling"]["missing"] == ["when"]
+    assert turns[0]["telling"]["asked_again"] == ["when"]
     assert turns[1]["telling"] is None  # ひかり had nothing to tell
     # Offered again on the next line, said in full (by the scripted writer) and only then told.
     assert all("News ひかり has not heard from you yet" in p for p in _dialogue_prompts(scripted, "aoi"))
-    assert "19時" in lines[2] and turns[2]["telling"] == {**turns[0]["telling"], "told": True, "missing": []}
+    first = {k: v for k, v in turns[0]["telling"].items() if k != "asked_again"}
+    assert "19時" in lines[2] and turns[2]["telling"] == {**first, "told": True, "missing": []}
     told = client.get("/v1/agents/aoi/told").json()["told"]
     assert [(t["listener_id"], t["session_id"]) for t in told] == [("hikari", "s1")]
     # Only the full telling is the listener's news.
@@ -136,9 +141,10 @@ def test_a_partial_telling_is_retried_in_the_next_talk(client: TestClient, scrip
     whisper(
         client, agent="emma", text="Tomorrow at 7pm I am throwing a party at the park. Everyone is welcome!"
     )
-    # Time and place, but a party is never named: not told.
-    scripted.enqueue({"dialogue": "Hi Aoi! Come to the park tomorrow at 7pm, okay?", "emotion": "happy",
-                      "is_conversation_end": False, "feeling": "joy"}, purpose="dialogue")  # fmt: skip
+    # Time and place, but a party is never named, twice (asked once more within the turn): not told.
+    for _ in range(2):
+        scripted.enqueue({"dialogue": "Hi Aoi! Come to the park tomorrow at 7pm, okay?", "emotion": "happy",
+                          "is_conversation_end": False, "feeling": "joy"}, purpose="dialogue")  # fmt: skip
     talk(client, "emma", "aoi", "s1", 1)
     turn = client.get("/v1/conversations/s1").json()["turns"][0]
     assert turn["telling"]["missing"] == ["what"]
@@ -184,3 +190,26 @@ def test_an_invitation_is_important_by_rule_and_passed_on_whatever_the_model_rat
     scripted.history.clear()
     talk(client, "hikari", "ren", "s2", 1, hour=12.0)
     assert any("News 蓮 has not heard yet" in p for p in _dialogue_prompts(scripted, "hikari"))
+
+
+def test_a_line_that_drops_the_time_is_asked_for_once_more_within_the_turn(
+    client: TestClient, scripted: ScriptedLLM
+) -> None:
+    town(client)
+    whisper(client)  # 明日の19時に公園で花火大会を開く。町のみんなに来てほしい
+    dropped = "ひかり、公園で花火大会をやるんだ。みんなに来てほしいな！"
+    scripted.enqueue({"dialogue": dropped, "emotion": "happy", "is_conversation_end": False,
+                      "feeling": "喜び"}, purpose="dialogue")  # fmt: skip
+    lines = talk(client, "aoi", "hikari", "s1", 1)
+    turn = client.get("/v1/conversations/s1").json()["turns"][0]
+    # The second try (the scripted writer, from the slots) says it in full: told on the first line.
+    assert (
+        "19時" in lines[0] and turn["telling"]["told"] is True and turn["telling"]["asked_again"] == ["when"]
+    )
+    asks = [c for c in scripted.history if c.options.purpose == "dialogue"]
+    assert len(asks) == 2
+    again = asks[1].messages[-1]["content"]
+    # One sentence naming the slot with its value as people say it; the refused line is not shown again.
+    assert again == "ひかりへのセリフにいつ（明日の19時）も入れて、もう一度言うこと。"
+    assert all(dropped not in m["content"] for m in asks[1].messages)
+    assert [t["listener_id"] for t in client.get("/v1/agents/aoi/told").json()["told"]] == ["hikari"]
