@@ -128,7 +128,8 @@ class CouncilRun:
         previous: dict[str, dict[str, Any]],
         entry: dict[str, Any],
     ) -> dict[str, Any]:
-        """One member's answer; a failed model call is recorded as an abstention with the error."""
+        """One member's answer; a failed model call is recorded as an abstention with the error, its opinion an
+        in-character sentence saying so (`fallback`: not the model's)."""
         stage = "opinion" if round_no == 1 else "response"
         memories = await self.recall(member)
         own = previous.get(member["id"])
@@ -161,7 +162,8 @@ class CouncilRun:
             log.warning("council %s: %s abstains in round %d (%s)", self.row.id, member["id"], round_no, exc)
             answer.update(
                 stance=rules.ABSTAIN,
-                opinion="",
+                opinion=prompts.abstention(self.language),  # a sentence in the record, never a blank
+                fallback=True,
                 concerns=[],
                 conditions=[],
                 error=f"{exc.code}: {exc.message}"[:500],

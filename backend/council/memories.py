@@ -57,7 +57,7 @@ def memory_text(row: CouncilRecord, answer: dict[str, Any], outcome: str, langua
     """The memory's words, in the first person: what was decided and what this member said."""
     words = STANCE_WORDS[language]
     label = OUTCOME_WORDS[language][outcome]
-    said = (answer.get("opinion") or "").strip()
+    said = "" if answer.get("fallback") else (answer.get("opinion") or "").strip()
     if len(said) > MAX_QUOTED_CHARS:
         said = said[: MAX_QUOTED_CHARS - 1] + "…"
     if language == "ja":

@@ -126,6 +126,17 @@ def proposal_text(proposal: dict[str, Any], language: str) -> str:
     return "\n".join(lines)
 
 
+_ABSTENTION = {
+    "ja": "ごめんなさい、この件はまだ考えがまとまらないので、今回は判断をみんなに任せます。",
+    "en": "I'm sorry, I can't make up my mind on this one yet, so I'll leave the decision to the others.",
+}
+
+
+def abstention(language: str) -> str:
+    """What a member whose model call failed says in the record: it abstains, in a sentence."""
+    return _ABSTENTION["en" if language == "en" else "ja"]
+
+
 def opinion_line(entry: dict[str, Any], language: str) -> str:
     """How one member's answer is quoted to the others."""
     words = STANCE_WORDS[lang_key(language)]

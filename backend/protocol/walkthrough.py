@@ -61,7 +61,7 @@ WALKTHROUGH: list[dict[str, Any]] = [
         "title": "Read the council",
         "why": "Poll until `status` is `done` (or `failed`, with `error`), or follow the `council.updated` "
         "event. `record` grows after every step: each round's opinions (`stance`: for, conditional, against; "
-        "abstain when a member's call failed), the aggregation, the tally, and the moderator's consensus. "
+        "abstain when a member's call failed, its `opinion` then an in-character sentence with `fallback: true`), the aggregation, the tally, and the moderator's consensus. "
         "`outcome` is adopt, adopt_with_conditions, revise or reconsider. `GET /v1/council?status=done` lists "
         "a world's councils, newest first (CouncilList).",
         "method": "GET", "path": "/v1/council/{council_id}", "schema": "CouncilPublic",

@@ -153,6 +153,9 @@ def test_a_failing_member_abstains_and_the_council_completes(
     abstained = [o for o in opinions if o["stance"] == "abstain"]
     assert len(abstained) == 1
     assert "llm_bad_reply" in abstained[0]["error"] and "nonsense" in abstained[0]["error"]
+    # Never a blank opinion: the abstention is a sentence, marked as not the model's.
+    assert abstained[0]["fallback"] is True and abstained[0]["opinion"].endswith("。")
+    assert all(o["opinion"].strip() for o in opinions)
     assert council["record"]["tally"]["abstain"] == 1
     voting = [o["stance"] for o in opinions if o["stance"] != "abstain"]
     assert council["outcome"] == decide_outcome(voting, supporting_conditions(opinions))

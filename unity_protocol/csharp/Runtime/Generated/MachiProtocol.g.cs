@@ -502,8 +502,9 @@ namespace Machi.Protocol
         public string TargetId { get; set; }
 
         /// <summary>
-        /// The news the line was to tell: its key, whether it was told, and the slots (what, when,
-        /// where) the line left out (a partial telling is offered again).
+        /// The news the line was to tell: its key, whether it was told, the slots (what, when,
+        /// where) the line left out (a partial telling is offered again), and `asked_again`: the
+        /// slots the model's first line left out when it was asked once more within the turn.
         /// </summary>
         [JsonProperty("telling")]
         public Dictionary<string, object> Telling { get; set; }
