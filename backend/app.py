@@ -25,7 +25,7 @@ from backend.council.service import Councils, recover_councils
 from backend.emotion.service import EmotionService, EmotionSettings
 from backend.events import LLM_CALL, EventBus, LLMCallPayload
 from backend.events.relay import relaying
-from backend.intention.service import IntentionService, IntentionSettings
+from backend.intention.service import IntentionService, IntentionSettings, revision_for_model
 from backend.interview.service import InterviewService
 from backend.jobs.models import Job
 from backend.jobs.runner import JobRunner
@@ -190,9 +190,11 @@ async def _running(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
     if migrated:
         log.warning("database schema upgraded (%d change(s)), no data dropped", len(migrated))
     provider = app.state.injected_llm or build_provider(settings)
-    # Actions sized to the model (action/sizing.py): what reads the settings from here on sees the outcome.
-    settings = app.state.settings = actions_for_model(
-        settings, model_parameters(provider), str(getattr(provider, "model", "") or provider.name)
+    # Actions and the morning revision sized to the model (llm/sizing.py): what reads the settings from here
+    # on sees the outcome.
+    size, model_name = model_parameters(provider), str(getattr(provider, "model", "") or provider.name)
+    settings = app.state.settings = revision_for_model(
+        actions_for_model(settings, size, model_name), size, model_name
     )
     app.state.engine = engine
     app.state.provider = provider

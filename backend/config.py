@@ -260,6 +260,14 @@ class Settings(BaseSettings):
     whisper_importance: int = Field(9, ge=1, le=10)
     # A plan memory given through the memory API at least this important becomes an intention at once.
     intention_from_importance: int = Field(8, ge=1, le=10)
+    # The morning revision: the day's first plan has the model rewrite the agent's intentions from yesterday's
+    # lines, important memories and heard news (one call per agent per day). Off, or for a model under
+    # INTENTION_REVISION_MIN_MODEL_B billion parameters (logged at start-up; the packaged SmolLM2-135M and
+    # Gemma 3 270M are: they wrote their instructions back as intentions), intentions keep what was whispered
+    # and given and drop appointments that are over. Either way a revision never loses an appointment still
+    # ahead (intention/service.py). Known for the llamacpp provider; a served model keeps it. 0: never off.
+    intention_revision: bool = True
+    intention_revision_min_model_b: float = Field(1.0, ge=0, le=10_000)
     # News heard this many game days ago or less is still passed on (and read by the morning revision).
     tell_fresh_days: int = Field(2, ge=0, le=365)
     # News an agent heard is passed on only when its memory of it was rated at least this important.

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 
 from backend.config import Settings
+from backend.llm.sizing import switched_off_under
 
 log = logging.getLogger(__name__)
 
@@ -17,15 +18,7 @@ log = logging.getLogger(__name__)
 def actions_for_model(settings: Settings, parameters: int | None, model: str = "the model") -> Settings:
     """`settings`, with ACTIONS_IN_TURNS off when `parameters` is under ACTIONS_MIN_MODEL_B billion; one
     start-up line says when turns are asked without actions, and why."""
-    if not settings.actions_in_turns:
-        log.info("actions in turns are off: ACTIONS_IN_TURNS=false")
-        return settings
-    floor = settings.actions_min_model_b
-    if floor <= 0 or parameters is None or parameters >= floor * 1e9:
-        return settings
-    log.warning(
-        "actions in turns are off: %s has %.3g billion parameters, under ACTIONS_MIN_MODEL_B=%g (set it to 0 "
-        "to ask for actions anyway)",
-        model, parameters / 1e9, floor,
+    return switched_off_under(
+        settings, flag="actions_in_turns", floor_setting="actions_min_model_b", what="actions in turns",
+        parameters=parameters, model=model, log=log,
     )  # fmt: skip
-    return settings.model_copy(update={"actions_in_turns": False})

@@ -29,6 +29,7 @@ from backend.intention.schemas import (
     IntentionsReply,
 )
 from backend.llm.base import LLM, PRIORITY_PLAN, GenerateOptions
+from backend.llm.sizing import switched_off_under
 from backend.logs import reason
 from backend.memory.models import VISITOR_TAG, MemoryCreate
 from backend.memory.service import MemoryService
@@ -185,12 +186,58 @@ def appointments(row: Intention | None, pois: Sequence[PointOfInterest], day: in
     return sorted(found.values(), key=lambda a: a.start)
 
 
+def _appointment_of(line: dict[str, Any], places: Sequence[appt.Place]) -> appt.Appointment | None:
+    return appt.find_appointment(
+        str(line.get("text") or ""), places, written_day=int(line.get("day") or 1),
+        written_hour=float(line.get("time_of_day") or 0.0),
+    )  # fmt: skip
+
+
+def ahead(
+    previous: Sequence[dict[str, Any]], revised: Sequence[str], places: Sequence[appt.Place], day: int
+) -> list[dict[str, Any]]:
+    """The lines of `previous` holding an appointment on `day` or later that no `revised` line holds (by its
+    day, hour and place): a revision may reword an appointment, never lose it."""
+    kept_keys = {
+        found.key()
+        for text in revised
+        if (found := appt.find_appointment(text, places, written_day=day, written_hour=0.0)) is not None
+    }
+    out = []
+    for line in previous:
+        found = _appointment_of(line, places)
+        if found is not None and found.day >= day and found.key() not in kept_keys:
+            kept_keys.add(found.key())
+            out.append(dict(line))
+    return out
+
+
+def without_past(
+    previous: Sequence[dict[str, Any]], places: Sequence[appt.Place], day: int
+) -> list[dict[str, Any]]:
+    """`previous` less the lines whose appointment is over (before `day`): a revision without the model."""
+    return [
+        dict(line)
+        for line in previous
+        if (found := _appointment_of(line, places)) is None or found.day >= day
+    ]
+
+
 def _heard_line(row: Told, names: dict[str, str], day: int, language: str) -> str:
     """News as the revision prompt shows it: when, from whom, what (said from `day`), and whose news it is."""
     teller, origin = names.get(row.teller_id, row.teller_id), names.get(row.origin_id, row.origin_id)
     whose = f" ({origin})" if row.origin_id != row.teller_id else ""
     said = appt.rebase(row.text, row.written_day, day, language)
     return prompts.dated(f"{teller}: {said}{whose}", row.day, row.time_of_day)
+
+
+def revision_for_model(settings: Settings, parameters: int | None, model: str = "the model") -> Settings:
+    """`settings`, with INTENTION_REVISION off when `parameters` is under INTENTION_REVISION_MIN_MODEL_B
+    billion (llm/sizing.py); one start-up line says so."""
+    return switched_off_under(
+        settings, flag="intention_revision", floor_setting="intention_revision_min_model_b",
+        what="morning revisions of intentions", parameters=parameters, model=model, log=log,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -200,6 +247,7 @@ class IntentionSettings:
     whisper_importance: int
     intention_from_importance: int
     tell_fresh_days: int
+    intention_revision: bool = True
 
     @classmethod
     def of(cls, settings: Settings) -> IntentionSettings:
@@ -284,10 +332,14 @@ class IntentionService:
     # --- the morning revision ---
     async def revise(self, world_id: str, agent: Agent, *, day: int, time_of_day: float) -> Intention | None:
         """Once per game day (the day's first plan): the model rewrites the intentions from yesterday's
-        lines, important memories and heard news. A failed call keeps the lines as they are."""
+        lines, important memories and heard news, keeping every appointment still ahead (`ahead`). A failed
+        call, or INTENTION_REVISION off (or sized off for a small model), keeps the lines, less appointments
+        that are over."""
         facts = await asyncio.to_thread(self._revision_facts, world_id, agent, day)
         if facts is None:
             return None
+        if not self.settings.intention_revision:  # off, or the model is too small (llm/sizing.py)
+            return await asyncio.to_thread(self._mark_revised, world_id, agent.id, day, None, time_of_day)
         options = GenerateOptions(
             purpose="intention",
             priority=PRIORITY_PLAN,
@@ -360,12 +412,18 @@ class IntentionService:
     ) -> Intention:
         with repo.session(self.engine) as session:
             row = repo.read(session, world_id, agent_id) or Intention(world_id=world_id, agent_id=agent_id)
+            places = [appt.Place(p.id, p.name) for p in world_repo.pois(session, world_id)]
+            previous = list(row.lines)
             if lines is not None:
                 texts = list(dict.fromkeys(one_line(text) for text in lines if text.strip()))
+                kept = ahead(previous, texts, places, day)  # appointments the model's lines dropped
                 row.lines = [
-                    {"text": text, "day": day, "time_of_day": time_of_day, "source": "morning"}
-                    for text in texts[:MAX_LINES]
-                ]
+                    *kept,
+                    *({"text": text, "day": day, "time_of_day": time_of_day, "source": "morning"}
+                      for text in texts[: max(0, MAX_LINES - len(kept))]),
+                ]  # fmt: skip
+            else:
+                row.lines = without_past(previous, places, day)
             row.revised_day = day
             row.updated_at = utcnow()
             repo.save(session, row)

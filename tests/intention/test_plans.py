@@ -7,11 +7,21 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
+from backend.app import create_app
+from backend.config import Settings
 from backend.errors import LLMUnavailable
+from backend.intention.service import revision_for_model
 from backend.scripted import ScriptedLLM
 from backend.scripted.news import likes
 from tests.conftest import drain
 from tests.intention.helpers import PARTY, talk, town, whisper
+
+
+class _SmallScripted(ScriptedLLM):
+    """The scripted engine, claiming the size of SmolLM2-135M."""
+
+    def parameter_count(self) -> int:
+        return 134_515_008
 
 
 def _at(plan: dict[str, Any], poi: str, hour: float) -> bool:
@@ -79,3 +89,52 @@ def test_the_plan_prompt_carries_the_intentions(client: TestClient, scripted: Sc
     assert "On the character's mind today" in prompt and "今日の19時に公園で花火大会を開く" in prompt
     revision = "\n".join(str(m["content"]) for m in scripted.calls("intention")[-1].messages)
     assert "今日の19時に公園で花火大会を開く" in revision and "{" not in revision
+
+
+def test_a_revision_that_drops_the_appointment_keeps_it(client: TestClient, scripted: ScriptedLLM) -> None:
+    """A small model wrote its instructions back as intentions and lost the host's party: a revision may
+    reword an appointment still ahead, never lose it."""
+    town(client)
+    whisper(client)  # 明日の19時に公園で花火大会を開く
+    scripted.enqueue(
+        {"intentions": ["今日はカフェで本を読みたい", "蓮とゆっくり話したい"]}, purpose="intention"
+    )
+    client.post("/v1/agents/aoi/plan", json={"day": 2})
+    mind = client.get("/v1/agents/aoi/intentions", params={"day": 2}).json()
+    assert mind["revised_day"] == 2
+    assert [line["source"] for line in mind["lines"]] == ["whisper", "morning", "morning"]
+    assert mind["text"].splitlines()[0] == "今日の19時に公園で花火大会を開く。町のみんなに来てほしい"
+    assert _at(client.get("/v1/agents/aoi/plan", params={"day": 2}).json(), "park", 19.0)
+
+
+def test_a_revision_that_rewords_the_appointment_holds_it_once(
+    client: TestClient, scripted: ScriptedLLM
+) -> None:
+    town(client)
+    whisper(client)
+    scripted.enqueue({"intentions": ["今夜19時、公園の花火大会の準備をする"]}, purpose="intention")
+    client.post("/v1/agents/aoi/plan", json={"day": 2})
+    lines = client.get("/v1/agents/aoi/intentions", params={"day": 2}).json()["lines"]
+    assert [line["text"] for line in lines] == ["今夜19時、公園の花火大会の準備をする"]
+
+
+def test_a_small_model_keeps_the_intentions_without_a_revision_call(settings: Settings) -> None:
+    """INTENTION_REVISION_MIN_MODEL_B: SmolLM2-135M is asked for no revision; its intentions keep what was
+    whispered, less appointments that are over."""
+    small = _SmallScripted(seed=0)
+    with TestClient(create_app(settings, llm=small)) as client:
+        town(client)
+        whisper(client)  # day 2, 19:00
+        whisper(client, text="今日の15時に中央カフェで葵と会う", day=1, hour=8.0)  # over by day 2
+        client.post("/v1/agents/aoi/plan", json={"day": 2})
+        drain(client)
+        mind = client.get("/v1/agents/aoi/intentions", params={"day": 2}).json()
+    assert small.calls("intention") == [] and small.calls("plan")
+    assert mind["revised_day"] == 2 and [line["text"] for line in mind["lines"]] == [
+        "明日の19時に公園で花火大会を開く。町のみんなに来てほしい"
+    ]
+    assert not revision_for_model(settings, 134_515_008).intention_revision
+    assert revision_for_model(settings, None).intention_revision  # a served model of unknown size
+    assert revision_for_model(
+        settings.model_copy(update={"intention_revision_min_model_b": 0}), 1
+    ).intention_revision
