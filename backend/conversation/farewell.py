@@ -150,6 +150,11 @@ def ends_with_farewell(text: str, phrases: Sequence[str]) -> bool:
     return bool(found) and _closes(line[found[-1].end() :])
 
 
+def invites(text: str) -> bool:
+    """Whether the line extends an invitation (rule 2: come to / join us / 来てね / 来ない？ ...), quotes aside."""
+    return _INVITATION.search(_unquoted(_fold(text))) is not None
+
+
 def has_farewell(text: str, phrases: Sequence[str], *, opening: bool = False) -> bool:
     """Whether the line says goodbye, so that it ends a talk (see the module docstring).
 

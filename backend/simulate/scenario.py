@@ -17,13 +17,14 @@ The paper's figures (25 agents, two game days): 52% knew of the party, 5 of the 
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from backend.simulate import party_news
+from backend.simulate import party_minds, party_news
 from backend.simulate.party_news import PartyNews
 from backend.simulate.scenario_report import render
 
@@ -311,7 +312,11 @@ def _closing(
     start_density, played, timeout_s = figures
     stored = party_news.wait_for_memories(client, min(timeout_s, 300.0))
     tellings = party_news.tellings(client, news)
+    days = list(range(1, max(1, math.ceil(played)) + 1))  # every scenario starts on game day 1
     return {
+        "plans": party_minds.plan_sources(client, [a["id"] for a in agents], days),
+        "farewells": party_minds.farewell_endings(client),
+        "council": _council(client, agents, news, timeout_s),
         "memories_stored": stored,
         "density": {"start": start_density, "end": density(client, agents)},
         "model": model_use(client, len(agents), played),
@@ -321,6 +326,22 @@ def _closing(
         "tellings": tellings,
         "telling_counts": party_news.summary(tellings),
     }
+
+
+def _council(client: Any, agents: list[dict[str, Any]], news: PartyNews, timeout_s: float) -> dict[str, Any]:
+    """One round of a council of three guests on holding the party every month (its opinions: real
+    sentences of the model's, or not)."""
+    guests = [a["id"] for a in agents if a["id"] != news.host][:3]
+    host, place = news.people.get(news.host, news.host), news.slots.where_name or news.slots.where or ""
+    ja = next((a.get("language") for a in agents if a["id"] == news.host), "ja") != "en"
+    proposal = (
+        {"title": f"{place}での{host}のパーティーを毎月開く", "language": "ja",
+         "background": f"{host}が{place}でパーティーを開いた。毎月開くかどうかを決める。"}
+        if ja else
+        {"title": f"Hold {host}'s party at {place} every month", "language": "en",
+         "background": f"{host} held a party at {place}. The town decides whether to hold it every month."}
+    )  # fmt: skip
+    return party_minds.council_opinions(client, guests, proposal, timeout_s=max(timeout_s, 60.0) * 2)
 
 
 def _party_day(

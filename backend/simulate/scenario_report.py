@@ -111,5 +111,27 @@ def _news_lines(report: dict[str, Any]) -> list[str]:
         *_answers(report),
         f"fallbacks: {_pct(report['fallbacks'], report['turns'])} of turns; seconds per turn (model call): "
         f"median {turn_s.get('p50', 0.0):.2f}, mean {turn_s.get('mean', 0.0):.2f}",
+        *_minds(report),
     ]
     return lines
+
+
+def _minds(report: dict[str, Any]) -> list[str]:
+    """Day plans by source, talks a farewell ended inside an invitation, the council's opinions."""
+    out = []
+    if plans := report.get("plans"):
+        out.append(f"day plans by source (model, repaired: the model's; fallback: not): {plans['counts']}")
+    if farewells := report.get("farewells"):
+        inside = farewells["inside_an_invitation"]
+        out.append(f"talks ended by a farewell: {farewells['ended_by_farewell']}; of them on a line that invited "
+                   f"someone: {len(inside)} (target 0)")  # fmt: skip
+        out.extend(f"  {row['session_id']}: {' '.join(row['line'].split())[:160]}" for row in inside)
+    if council := report.get("council"):
+        opinions = council["opinions"]
+        real = sum(o["model"] and o["sentence"] for o in opinions)
+        out.append(f"council ({council['status']}, outcome {council['outcome']}): opinions that are the model's "
+                   f"own real sentences {_pct(real, len(opinions))}")  # fmt: skip
+        for o in opinions:
+            marks = ("" if o["model"] else "fallback, ") + ("sentence" if o["sentence"] else "no sentence")
+            out.append(f"  {o['agent_id']} ({o['stance']}; {marks}): {' '.join(o['opinion'].split())[:160]}")
+    return out

@@ -12,7 +12,8 @@ import pytest
 
 from backend.cli import main
 from backend.config import Settings
-from backend.simulate import party_news, scenario
+from backend.conversation import farewell
+from backend.simulate import party_minds, party_news, scenario
 from backend.simulate.scenario_cli import PARTY_TOWNS
 from backend.transfer.demo import bundled_town
 
@@ -138,3 +139,30 @@ def test_the_party_on_a_small_town_through_the_cli(
     assert counts["tellings"] == len(report["tellings"]) and counts["wrong_host"] == 0
     assert f"tellings of the party: {counts['tellings']}" in printed
     assert f"{host} -> " in printed and "seconds per turn" in printed and "interviews after day 1" in printed
+    # The minds besides the news: plans by source, farewell endings, the council's opinions.
+    assert sum(report["plans"]["counts"].values()) == len(bundled_town(town).agents)
+    assert report["farewells"]["inside_an_invitation"] == []
+    opinions = report["council"]["opinions"]
+    assert report["council"]["status"] == "done" and len(opinions) == 3
+    assert all(o["model"] and o["sentence"] for o in opinions)
+    assert (
+        "day plans by source" in printed
+        and "talks ended by a farewell" in printed
+        and "council (done" in printed
+    )
+
+
+def test_a_council_opinion_is_a_real_sentence_only_with_words() -> None:
+    assert party_minds.real_sentence("I think a monthly party would bring the town together.")
+    assert party_minds.real_sentence("毎月のパーティーは町のためになると思う。")
+    assert not party_minds.real_sentence("")
+    assert not party_minds.real_sentence("1. Today")
+    assert not party_minds.real_sentence("いいね")
+
+
+def test_an_invitation_is_told_apart_from_a_goodbye() -> None:
+    assert farewell.invites("I'm really excited to see you soon. Would you like to come to my party?")
+    assert farewell.invites("明日の19時にパーティーするから、来てね！")
+    assert not farewell.invites("Bye, see you tomorrow!")
+    assert not farewell.invites("じゃあ、またね！")
+    assert not farewell.invites('He said "come to the party" to everyone.')  # quoted words are not the line's
