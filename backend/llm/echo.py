@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +31,7 @@ from pydantic import BaseModel
 
 from backend.llm.base import Message, T, annotated_schema_for
 from backend.llm.label import label_problem, unlabelled
+from backend.llm.loops import has_words, unlooped
 from backend.llm.reask import leaks_instruction
 
 #: A string whose maxLength is at most this is a word from a vocabulary, not free text.
@@ -270,16 +271,33 @@ def without_labels(reply: T, schema: type[T]) -> T:
     return reply if relabelled == dumped else schema.model_validate(relabelled)
 
 
+def without_loops(reply: T, schema: type[T]) -> T:
+    """`reply` with each free-text value cut before the loop it fell into ("08:28, 08:28, ..."; llm/loops.py)."""
+    tree = _rules(schema).tree
+    if tree is None:
+        return reply
+    dumped = reply.model_dump(mode="json")
+    cut = _on_text(dumped, tree, lambda text, _spec: unlooped(text))
+    return reply if cut == dumped else schema.model_validate(cut)
+
+
 def _unlabel(value: Any, tree: Any) -> Any:
+    return _on_text(value, tree, _unlabel_one)
+
+
+def _unlabel_one(value: str, spec: _Text) -> str:
+    rest = unlabelled(value, _labels(spec))
+    return value if rest is None or len(rest.strip(_EDGE)) < 2 else rest
+
+
+def _on_text(value: Any, tree: Any, change: Callable[[str, _Text], str]) -> Any:
+    """`value` with `change` applied to each free-text string of it (`tree`: the schema's rules)."""
     if isinstance(tree, _Text):
-        if not isinstance(value, str) or tree.vocabulary:
-            return value
-        rest = unlabelled(value, _labels(tree))
-        return value if rest is None or len(rest.strip(_EDGE)) < 2 else rest
+        return change(value, tree) if isinstance(value, str) and not tree.vocabulary else value
     if tree[0] == "object" and isinstance(value, dict):
-        return {k: _unlabel(v, tree[1][k]) if k in tree[1] else v for k, v in value.items()}
+        return {k: _on_text(v, tree[1][k], change) if k in tree[1] else v for k, v in value.items()}
     if tree[0] == "array" and isinstance(value, list):
-        return [_unlabel(item, tree[1]) for item in value]
+        return [_on_text(item, tree[1], change) for item in value]
     return value
 
 
@@ -293,6 +311,8 @@ def _value_problem(value: str, norm: str, spec: _Text, rules: _Rules) -> str | N
         return None if spec.allow_empty else "is empty"
     if len(norm) <= 1:
         return f"has at most one character ({stripped!r})"
+    if not has_words(stripped):
+        return f"holds no words ({stripped[:40]!r}), only numbers or signs"
     # "意見（2〜4文、あなたの口調で）": an old template's slot with its hint in brackets.
     bare = _ASIDE.sub("", norm).strip(_EDGE) if norm.endswith(")") or "(" in norm else norm
     if norm in PLACEHOLDER_WORDS or bare in PLACEHOLDER_WORDS:

@@ -1,0 +1,54 @@
+"""Loops cut out of a small model's free text, and a reply of numbers only refused (llm/loops.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from backend.conversation.schemas import turn_reply_for
+from backend.errors import LLMReplyError
+from backend.llm.base import GenerateOptions
+from backend.llm.loops import has_words, unlooped
+from backend.llm.retry import checked_reply
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        # What SmolLM2-135M wrote at temperature 0.2 in the party scenario.
+        ("I'm going to spend time at Oak Bakery. I'm going to spend time at Oak Bakery. I'm going to spend",
+         "I'm going to spend time at Oak Bakery."),
+        ("08:28, 08:28, 08:28, 08:28, 08:28,", "08:28"),
+        ("I'm so glad you're here, I'm so glad you're here, I'm so", "I'm so glad you're here"),
+        ("明日ね。明日ね。明日ね。", "明日ね。"),
+        ("パーティーに来てね、パーティーに来てね、パーティーに", "パーティーに来てね"),
+        # Speech, not loops: short repeats and lines that say nothing twice stay whole.
+        ("Yes, yes, I know.", "Yes, yes, I know."),
+        ("うん、うん、そうだね。", "うん、うん、そうだね。"),
+        ("Hi Ben! Mia is hosting a party at the Corner Cafe tomorrow at 7pm. Want to come?",
+         "Hi Ben! Mia is hosting a party at the Corner Cafe tomorrow at 7pm. Want to come?"),
+        ("ねえねえ、聞いて。明日の19時に喫茶ひだまりでパーティーがあるんだ。", "ねえねえ、聞いて。明日の19時に喫茶ひだまりでパーティーがあるんだ。"),
+    ],
+)  # fmt: skip
+def test_a_loop_is_cut_where_it_starts(text: str, kept: str) -> None:
+    assert unlooped(text) == kept
+
+
+def test_words_are_letters_or_kana_and_kanji() -> None:
+    assert has_words("Hi!") and has_words("来てね") and has_words("パーティー")
+    assert not has_words("08:28") and not has_words("1.") and not has_words("…!?")
+
+
+def _reply(dialogue: str) -> str:
+    return json.dumps({"dialogue": dialogue, "emotion": "happy", "is_conversation_end": False})
+
+
+def test_a_looping_line_is_repaired_and_a_line_of_numbers_refused() -> None:
+    schema = turn_reply_for(None, actions=False)
+    messages = [{"role": "user", "content": "Now: day 1, 08:28, at Oak Bakery. Greet Ben."}]
+    options = GenerateOptions(purpose="dialogue")
+    looped = _reply("Good morning, Ben. Good morning, Ben. Good morning, Ben. Good")
+    assert checked_reply(looped, schema, messages, options).dialogue == "Good morning, Ben."
+    with pytest.raises(LLMReplyError, match="holds no words"):
+        checked_reply(_reply("08:28, 08:28, 08:28, 08:28"), schema, messages, options)
