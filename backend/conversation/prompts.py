@@ -19,7 +19,7 @@ from backend.conversation.schemas import EMOTIONS
 from backend.gametime import format_clock
 from backend.ids import is_player
 from backend.intention.appointment import rebase
-from backend.intention.fact import Slots
+from backend.intention.fact import Slots, slot_words
 from backend.intention.telling import Tellable
 from backend.text import quote_data
 from backend.world.models import Agent
@@ -267,15 +267,28 @@ def _tell_facts(ctx: TurnContext, slots: Slots) -> str:
         ctx.language, host_name=host, stance=stance, today=ctx.day,
         heard_from=source if stance == "heard" and source != ctx.speaker.name else None, names=names,
     )  # fmt: skip
+    say = _slot_list(slots, ctx.language, ctx.day)  # by value: a small model drops the time otherwise
     if tell.own:
         return (
             f"News {partner} has not heard from you yet: {facts}\n"
-            f"Tell {partner} about it now in your own words, with what, when and where "
+            f"Tell {partner} about it now in your own words, with {say} "
             f"(invite {partner} if it is an event)."
         )
     return (
         f"News {partner} has not heard yet: {facts}\n"
-        f"Pass it on to {partner} now in your own words: whose it is, what, when and where."
+        f"Pass it on to {partner} now in your own words: whose it is, {say}."
+    )
+
+
+def _slot_list(slots: Slots, language: str, today: int) -> str:
+    """The slots a telling must carry, each with its value as people say it in `language`: "what (party),
+    when (tomorrow at 7pm) and where (Corner Cafe)" / "when (明日の19時)"; a slot the news lacks is left out."""
+    parts = [f"{slot} ({slot_words(slots, slot, language, today)})" for slot in ("what", "when", "where")
+             if slot in slots.present() and slot_words(slots, slot, language, today)]  # fmt: skip
+    return (
+        ", ".join(parts[:-1]) + f" and {parts[-1]}"
+        if len(parts) > 1
+        else (parts[0] if parts else "what it is")
     )
 
 

@@ -167,6 +167,8 @@ def test_news_is_shown_to_the_teller_as_third_person_facts_not_a_line_to_copy(
     tell = prompt[prompt.index("News 葵 has not heard from you yet") :]
     assert "Emma is hosting a party" in tell and "7pm" in tell and "You are the host" in tell
     assert "I am throwing" not in tell  # the first-person sentence is never shown to copy
+    # What the line must carry, by value (a small model dropped the time when asked for "when" alone).
+    assert "with what (party), when (tomorrow at 7pm) and where (公園)" in tell
 
 
 def test_an_invitation_is_important_by_rule_and_passed_on_whatever_the_model_rates(
