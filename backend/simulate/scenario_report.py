@@ -75,7 +75,9 @@ def _variety_lines(variety: dict[str, Any]) -> list[str]:
         return out
     over = said["over_twice_in_a_conversation"]
     examples = f" (e.g. {' / '.join(said['over_twice_examples'])})" if over else ""
-    out.append(f"sentences said more than twice in one conversation: {over}{examples}   ({TARGETS['sentences']})")
+    out.append(
+        f"sentences said more than twice in one conversation: {over}{examples}   ({TARGETS['sentences']})"
+    )
     for day, figures in said["days"].items():
         most = ", ".join(f"{text[:30]!r} x{n}" for text, n in figures["most_said"])
         out.append(f"  day {day}: {figures['sentences']} sentences ({figures['distinct']} distinct), "

@@ -135,11 +135,14 @@ def small_talk_passed_on(
     return out
 
 
-def measure(client: Any, agents: list[dict[str, Any]], places: Sequence[Place], limit: int = 500) -> dict[str, Any]:
+def measure(
+    client: Any, agents: list[dict[str, Any]], places: Sequence[Place], limit: int = 500
+) -> dict[str, Any]:
     """All of the above for the conversations and tellings the server holds (the scenario's report)."""
     listing = client._send("GET", "/v1/conversations", params={"limit": limit})["conversations"]
     names = {a["id"]: a.get("name") or a["id"] for a in agents}
-    conversations, turns = [], []
+    conversations: list[tuple[int, list[str]]] = []
+    turns: list[dict[str, Any]] = []
     for summary in listing:
         detail = client.conversation(summary["session_id"])
         said = detail.get("turns") or []

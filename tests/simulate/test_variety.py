@@ -20,7 +20,12 @@ PEOPLE = {"mia": "Mia", "grace": "Grace", "oliver": "Oliver", "ren": "蓮", "aoi
 
 
 def test_lines_are_split_into_sentences_in_japanese_and_english() -> None:
-    assert sentences("おはよう！今日はいい天気だね。散歩した？うん") == ["おはよう！", "今日はいい天気だね。", "散歩した？", "うん"]
+    assert sentences("おはよう！今日はいい天気だね。散歩した？うん") == [
+        "おはよう！",
+        "今日はいい天気だね。",
+        "散歩した？",
+        "うん",
+    ]
     assert sentences("「楽しかった。」って言ってた。") == ["「楽しかった。」って言ってた。"]
     assert sentences("Good morning, Oliver. It's 7.30 already! Coffee?") == [
         "Good morning, Oliver.", "It's 7.30 already!", "Coffee?"
@@ -89,7 +94,11 @@ class Server:
 
 
 def test_the_report_prints_the_measures_with_their_targets() -> None:
-    agents = [{"id": "ren", "name": "蓮"}, {"id": "grace", "name": "Grace"}, {"id": "oliver", "name": "Oliver"}]
+    agents = [
+        {"id": "ren", "name": "蓮"},
+        {"id": "grace", "name": "Grace"},
+        {"id": "oliver", "name": "Oliver"},
+    ]
     figures = measure(Server(), agents, PLACES)
     assert figures["sentences"]["over_twice_in_a_conversation"] == 1  # いい天気だね。 three times
     assert figures["self_reference"]["lines"] == 2
