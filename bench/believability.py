@@ -8,10 +8,13 @@ Each town is loaded into a fresh SQLite database in a temporary folder; the host
 ("tomorrow at 19:00 in the park, I want everyone to come") and the headless stand-in for Unity plays two
 game days over HTTP. It prints who knew of the party after each day (by memory and by interview), how many
 of the invited planned it and were there when it started, the relationship density at the start and end,
-model calls and prompt tokens per agent per game day, and how varied the lines were.
+model calls and prompt tokens per agent per game day, and how varied and honest the lines were
+(backend/simulate/variety.py). `--json FILE` also writes the figures.
 Targets (scripted engine, 25-agent town): knowledge >= 60% after two days (paper 52%), >= 50% of the
 invited plan it and >= 40% are there (paper 5 of 12), density rising at least as the paper's (0.167 ->
-0.74), no line twice in a conversation and < 10% of a day's lines said word for word elsewhere that day.
+0.74); measured on sentences: no sentence more than twice in a conversation, < 20% of a day's sentences
+repeating one said earlier that day, no line where the speaker names itself in the third person, no small
+talk passed on as news (issue 34).
 The scripted figures are printed with a note that they are the mechanism's ceiling (telling, ratings and
 acceptance are decided by rule there), not a measure of a model.
 """
@@ -19,6 +22,7 @@ acceptance are decided by rule there), not a measure of a model.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
@@ -61,11 +65,13 @@ def main() -> int:
     parser.add_argument("--provider", default="scripted")
     parser.add_argument("--days", type=int, choices=(1, 2), default=2, help="1: the first game day only")
     parser.add_argument("--hours", type=float, default=18.0, help="with --days 1: game hours from 06:00")
+    parser.add_argument("--json", type=Path, help="also write each town's figures as JSON to this file")
     args = parser.parse_args()
     towns = [name for name in bundled_names() if args.town in ("all", name)]
     if not towns:
         print(f"no town {args.town!r}; bundled: {', '.join(bundled_names())}", file=sys.stderr)
         return 2
+    reports: dict[str, dict[str, object]] = {}
     for town in towns:
         with tempfile.TemporaryDirectory() as folder:
             started = time.monotonic()
@@ -86,6 +92,9 @@ def main() -> int:
             note = caveat(args.provider)
             if note:
                 print(note)
+            reports[town] = {**report, "provider": args.provider, "caveat": note}
+    if args.json:
+        args.json.write_text(json.dumps(reports, ensure_ascii=False, indent=2), encoding="utf-8")
     return 0
 
 

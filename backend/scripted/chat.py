@@ -25,10 +25,13 @@ def greeting(ctx: WriterContext, partner: str, hour: float) -> str:
         if word == "おはよう" and is_polite(ctx.facts):
             word = "おはようございます"
         name = f"{partner}{end(ctx, 'さん', '')}"
-        return str(ctx.pick([f"{word}、{name}！", f"あ、{name}、{word}。", f"{name}！{word}。"]))
+        # One sentence each, with the name: a bare "こんにちは。" is every greeting of the day.
+        return str(ctx.pick([f"{word}、{name}！", f"あ、{name}、{word}。", f"{name}、{word}！"]))
     word = "Good morning" if hour < 11 else ("Good evening" if hour >= 18 else "Hi")
     return str(
-        ctx.pick([f"{word}, {partner}!", f"Oh, {partner}! {word}.", f"Hey {partner}, {word.lower()}."])
+        ctx.pick(
+            [f"{word}, {partner}!", f"Oh, {word.lower()}, {partner}!", f"Hey {partner}, {word.lower()}."]
+        )
     )
 
 
@@ -74,7 +77,7 @@ def goodbye(ctx: WriterContext, partner: str, leaving: bool) -> str:
         if leaving and activity:
             # Half the time without a goodbye phrase: the talk then ends by the model's own choice ("model").
             head = ctx.pick([f"あ、そろそろ「{activity}」の時間だ。", f"いけない、このあと「{activity}」なんだった。",
-                             f"もうこんな時間！「{activity}」に行かないと。"])  # fmt: skip
+                             f"もうこんな時間、「{activity}」に行かないと。"])  # fmt: skip
             return (
                 head
                 + f"{partner}、"
@@ -94,7 +97,7 @@ def goodbye(ctx: WriterContext, partner: str, leaving: bool) -> str:
         )
     if leaving and activity:
         head = ctx.pick([f"Oh, it's almost time to {activity}.", f"Oops, I still have to {activity}.",
-                         f"Look at the time! I need to {activity}."])  # fmt: skip
+                         f"Look at the time, I need to {activity}."])  # fmt: skip
         return (
             head
             + " "

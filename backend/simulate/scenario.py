@@ -9,8 +9,8 @@ stand-in world then plays two game days over HTTP, as Unity would. What is measu
   time and place, and who is at that place when it starts (their last reported state);
 - the relationship network's density (directed pairs with person memory / n(n-1)) at the start and end;
 - model calls and tokens per agent per game day, by purpose;
-- how varied the lines are: lines said twice in one conversation, and the share of each day's lines said
-  word for word elsewhere that day.
+- how varied and honest the lines are (variety.py): lines and sentences repeated in one conversation and
+  over each day, speakers naming themselves in the third person, small talk passed on as news.
 The paper's figures (25 agents, two game days): 52% knew of the party, 5 of the 12 invited came, density
 0.167 -> 0.74.
 """
@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from backend.simulate import party_minds, party_news
+from backend.simulate import party_minds, party_news, variety
 from backend.simulate.party_news import PartyNews
 from backend.simulate.scenario_report import render
 
@@ -202,28 +201,6 @@ def at_place(client: Any, agent_ids: list[str], place_name: str, party: Party) -
     return there
 
 
-def line_variety(client: Any, limit: int = 500) -> dict[str, Any]:
-    """Lines said twice in one conversation, and per game day the share said word for word elsewhere."""
-    listing = client._send("GET", "/v1/conversations", params={"limit": limit})["conversations"]
-    repeats_in_conversation, by_day = 0, dict[int, list[str]]()
-    for summary in listing:
-        detail = client.conversation(summary["session_id"])
-        lines = [t["dialogue"] for t in detail.get("turns", [])]
-        repeats_in_conversation += len(lines) - len(set(lines))
-        day = int((detail.get("turns") or [{}])[0].get("day") or summary.get("day") or 1)
-        by_day.setdefault(day, []).extend(lines)
-    shares = {}
-    for day, lines in sorted(by_day.items()):
-        counts = Counter(lines)
-        repeated = sum(n for n in counts.values() if n > 1)
-        shares[day] = {"lines": len(lines), "repeated_share": repeated / len(lines) if lines else 0.0}
-    return {
-        "conversations": len(listing),
-        "repeated_in_a_conversation": repeats_in_conversation,
-        "days": shares,
-    }
-
-
 def model_use(client: Any, agents: int, days: float) -> dict[str, Any]:
     stats = client.llm_stats(window_s=30 * 86_400)
     purposes = {p["purpose"]: p for p in stats.get("purposes", [])}
@@ -320,7 +297,7 @@ def _closing(
         "memories_stored": stored,
         "density": {"start": start_density, "end": density(client, agents)},
         "model": model_use(client, len(agents), played),
-        "variety": line_variety(client),
+        "variety": variety.measure(client, agents, news.places),
         "turns": world.report.turns,
         "fallbacks": world.report.fallbacks,
         "tellings": tellings,

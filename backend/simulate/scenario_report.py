@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from backend.simulate.party_news import render_tellings
+from backend.simulate.variety import TARGETS
 
 
 def _render_day1(report: dict[str, Any]) -> str:
@@ -18,8 +19,8 @@ def _render_day1(report: dict[str, Any]) -> str:
         f"by interview {_share(report['knew_day1']['knew_by_interview'], others)}",
         f"relationship density: {report['density']['start']:.3f} -> {report['density']['end']:.3f}",
         f"model calls per agent per game day: {model['calls_per_agent_day']:.1f}; by purpose {model['by_purpose']}",
-        f"lines: {report['turns']} ({report['fallbacks']} fell back) in {variety['conversations']} conversations; "
-        f"said twice in one conversation: {variety['repeated_in_a_conversation']}",
+        f"lines: {report['turns']} ({report['fallbacks']} fell back) in {variety['conversations']} conversations",
+        *_variety_lines(variety),
         *_news_lines(report),
     ]
     return "\n".join(lines)
@@ -56,16 +57,40 @@ def render(report: dict[str, Any]) -> str:
         "(paper: 0.167 -> 0.74)",
         f"model calls per agent per game day: {model['calls_per_agent_day']:.1f}, prompt tokens "
         f"{model['prompt_tokens_per_agent_day']:.0f}; by purpose {model['by_purpose']}",
-        f"lines: {report['turns']} ({report['fallbacks']} fell back) in {variety['conversations']} conversations; "
-        f"said twice in one conversation: {variety['repeated_in_a_conversation']}",
+        f"lines: {report['turns']} ({report['fallbacks']} fell back) in {variety['conversations']} conversations",
+        *_variety_lines(variety),
     ]
-    for day, figures in variety["days"].items():
-        lines.append(
-            f"  day {day}: {figures['lines']} lines, {100 * figures['repeated_share']:.1f}% said word for word "
-            "elsewhere that day"
-        )
     lines.extend(_news_lines(report))
     return "\n".join(lines)
+
+
+def _variety_lines(variety: dict[str, Any]) -> list[str]:
+    """Repetition by whole lines and by sentences, self-reference and small talk passed on, with the targets."""
+    out = [f"variety: a line said twice in one conversation: {variety['repeated_in_a_conversation']}"]
+    for day, figures in variety["days"].items():
+        out.append(f"  day {day}: {figures['lines']} lines, {100 * figures['repeated_share']:.1f}% said word for "
+                   "word elsewhere that day")  # fmt: skip
+    said = variety.get("sentences")
+    if said is None:
+        return out
+    over = said["over_twice_in_a_conversation"]
+    examples = f" (e.g. {' / '.join(said['over_twice_examples'])})" if over else ""
+    out.append(
+        f"sentences said more than twice in one conversation: {over}{examples}   ({TARGETS['sentences']})"
+    )
+    for day, figures in said["days"].items():
+        most = ", ".join(f"{text[:30]!r} x{n}" for text, n in figures["most_said"])
+        out.append(f"  day {day}: {figures['sentences']} sentences ({figures['distinct']} distinct), "
+                   f"{100 * figures['repeated_share']:.1f}% repeat one said earlier that day "
+                   f"({TARGETS['day_share']}); most said: {most}")  # fmt: skip
+    selves, small = variety["self_reference"], variety["small_talk_passed_on"]
+    out.append(f"lines where the speaker names itself in the third person: {selves['lines']}   "
+               f"({TARGETS['self_reference']})")  # fmt: skip
+    out.extend(f"  {e['speaker']}: {e['line'][:100]}" for e in selves["examples"])
+    out.append(f"small talk passed on as news: {small['count']} of {small['passed_on']} tellings passed on   "
+               f"({TARGETS['small_talk']})")  # fmt: skip
+    out.extend(f"  {e['teller']} passed on {e['origin']}'s {e['text'][:80]!r}" for e in small["examples"])
+    return out
 
 
 def _pct(part: int, whole: int) -> str:

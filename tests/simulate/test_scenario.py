@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from backend.simulate import scenario
+from backend.simulate.variety import measure
 
 PARTY = scenario.Party(
     host="aoi", poi="park", text="明日の19時に公園で花火", keywords=["花火", "fireworks"],
@@ -39,6 +40,8 @@ class FakeClient:
             return {"answer": self.answers[agent], "fallback": False}
         if path.endswith("/people"):
             return {"people": [{"other_id": other} for other in self.people[agent]]}
+        if path.endswith("/told"):
+            return {"told": []}
         if path == "/v1/conversations":
             return {"conversations": [{"session_id": "a"}, {"session_id": "b"}]}
         raise AssertionError(path)
@@ -77,10 +80,11 @@ def test_plans_and_presence_at_the_party() -> None:
 
 
 def test_line_variety() -> None:
-    variety = scenario.line_variety(FakeClient())
+    variety = measure(FakeClient(), AGENTS, [])
     assert variety["repeated_in_a_conversation"] == 1
     # Day 1: 5 lines, "おはよう" three times.
     assert variety["days"][1] == {"lines": 5, "repeated_share": 3 / 5}
+    assert variety["sentences"]["days"][1]["repeated_share"] == 2 / 5
 
 
 def test_render_states_the_papers_figures() -> None:

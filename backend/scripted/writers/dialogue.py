@@ -94,13 +94,25 @@ def _remarks(ctx: WriterContext) -> list[str]:
                                          f"Later I'm going to {activity}."]))  # fmt: skip
     out.extend(_memory_remarks(ctx))
     persona = str((facts.get("speaker") or {}).get("persona") or "")
+    partner = str((facts.get("partner") or {}).get("name") or "")
+    you = (
+        (f"{partner}{_end(ctx, 'さん', '')}" if partner else "あなた")
+        if ctx.ja
+        else (f", {partner}" if partner else "")
+    )
     for word in _fresh_words(persona, facts, ctx.ja, limit=2):
         out.append(_vary(ctx, word, [f"最近、{word}のことばかり考えて{_end(ctx, 'いるんです', 'るんだ')}。",
                                      f"そうそう、{word}のことでちょっと悩んでて。",
-                                     f"{word}の話なら、いくらでもできる{_end(ctx, 'んです', 'よ')}。"]
+                                     f"{word}の話なら、いくらでもできる{_end(ctx, 'んです', 'よ')}。",
+                                     f"{word}のこと、{you}はどう思う？",
+                                     f"今週は{word}のことで手一杯だった{_end(ctx, 'んです', 'よ')}。",
+                                     f"{word}について、ちょっと新しいことを思いついた{_end(ctx, 'んです', 'んだ')}。"]
                          if ctx.ja else [f"Lately I can't stop thinking about {word}.",
                                          f"I've been busy with {word} all week.",
-                                         f"Ask me anything about {word}!"]))  # fmt: skip
+                                         f"Ask me anything about {word}!",
+                                         f"What do you make of {word}{you}?",
+                                         f"I had a new idea about {word} this week.",
+                                         f"{word.capitalize()} has kept me on my toes lately."]))  # fmt: skip
     out.append(_small_talk(ctx))
     return out
 
@@ -215,11 +227,15 @@ def _remark(ctx: WriterContext) -> str:
     said = " ".join(
         str(line) for line in [*(ctx.facts.get("history") or []), *(ctx.facts.get("memories") or [])]
     )
-    fresh = [r for r in _remarks(ctx) if r not in said]
+    remarks = _remarks(ctx)
+    fresh = [r for r in remarks if r not in said]
     # What a memory says comes first: it is this speaker's own and changes through the day (the place and
     # the plan are the same for everyone there, and a town of them would say the same line all day).
     remembered = [r for r in _memory_remarks(ctx) if r in fresh]
-    return str(ctx.pick(remembered or fresh or _remarks(ctx)))
+    # Talk of the weather and the hour only when nothing of this speaker's own is left: a town of 25 saying
+    # one of three such lines repeats them all day (a day's sentences should seldom repeat).
+    own = [r for r in fresh if r != remarks[-1]]  # _remarks ends with the small talk
+    return str(ctx.pick(remembered or own or fresh or remarks))
 
 
 def _answer(ctx: WriterContext, last: str) -> tuple[str, str]:
@@ -230,20 +246,24 @@ def _answer(ctx: WriterContext, last: str) -> tuple[str, str]:
     words = _fresh_words(last, ctx.facts, ctx.ja)
     if words:
         word = ctx.pick(words)
+        # One sentence each, around the word: a bare "知らなかった。" after it is what a town says all day.
         ja = [f"{word}、いい{_end(ctx, 'ですね', 'ね')}！", f"{word}の話、もっと聞かせて{_end(ctx, 'ください', 'よ')}。",
-              f"へえ、{word}かあ。知らなかった{_end(ctx, 'です', '')}。", f"えっ、{word}？本当{_end(ctx, 'ですか', 'に')}？",
+              f"へえ、{word}のことは知らなかった{_end(ctx, 'です', 'なあ')}。", f"えっ、{word}って本当{_end(ctx, 'ですか', 'に')}？",
               f"なるほど、{word}{_end(ctx, 'ですか', 'ね')}。", f"{word}って、どんな感じ{_end(ctx, 'ですか', 'なの')}？",
               f"{word}か、いいなあ。"]  # fmt: skip
-        en = [f"{word.capitalize()}? That sounds great!", f"Tell me more about {word}.",
-              f"Huh, {word}. I didn't know that.", f"Wait, {word}? Really?", f"Ah, {word}. I see.",
+        en = [f"{word.capitalize()} sounds great!", f"Tell me more about {word}.",
+              f"Huh, I didn't know that about {word}.", f"Wait, {word}, really?", f"Ah, {word}, I see.",
               f"What's {word} like?", f"{word.capitalize()}, how lovely."]  # fmt: skip
         index = ctx.rng.randrange(len(ja))
         feel = ("happy", "neutral", "relaxed", "surprised", "neutral", "neutral", "happy")[index]
         return (ja if ctx.ja else en)[index], feel
     if last.rstrip().endswith(("?", "？")):
-        return str(ctx.pick([f"うーん、どうだろう。考えてみ{_end(ctx, 'ます', 'る')}。", "いい質問だね、うーん…。"]
+        return str(ctx.pick([f"うーん、どうだろう、考えてみ{_end(ctx, 'ます', 'る')}。", "いい質問だね、うーん…。"]
                             if ctx.ja else ["Hmm, good question. Let me think about it.", "Good question..."])), "neutral"  # fmt: skip
-    # A wide pool: a town says these all day, and a day's sentences should seldom repeat.
+    # Half the time no bare reaction at all (the remark that follows is the reply): a town says these all
+    # day, and a day's sentences should seldom repeat.
+    if ctx.rng.random() < 0.5:
+        return "", "relaxed"
     return str(ctx.pick([f"うんうん、わかる{_end(ctx, '気がします', 'よ')}。", "なるほどね。", "たしかに。", "そっか。",
                          f"へえ、そうなん{_end(ctx, 'ですね', 'だ')}。", f"それ、ちょっとわかる{_end(ctx, 'かもしれません', 'かも')}。",
                          f"うん、そういうことある{_end(ctx, 'ですよね', 'よね')}。", f"ほんとにそう{_end(ctx, 'ですね', 'だね')}。"]
@@ -313,7 +333,7 @@ def write_turn(ctx: WriterContext) -> dict[str, Any]:
         return _reply(ctx, f"{greeting}{space}{_tell(ctx, partner) or _remark(ctx)}", "happy", False)
     answer, emotion = _answer_invitation(ctx, last) if news.is_invitation(last) else _answer(ctx, last)
     # Something to tell, else a remark: a bare "うんうん、わかるよ" is what a whole town would say all day.
-    answer = f"{answer}{space}{_tell(ctx, partner) or _remark(ctx)}"
+    answer = f"{answer}{space}{_tell(ctx, partner) or _remark(ctx)}".strip()
     return _reply(ctx, answer, emotion, False)
 
 
