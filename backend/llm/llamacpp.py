@@ -284,7 +284,6 @@ class LlamaCppLLM(LLM):
         temperature: float = 0.7,
         top_p: float | None = None,
         top_k: int | None = None,
-        repeat_penalty: float | None = None,
         seed: int | None = None,
         chat: str = "chat template from the GGUF",
         prefix_cache_bytes: int = 0,
@@ -294,8 +293,7 @@ class LlamaCppLLM(LLM):
             self.engine.prefixes = PrefixCache(llama_cpp_module(), prefix_cache_bytes)
         self.model = model_name
         self.temperature = temperature
-        given = (("top_p", top_p), ("top_k", top_k), ("repeat_penalty", repeat_penalty))
-        self.sampling = {k: v for k, v in given if v is not None}
+        self.sampling = {k: v for k, v in (("top_p", top_p), ("top_k", top_k)) if v is not None}
         self.seed = seed
         self.chat = chat  # which template formats the prompts, for /health
         self._grammars: collections.OrderedDict[str, str] = collections.OrderedDict()
@@ -331,7 +329,6 @@ class LlamaCppLLM(LLM):
             temperature=temperature_of(settings),
             top_p=packaged.top_p if packaged else None,  # the packaged model's recommended sampling
             top_k=packaged.top_k if packaged else None,
-            repeat_penalty=packaged.repeat_penalty if packaged else None,
             seed=settings.llm_seed,
             chat=chat,
             prefix_cache_bytes=settings.llamacpp_prefix_cache_mb * 2**20,
