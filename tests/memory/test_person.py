@@ -96,7 +96,8 @@ def test_summary_is_recompressed_past_20_exchanges(pair: TestClient, scripted: S
     lines = [f"{'ヒカリ' if i % 2 else 'アオイ'}: 話題その{i}について話そう" for i in range(20)]
     row = update(pair, lines[:12], session="s1", day=1)
     assert row.exchanges_since_compress == 12 and row.compressions == 0
-    long_summary = "ヒカリとはいろいろな話をした。" * 10
+    topics = ("本", "猫", "雨", "朝ごはん", "花火", "公園", "音楽", "映画", "旅行", "料理")
+    long_summary = "".join(f"ヒカリとは{topic}の話をした。" for topic in topics)
     scripted.enqueue(
         {"traits_noticed": ["話好き"], "notes": [], "summary": long_summary},
         {"summary": "話好きな友人。"},
