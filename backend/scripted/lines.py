@@ -21,7 +21,7 @@ _SMALL_TALK = re.compile(
     re.I,
 )
 #: Weather and the day: what anyone says anywhere, not news.
-_IDLE = ("天気", "空気", "日差し", "夕焼け", "寝坊", "お昼", "冷え", "あっという間", "weather", "sunset", "lunch",
+_IDLE = ("天気", "空気", "日差し", "夕焼け", "寝坊", "お昼", "冷え", "あっという間", "いい日", "のんびり", "weather", "sunset", "lunch",
          "overslept", "chilly", "the day went", "good day", "slow afternoon", "sun is")  # fmt: skip
 
 
