@@ -100,8 +100,8 @@ def goodbye(ctx: WriterContext, partner: str, leaving: bool) -> str:
     name = you(ctx, partner)
     if ctx.ja:
         if leaving and activity:
-            head = ctx.pick([f"あ、{name}、そろそろ「{activity}」の時間だから", f"いけない{name}、このあと「{activity}」なんだった、",
-                             f"もうこんな時間だ、{name}、「{activity}」に行かないといけないから", f"{name}、ごめん、「{activity}」があるから"])  # fmt: skip
+            head = ctx.pick([f"あ、{name}、そろそろ「{activity}」の時間だから、", f"いけない{name}、このあと「{activity}」なんだった、",
+                             f"もうこんな時間だ、{name}、「{activity}」に向かわなきゃ、", f"{name}、ごめん、「{activity}」があるから、"])  # fmt: skip
             return head + ctx.pick(
                 ["またね！", "そろそろ行くね、またね！", "今日はこれで、またね！", "じゃあ、またね！"]
             )

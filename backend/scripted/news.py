@@ -165,4 +165,4 @@ def tell_slots(slots: Slots, *, ja: bool, today: int, partner: str, host: str, s
             + " "
             + ask
         )
-    return pick([f"Did you hear that {body}, {partner}?", f"Listen, {partner}, {body}."]) + " " + ask
+    return pick([f"Listen, {partner}, {body}.", f"{partner}, {body}."]) + " " + ask

@@ -39,16 +39,16 @@ _SAD_WORDS = ("疲れ", "悲し", "寂し", "つらい", "落ち込", "tired", "
 #: Words too common to make a topic of (including the ones these templates themselves use, so the
 #: partner's echo of a template never becomes the next topic).
 _COMMON = frozenset(
-    "一番 今日 明日 昨日 最近 本当 時間 自分 前話 話 話題 予定 用事 絶対 今朝 今夜 今度 一緒 thing things lately today really "
+    "一番 今日 明日 昨日 最近 本当 時間 自分 前話 話 話題 予定 用事 今週 質問 絶対 今朝 今夜 今度 一緒 thing things lately today really "
     "something wait sounds great nice remember planning hello morning evening didn't talking "
-    "tomorrow alright about think thinking feels stop".split()
+    "tomorrow alright about think thinking feels stop often afternoon night along together".split()
 )
 _COMMON_JA = frozenset(w for w in _COMMON if not w.isascii())
 #: Words with nothing to pick up ("えっ、right？" is no reply): fillers, pronouns, adverbs, modal verbs.
 _EMPTY = frozenset(
     "right there their these those would could should maybe really sure going being other every where which "
     "while after before still since again never always anyone someone everyone anything nothing thing stuff "
-    "because though okay great sorry thanks coming tonight yours mine ours yeah actually pretty little kind "
+    "because though okay great sorry thanks coming tonight can't don't won't didn't isn't yours mine ours yeah actually pretty little kind "
     "かな こと もの とき ところ みんな 本当 ちょっと".split()
 )
 
