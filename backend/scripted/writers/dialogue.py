@@ -272,13 +272,18 @@ def _answer(ctx: WriterContext, last: str) -> tuple[str, str]:
     if words:
         word = ctx.pick(words)
         # One sentence each, around the word: a bare "知らなかった。" after it is what a town says all day.
-        ja = [f"{word}、いい{_end(ctx, 'ですね', 'ね')}！", f"{word}の話、もっと聞かせて{_end(ctx, 'ください', 'よ')}。",
-              f"へえ、{word}のことは知らなかった{_end(ctx, 'です', 'なあ')}。", f"えっ、{word}って本当{_end(ctx, 'ですか', 'に')}？",
-              f"なるほど、{word}{_end(ctx, 'ですか', 'ね')}。", f"{word}って、どんな感じ{_end(ctx, 'ですか', 'なの')}？",
-              f"{word}か、いいなあ。"]  # fmt: skip
-        en = [f"{word.capitalize()} sounds great!", f"Tell me more about {word}.",
-              f"Huh, I didn't know that about {word}.", f"Wait, {word}, really?", f"Ah, {word}, I see.",
-              f"What's {word} like?", f"{word.capitalize()}, how lovely."]  # fmt: skip
+        partner = str((ctx.facts.get("partner") or {}).get("name") or "")
+        # Most of the time said to the partner by name: "レストランか、いいなあ。" is what a town says all day.
+        called = bool(partner) and ctx.rng.random() < 0.7
+        to, by = (f"、{_you(ctx, partner)}", f"{_you(ctx, partner)}、") if called else ("", "")
+        en_to = f", {partner}" if called else ""
+        ja = [f"{word}、いい{_end(ctx, 'ですね', 'ね')}{to}！", f"{by}{word}の話、もっと聞かせて{_end(ctx, 'ください', 'よ')}。",
+              f"へえ、{word}のことは知らなかった{_end(ctx, 'です', 'なあ')}{to}。", f"えっ、{by}{word}って本当{_end(ctx, 'ですか', 'に')}？",
+              f"なるほど、{by}{word}{_end(ctx, 'ですか', 'ね')}。", f"{by}{word}って、どんな感じ{_end(ctx, 'ですか', 'なの')}？",
+              f"{word}か、いいなあ{to}。"]  # fmt: skip
+        en = [f"{word.capitalize()} sounds great{en_to}!", f"Tell me more about {word}{en_to}.",
+              f"Huh, I didn't know that about {word}{en_to}.", f"Wait, {word}, really{en_to}?",
+              f"Ah, {word}, I see{en_to}.", f"What's {word} like{en_to}?", f"{word.capitalize()}, how lovely{en_to}."]  # fmt: skip
         index = ctx.rng.randrange(len(ja))
         feel = ("happy", "neutral", "relaxed", "surprised", "neutral", "neutral", "happy")[index]
         return (ja if ctx.ja else en)[index], feel
