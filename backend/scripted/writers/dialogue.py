@@ -163,8 +163,11 @@ def _memory_remarks(ctx: WriterContext) -> list[str]:
         heard = _HEARD_JA.match(memory) or _HEARD_EN.match(memory)
         if heard:
             name, line = heard["name"], _short(heard["line"])
-            # Small talk ("Good morning, Oliver.") is no news: never retold.
-            if name in (partner, me) or not lines.is_news(line, (name, partner, me)):
+            # Small talk ("Good morning, Oliver.") and goodbyes are no news: never retold (judged on the whole
+            # line: the cut one may have lost its "see you"); nor a line that called the speaker by name.
+            if name in (partner, me) or not lines.is_news(heard["line"], (name, partner, me)):
+                continue
+            if me and me in heard["line"]:
                 continue
             if not lines.in_language(line, ctx.ja) or lines.names_self(line, me, ctx.ja):
                 continue
