@@ -66,54 +66,52 @@ def small_talk(ctx: WriterContext) -> str:
     hour = float(ctx.facts.get("time_of_day") or 12.0)
     part = 0 if hour < 11 else (1 if hour < 17 else 2)
     line = str(ctx.pick(_SMALL_TALK[ctx.language][part]))
+    partner = str((ctx.facts.get("partner") or {}).get("name") or "")
+    if partner:  # said to this partner: "ねえ葵、今日はいい日になりそうだね。"
+        opener = (
+            ctx.pick([f"ねえ{you(ctx, partner)}、", f"{you(ctx, partner)}、", "そういえば、"])
+            if ctx.ja
+            else ""
+        )
+        keep = line.startswith(("I ", "I'"))
+        line = opener + line if ctx.ja else f"{partner}, {line if keep else line[:1].lower() + line[1:]}"
     for mark, end in (_POLITE_ENDS if is_polite(ctx.facts) else _CASUAL_ENDS).items():
         line = line.replace(mark, end)
     return line
 
 
+def you(ctx: WriterContext, partner: str) -> str:
+    """How the speaker addresses the partner: "葵さん" (polite) or "葵"; the name itself in English."""
+    if not ctx.ja:
+        return partner
+    return f"{partner}{end(ctx, 'さん', '')}" if partner else "ねえ"
+
+
+def part_of_day(ctx: WriterContext) -> str:
+    """The part of the day in the speaker's words ("朝", "お昼", "夕方", "夜"; "morning"...)."""
+    hour = float(ctx.facts.get("time_of_day") or 12.0)
+    index = 0 if hour < 11 else (1 if hour < 15 else (2 if hour < 19 else 3))
+    return (("朝", "お昼", "夕方", "夜") if ctx.ja else ("morning", "afternoon", "evening", "night"))[index]
+
+
 def goodbye(ctx: WriterContext, partner: str, leaving: bool) -> str:
+    """One sentence with the partner's name (and, leaving, the plan item it leaves for)."""
     activity = ctx.facts.get("plan_activity")
+    name = you(ctx, partner)
     if ctx.ja:
         if leaving and activity:
-            # Half the time without a goodbye phrase: the talk then ends by the model's own choice ("model").
-            head = ctx.pick([f"あ、そろそろ「{activity}」の時間だ。", f"いけない、このあと「{activity}」なんだった。",
-                             f"もうこんな時間、「{activity}」に行かないと。"])  # fmt: skip
-            return (
-                head
-                + f"{partner}、"
-                + ctx.pick(["またね！", "じゃあ、またね！", "行かなくちゃ！", "ごめん、もう行くね。"])
+            head = ctx.pick([f"あ、{name}、そろそろ「{activity}」の時間だから、", f"いけない{name}、このあと「{activity}」なんだった、",
+                             f"もうこんな時間だ、{name}、「{activity}」に向かわなきゃ、", f"{name}、ごめん、「{activity}」があるから、"])  # fmt: skip
+            return head + ctx.pick(
+                ["またね！", "そろそろ行くね、またね！", "今日はこれで、またね！", "じゃあ、またね！"]
             )
-        return str(
-            ctx.pick(
-                [
-                    f"話せて楽しかった。またね、{partner}！",
-                    "じゃあ、またね！",
-                    f"うん、{partner}、また明日ね。",
-                    f"今日はありがとう、{partner}。またね！",
-                    "また話そうね。じゃあね！",
-                    f"{partner}、またゆっくり話そう。またね！",
-                ]
-            )
-        )
+        return str(ctx.pick([f"話せて楽しかった、またね、{name}！", f"じゃあ{name}、またね！", f"うん、{name}、また明日ね。",
+                             f"今日はありがとう、{name}、またね！", f"{name}、また話そうね、じゃあね！",
+                             f"{name}、またゆっくり話そう、またね！"]))  # fmt: skip
     if leaving and activity:
-        head = ctx.pick([f"Oh, it's almost time to {activity}.", f"Oops, I still have to {activity}.",
-                         f"Look at the time, I need to {activity}."])  # fmt: skip
-        return (
-            head
-            + " "
-            + ctx.pick(
-                [f"See you, {partner}!", "Bye for now!", f"I have to run, {partner}!", "I must go now."]
-            )
-        )
-    return str(
-        ctx.pick(
-            [
-                f"It was nice talking, {partner}. See you!",
-                "Alright, bye for now!",
-                f"See you tomorrow, {partner}.",
-                f"Thanks for the chat, {partner}. Bye!",
-                "Let's talk again soon. See you!",
-                f"Take care, {partner}. Goodbye!",
-            ]
-        )
-    )
+        head = ctx.pick([f"Oh, {partner}, it's almost time to {activity}, so", f"Oops, {partner}, I still have to {activity}, so",
+                         f"Look at the time, {partner}, I need to {activity}, so"])  # fmt: skip
+        return head + " " + ctx.pick(["see you!", "bye for now!", "I have to run!", "I must go now."])
+    return str(ctx.pick([f"It was nice talking, {partner}, see you!", f"Alright {partner}, bye for now!",
+                         f"See you tomorrow, {partner}.", f"Thanks for the chat, {partner}, bye!",
+                         f"Let's talk again soon, {partner}, see you!", f"Take care, {partner}, goodbye!"]))  # fmt: skip

@@ -21,8 +21,10 @@ _SMALL_TALK = re.compile(
     re.I,
 )
 #: Weather and the day: what anyone says anywhere, not news.
-_IDLE = ("天気", "空気", "日差し", "夕焼け", "寝坊", "お昼", "冷え", "あっという間", "weather", "sunset", "lunch",
+_IDLE = ("天気", "空気", "日差し", "夕焼け", "寝坊", "お昼", "冷え", "あっという間", "いい日", "のんびり", "weather", "sunset", "lunch",
          "overslept", "chilly", "the day went", "good day", "slow afternoon", "sun is")  # fmt: skip
+#: A goodbye anywhere in a sentence ("…の時間だから、またね！"): leaving is no news.
+_FAREWELL = re.compile(r"またね|じゃあね|また明日|また話そう|see you|bye\b|goodbye", re.I)
 
 
 def split(text: str) -> list[str]:
@@ -68,7 +70,7 @@ def is_news(line: str, skip: Iterable[str] = ()) -> bool:
     substance: list[str] = []
     for sentence in split(line):
         bare = normalise(sentence).lstrip("「『\"' ")
-        if _SMALL_TALK.match(bare) or any(word in bare for word in _IDLE):
+        if _SMALL_TALK.match(bare) or _FAREWELL.search(bare) or any(word in bare for word in _IDLE):
             continue
         words = [w for w in keywords(sentence, limit=12) if normalise(w) not in skipped]
         substance.extend(w for w in words if not w.isascii() or len(w) >= 4)

@@ -132,7 +132,13 @@ def tell_slots(slots: Slots, *, ja: bool, today: int, partner: str, host: str, s
         else:
             body = f"{host}が{time}{at}{what}を{'開く' if hosted else '予定してる'}んだって"
         heard = "" if own or source in ("", host) else f"{source}から聞いたんだけど、"
-        return pick([f"{heard}{body}。{partner}も一緒に行かない？", f"ねえ、{heard}{body}。一緒に行こうよ。"])
+        # The ask names the partner and the event, so a teller's lines differ from one listener to the next.
+        ask = pick(
+            [f"{partner}も一緒に行かない？", f"{what}、{partner}も一緒に行こうよ。", f"{partner}はどうする？"]
+        )
+        return (
+            pick([f"ねえ{partner}、", f"{partner}、聞いて、", f"そうだ{partner}、"]) + f"{heard}{body}。{ask}"
+        )
     at = f" at {where}" if where else ""
     time = f" {when}" if when else ""
     a = "an" if what[:1].lower() in "aeiou" else "a"
@@ -146,7 +152,17 @@ def tell_slots(slots: Slots, *, ja: bool, today: int, partner: str, host: str, s
                      f"Guess what, {partner}? {verb} {a} {what}{at}{time}. Want to come?"])  # fmt: skip
     else:
         body = f"{host} is {'hosting' if hosted else 'going to'} {a} {what}{at}{time}"
+    ask = pick([f"Want to come along, {partner}?", f"Shall we go to the {what} together, {partner}?",
+                f"What do you say, {partner}?"])  # fmt: skip
     if not own and source not in ("", host):
-        return pick([f"{source} told me that {body}. Want to come along, {partner}?",
-                     f"I heard from {source} that {body}. Shall we go together?"])  # fmt: skip
-    return pick([f"Did you hear? {body}. Want to come along?", f"{body}. Shall we go together, {partner}?"])
+        return (
+            pick(
+                [
+                    f"{partner}, {source} told me that {body}.",
+                    f"I heard from {source} that {body}, {partner}.",
+                ]
+            )
+            + " "
+            + ask
+        )
+    return pick([f"Listen, {partner}, {body}.", f"{partner}, {body}."]) + " " + ask

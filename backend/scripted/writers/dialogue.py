@@ -26,7 +26,9 @@ from backend.scripted import lines, news
 from backend.scripted.chat import end as _end
 from backend.scripted.chat import goodbye as _goodbye
 from backend.scripted.chat import greeting as _greeting
+from backend.scripted.chat import part_of_day as _part
 from backend.scripted.chat import small_talk as _small_talk
+from backend.scripted.chat import you as _you
 from backend.scripted.engine import WriterContext
 from backend.text import STOP_WORDS, keywords, normalise
 
@@ -37,16 +39,16 @@ _SAD_WORDS = ("疲れ", "悲し", "寂し", "つらい", "落ち込", "tired", "
 #: Words too common to make a topic of (including the ones these templates themselves use, so the
 #: partner's echo of a template never becomes the next topic).
 _COMMON = frozenset(
-    "一番 今日 明日 昨日 最近 本当 時間 自分 前話 話 話題 絶対 今朝 今夜 今度 一緒 thing things lately today really "
+    "一番 今日 明日 昨日 最近 本当 時間 自分 前話 話 話題 予定 用事 今週 質問 絶対 今朝 今夜 今度 一緒 thing things lately today really "
     "something wait sounds great nice remember planning hello morning evening didn't talking "
-    "tomorrow alright about think thinking feels stop".split()
+    "tomorrow alright about think thinking feels stop often afternoon night along together".split()
 )
 _COMMON_JA = frozenset(w for w in _COMMON if not w.isascii())
 #: Words with nothing to pick up ("えっ、right？" is no reply): fillers, pronouns, adverbs, modal verbs.
 _EMPTY = frozenset(
     "right there their these those would could should maybe really sure going being other every where which "
     "while after before still since again never always anyone someone everyone anything nothing thing stuff "
-    "because though okay great sorry thanks coming tonight yours mine ours yeah actually pretty little kind "
+    "because though okay great sorry thanks coming tonight can't don't won't didn't isn't yours mine ours yeah actually pretty little kind "
     "かな こと もの とき ところ みんな 本当 ちょっと".split()
 )
 
@@ -76,32 +78,51 @@ def _vary(ctx: WriterContext, key: str, options: list[str]) -> str:
     return options[int(hashlib.sha1(seed.encode()).hexdigest()[:8], 16) % len(options)]
 
 
+def _to(ctx: WriterContext, sentence: str) -> str:
+    """The sentence said to this partner: an opener with the partner's name unless it already names them
+    ("ねえ葵、最近…", "Kai, lately…"), so one speaker's remark is not the same sentence to everyone."""
+    partner = str((ctx.facts.get("partner") or {}).get("name") or "")
+    if not partner or partner in sentence:
+        return sentence
+    name = _you(ctx, partner)
+    if ctx.ja:
+        return _vary(ctx, sentence, [f"ねえ{name}、", f"{name}、", f"{name}だから言うけど、"]) + sentence
+    keep = sentence.startswith(("I ", "I'")) or sentence[1:2].isupper()
+    return f"{partner}, {sentence if keep else sentence[:1].lower() + sentence[1:]}"
+
+
 def _remarks(ctx: WriterContext) -> list[str]:
     """Candidate second sentences about the place, the plan, a memory or the speaker's own interests."""
     facts = ctx.facts
     place, activity = facts.get("location"), facts.get("plan_activity")
+    partner = str((facts.get("partner") or {}).get("name") or "")
+    name, part = _you(ctx, partner), _part(ctx)
     out: list[str] = []
+    # Each remark is said to this partner, at this place and part of the day: a town of speakers at one
+    # place with one plan item would otherwise say the same sentence to everyone all day.
     if place:
-        out.append(_vary(ctx, "place", [f"{place}で会えるなんて嬉しい{_end(ctx, 'です', 'な')}。",
-                                        f"{place}、今日は落ち着いてる{_end(ctx, 'ですね', 'ね')}。",
-                                        f"{place}にはよく来る{_end(ctx, 'んですか', 'の')}？"]
-                         if ctx.ja else [f"Nice to run into you at {place}.", f"{place} is quiet today.",
-                                         f"Do you come to {place} often?"]))  # fmt: skip
+        out.append(_vary(ctx, "place", [f"{part}の{place}で{name}に会えるなんて嬉しい{_end(ctx, 'です', 'な')}。",
+                                        f"{name}、{part}の{place}は落ち着いてる{_end(ctx, 'ですね', 'ね')}。",
+                                        f"{name}は{part}にもよく{place}に来る{_end(ctx, 'んですか', 'の')}？"]
+                         if ctx.ja else [f"Nice to run into you at {place} this {part}, {partner}.",
+                                         f"{place} is quiet this {part}, isn't it, {partner}?",
+                                         f"Do you often come to {place} in the {part}, {partner}?"]))  # fmt: skip
     if activity:
-        out.append(_vary(ctx, "plan", [f"このあと「{activity}」の予定{_end(ctx, 'なんです', 'なんだ')}。",
-                                       f"この後は「{activity}」をするつもり{_end(ctx, 'です', '')}。"]
-                         if ctx.ja else [f"I'm planning to {activity} after this.",
-                                         f"Later I'm going to {activity}."]))  # fmt: skip
+        out.append(_vary(ctx, "plan", [f"{name}と話したら、「{activity}」の予定{_end(ctx, 'なんです', 'なんだ')}。",
+                                       f"{part}のうちに「{activity}」をするつもり{_end(ctx, 'です', 'なんだ')}、{name}は？",
+                                       f"実は{name}、このあと「{activity}」{_end(ctx, 'なんです', 'なんだ')}。"]
+                         if ctx.ja else [f"After this I'm planning to {activity}, {partner}.",
+                                         f"Later this {part} I'm going to {activity}. And you, {partner}?",
+                                         f"I should {activity} this {part}, {partner}."]))  # fmt: skip
     out.extend(_memory_remarks(ctx))
     persona = str((facts.get("speaker") or {}).get("persona") or "")
-    partner = str((facts.get("partner") or {}).get("name") or "")
     you = (
         (f"{partner}{_end(ctx, 'さん', '')}" if partner else "あなた")
         if ctx.ja
         else (f", {partner}" if partner else "")
     )
     for word in _fresh_words(persona, facts, ctx.ja, limit=2):
-        out.append(_vary(ctx, word, [f"最近、{word}のことばかり考えて{_end(ctx, 'いるんです', 'るんだ')}。",
+        out.append(_to(ctx, _vary(ctx, word, [f"最近、{word}のことばかり考えて{_end(ctx, 'いるんです', 'るんだ')}。",
                                      f"そうそう、{word}のことでちょっと悩んでて。",
                                      f"{word}の話なら、いくらでもできる{_end(ctx, 'んです', 'よ')}。",
                                      f"{word}のこと、{you}はどう思う？",
@@ -112,7 +133,7 @@ def _remarks(ctx: WriterContext) -> list[str]:
                                          f"Ask me anything about {word}!",
                                          f"What do you make of {word}{you}?",
                                          f"I had a new idea about {word} this week.",
-                                         f"{word.capitalize()} has kept me on my toes lately."]))  # fmt: skip
+                                         f"{word.capitalize()} has kept me on my toes lately."])))  # fmt: skip
     out.append(_small_talk(ctx))
     return out
 
@@ -142,13 +163,16 @@ def _memory_remarks(ctx: WriterContext) -> list[str]:
         heard = _HEARD_JA.match(memory) or _HEARD_EN.match(memory)
         if heard:
             name, line = heard["name"], _short(heard["line"])
-            # Small talk ("Good morning, Oliver.") is no news: never retold.
-            if name in (partner, me) or not lines.is_news(line, (name, partner, me)):
+            # Small talk ("Good morning, Oliver.") and goodbyes are no news: never retold (judged on the whole
+            # line: the cut one may have lost its "see you"); nor a line that called the speaker by name.
+            if name in (partner, me) or not lines.is_news(heard["line"], (name, partner, me)):
+                continue
+            if me and me in heard["line"]:
                 continue
             if not lines.in_language(line, ctx.ja) or lines.names_self(line, me, ctx.ja):
                 continue
-            out.append(f"そういえば、{name}が「{line}」って言って{_end(ctx, 'いました', 'たよ')}。" if ctx.ja
-                       else f'By the way, {name} told me "{line}."')  # fmt: skip
+            out.append(_to(ctx, f"そういえば、{name}が「{line}」って言って{_end(ctx, 'いました', 'たよ')}。" if ctx.ja
+                           else f'By the way, {name} told me "{line}."'))  # fmt: skip
         elif not _SAID.match(memory) and not re.match(r"^(\d+日目の予定|Plan for day)", memory):
             # The sentence that says most (a reflection opens with whom it was: "公園で蓮と話した。").
             thought = _short(max(news.sentences(memory) or [memory], key=len), 40)
@@ -157,7 +181,7 @@ def _memory_remarks(ctx: WriterContext) -> list[str]:
                 and lines.in_language(thought, ctx.ja)
                 and not lines.names_self(thought, me, ctx.ja)
             ):
-                thoughts.append(_thought(ctx, thought, partner))
+                thoughts.append(_to(ctx, _thought(ctx, thought, partner)))
     return (out + thoughts)[:3]  # what others said first: it is news to the partner, a thought less so
 
 
@@ -211,14 +235,18 @@ def _answer_invitation(ctx: WriterContext, last: str) -> tuple[str, str]:
     me = str((ctx.facts.get("speaker") or {}).get("id") or "")
     hour = find_hour(last)
     clock = _clock(hour, ctx.ja) if hour is not None else ""
+    partner = str((ctx.facts.get("partner") or {}).get("name") or "")
+    name = _you(ctx, partner)
+    # One sentence each, to this partner, with the hour: "わあ、行きたい！" is what every guest says.
     if news.likes(ctx.seed, me, last):
         if ctx.rng.random() < 0.25:
-            return (f"楽しそう！{clock}からだよ{_end(ctx, 'ね。誰が来るんですか', 'ね、誰が来るの')}？" if ctx.ja
-                    else f"That sounds fun! {clock}, right? Who else is coming?"), "happy"  # fmt: skip
-        return (f"わあ、行きたい！{clock}だ{_end(ctx, 'ね、必ず行きます', 'ね、絶対行くよ')}。" if ctx.ja
-                else f"I'd love to! {clock}, right? I'll be there."), "happy"  # fmt: skip
-    return (f"ごめん、その時間は用事があって行けないかも。でも誘ってくれてありがとう{_end(ctx, 'ございます', '')}。"
-            if ctx.ja else "Sorry, I might be busy then. Thanks for telling me, though."), "sad"  # fmt: skip
+            return (f"楽しそう、{clock}から{_end(ctx, 'ですね、誰が来るんですか', 'だね、誰が来るの')}、{name}？" if ctx.ja
+                    else f"That sounds fun, {partner}, {clock}, right? Who else is coming?"), "happy"  # fmt: skip
+        return (str(ctx.pick([f"わあ、{name}、{clock}だ{_end(ctx, 'ね、必ず行きます', 'ね、絶対行くよ')}！",
+                              f"{clock}だ{_end(ctx, 'ね、誘ってくれてありがとうございます、行きます', 'ね、誘ってくれてありがとう、行きたい')}、{name}！"]))
+                if ctx.ja else f"I'd love to, {partner}! {clock}, right? I'll be there."), "happy"  # fmt: skip
+    return (f"ごめん{name}、{clock}は用事があって行けないかも、でも誘ってくれてありがとう{_end(ctx, 'ございます', '')}。"
+            if ctx.ja else f"Sorry, {partner}, I might be busy at {clock}. Thanks for telling me, though."), "sad"  # fmt: skip
 
 
 def _remark(ctx: WriterContext) -> str:
@@ -247,29 +275,37 @@ def _answer(ctx: WriterContext, last: str) -> tuple[str, str]:
     if words:
         word = ctx.pick(words)
         # One sentence each, around the word: a bare "知らなかった。" after it is what a town says all day.
-        ja = [f"{word}、いい{_end(ctx, 'ですね', 'ね')}！", f"{word}の話、もっと聞かせて{_end(ctx, 'ください', 'よ')}。",
-              f"へえ、{word}のことは知らなかった{_end(ctx, 'です', 'なあ')}。", f"えっ、{word}って本当{_end(ctx, 'ですか', 'に')}？",
-              f"なるほど、{word}{_end(ctx, 'ですか', 'ね')}。", f"{word}って、どんな感じ{_end(ctx, 'ですか', 'なの')}？",
-              f"{word}か、いいなあ。"]  # fmt: skip
-        en = [f"{word.capitalize()} sounds great!", f"Tell me more about {word}.",
-              f"Huh, I didn't know that about {word}.", f"Wait, {word}, really?", f"Ah, {word}, I see.",
-              f"What's {word} like?", f"{word.capitalize()}, how lovely."]  # fmt: skip
+        partner = str((ctx.facts.get("partner") or {}).get("name") or "")
+        # Most of the time said to the partner by name: "レストランか、いいなあ。" is what a town says all day.
+        called = bool(partner) and ctx.rng.random() < 0.7
+        to, by = (f"、{_you(ctx, partner)}", f"{_you(ctx, partner)}、") if called else ("", "")
+        en_to = f", {partner}" if called else ""
+        ja = [f"{word}、いい{_end(ctx, 'ですね', 'ね')}{to}！", f"{by}{word}の話、もっと聞かせて{_end(ctx, 'ください', 'よ')}。",
+              f"へえ、{word}のことは知らなかった{_end(ctx, 'です', 'なあ')}{to}。", f"えっ、{by}{word}って本当{_end(ctx, 'ですか', 'に')}？",
+              f"なるほど、{by}{word}{_end(ctx, 'ですか', 'ね')}。", f"{by}{word}って、どんな感じ{_end(ctx, 'ですか', 'なの')}？",
+              f"{word}か、いいなあ{to}。"]  # fmt: skip
+        en = [f"{word.capitalize()} sounds great{en_to}!", f"Tell me more about {word}{en_to}.",
+              f"Huh, I didn't know that about {word}{en_to}.", f"Wait, {word}, really{en_to}?",
+              f"Ah, {word}, I see{en_to}.", f"What's {word} like{en_to}?", f"{word.capitalize()}, how lovely{en_to}."]  # fmt: skip
         index = ctx.rng.randrange(len(ja))
         feel = ("happy", "neutral", "relaxed", "surprised", "neutral", "neutral", "happy")[index]
         return (ja if ctx.ja else en)[index], feel
+    partner = str((ctx.facts.get("partner") or {}).get("name") or "")
+    name = _you(ctx, partner)
     if last.rstrip().endswith(("?", "？")):
-        return str(ctx.pick([f"うーん、どうだろう、考えてみ{_end(ctx, 'ます', 'る')}。", "いい質問だね、うーん…。"]
-                            if ctx.ja else ["Hmm, good question. Let me think about it.", "Good question..."])), "neutral"  # fmt: skip
-    # Half the time no bare reaction at all (the remark that follows is the reply): a town says these all
-    # day, and a day's sentences should seldom repeat.
-    if ctx.rng.random() < 0.5:
-        return "", "relaxed"
-    return str(ctx.pick([f"うんうん、わかる{_end(ctx, '気がします', 'よ')}。", "なるほどね。", "たしかに。", "そっか。",
-                         f"へえ、そうなん{_end(ctx, 'ですね', 'だ')}。", f"それ、ちょっとわかる{_end(ctx, 'かもしれません', 'かも')}。",
-                         f"うん、そういうことある{_end(ctx, 'ですよね', 'よね')}。", f"ほんとにそう{_end(ctx, 'ですね', 'だね')}。"]
-                        if ctx.ja else ["Yeah, I know what you mean.", "I see.", "Fair enough.", "Mm, I get it.",
-                                        "That makes sense.", "Huh, I can see that.", "Right, I hear you.",
-                                        "Oh, that's true."])), "relaxed"  # fmt: skip
+        # Said to this partner, in this part of the day: opener x body, one sentence.
+        opener = ctx.pick([f"うーん、{name}、", f"そうだなあ、{name}、", f"{name}にそう聞かれると、"] if ctx.ja
+                          else [f"Hmm, {partner}, ", f"Well, {partner}, ", f"Good question, {partner}, "])  # fmt: skip
+        body = ctx.pick([f"どうだろう、考えてみ{_end(ctx, 'ます', 'る')}。", f"すぐには答えられない{_end(ctx, 'です', 'な')}。",
+                         f"{_part(ctx)}の頭じゃうまく言えない{_end(ctx, 'です', 'や')}。", f"いい質問{_end(ctx, 'ですね', 'だね')}。"]
+                        if ctx.ja else ["let me think about it.", "I'm not sure yet.", f"ask me again later this {_part(ctx)}.",
+                                        "I'd have to think."])  # fmt: skip
+        return f"{opener}{body}", "neutral"
+    # No bare reaction: the interjection opens the remark that follows ("そっか、…"), so
+    # write_turn joins it without a break.
+    return str(ctx.pick(["そっか、", "なるほど、", "たしかに、", "うんうん、", "へえ、", "そうなんだ、"] if ctx.ja
+                        else [f"I see, {partner}.", f"Fair enough, {partner}.", f"Mm, I get it, {partner}.",
+                              f"That makes sense, {partner}.", f"Right, I hear you, {partner}."])), "relaxed"  # fmt: skip
 
 
 #: The wheel word (emotion, band 0 mild / 1 basic / 2 intense) a line's expression stands for, for the
@@ -332,8 +368,10 @@ def write_turn(ctx: WriterContext) -> dict[str, Any]:
         greeting = _greeting(ctx, partner, float(facts.get("time_of_day") or 12.0))
         return _reply(ctx, f"{greeting}{space}{_tell(ctx, partner) or _remark(ctx)}", "happy", False)
     answer, emotion = _answer_invitation(ctx, last) if news.is_invitation(last) else _answer(ctx, last)
-    # Something to tell, else a remark: a bare "うんうん、わかるよ" is what a whole town would say all day.
-    answer = f"{answer}{space}{_tell(ctx, partner) or _remark(ctx)}".strip()
+    # Something to tell, else a remark: a bare "うんうん、わかるよ" is what a whole town would say all day;
+    # an interjection ("そっか、") opens the sentence after it.
+    joint = "" if answer.endswith("、") else space
+    answer = f"{answer}{joint}{_tell(ctx, partner) or _remark(ctx)}".strip()
     return _reply(ctx, answer, emotion, False)
 
 

@@ -51,7 +51,23 @@ _PARTS = re.compile(r"([、,，])")
 _JA_ENDINGS = ("んですけど", "んだけどね", "んだけど", "んだってね", "んだって", "んだよね", "んだよ", "んです",
                "けどね", "けど", "だよね", "だよ", "よね", "んだ", "ね", "よ", "わ")  # fmt: skip
 _JA_OPENERS = frozenset(
-    {"実は", "実はね", "実はさ", "そういえば", "そう言えば", "ところで", "聞いて", "聞いてよ"}
+    {
+        "実は",
+        "実はね",
+        "実はさ",
+        "そういえば",
+        "そう言えば",
+        "ところで",
+        "聞いて",
+        "聞いてよ",
+        "ねえ",
+        "そっか",
+        "なるほど",
+        "たしかに",
+        "うんうん",
+        "そうなんだ",
+        "へえ",
+    }
 )
 _EN_OPENERS = frozenset({"oh", "hey", "so", "well", "listen", "by the way", "you know", "guess what"})
 _POLITE_MARKS = ("敬語", "丁寧", "です", "ます", "polite", "formal")
@@ -111,8 +127,8 @@ def score(text: str, cues: Cues) -> int:
 
 
 def best(candidates: list[str], cues: Cues, ja: bool) -> Found | None:
-    """The candidate holding most cues; on a tie the one that says most about it (the longer retelling: the
-    invitation heard beats one's own "パーティー？いいね！"), then the better retrieved. None if none holds any."""
+    """The candidate holding most cues; on a tie between lines of talk the one that says most about it (the
+    longer retelling: the invitation heard beats one's own "パーティー？いいね！"), else the better retrieved. None if none holds any."""
     found: Found | None = None
     told = 0
     for text in candidates:
@@ -120,7 +136,10 @@ def best(candidates: list[str], cues: Cues, ja: bool) -> Found | None:
         if points <= 0 or (found is not None and points < found.score):
             continue
         said = len(gist(_form(text)[2], cues, ja))
-        if found is None or points > found.score or said > told:
+        # On a tie a line of talk that says more beats another line of talk; a plain memory (a fact the
+        # agent lived: "ひかりに本を渡した") keeps its place before the day's longer chatter.
+        talk = found is not None and _form(found.text)[0] != "plain" and _form(text)[0] != "plain"
+        if found is None or points > found.score or (talk and said > told):
             found, told = Found(text, points), said
     return found
 
@@ -172,12 +191,22 @@ def _form(text: str) -> tuple[str, str, str]:
     return "plain", "", text
 
 
+def _unaddressed(line: str, names: tuple[str, ...]) -> str:
+    """The line less its opening call to the one it was said to ("ねえ春花、", "Listen, Kai, "): the
+    listener retelling it does not say its own name or the teller's back."""
+    for name in (n for n in names if n):
+        call = rf"^(?:ねえ|そうだ|あ、)?{re.escape(name)}(?:さん)?、(?:聞いて、)?|^(?:Listen, )?{re.escape(name)}, "
+        line = re.sub(call, "", line.strip())
+    return line
+
+
 def retell(ctx: WriterContext, text: str, cues: Cues) -> str:
     """The answer that tells what `text` says, by its form (something heard, something told, a plain memory;
     with no cues, what comes to mind first)."""
     polite = _polite(ctx)
     form, who, line = _form(text)
-    said = gist(line, cues, ctx.ja)
+    me = str((ctx.facts.get("agent") or {}).get("name") or "")
+    said = gist(_unaddressed(line, (who, me)), cues, ctx.ja)
     if form == "plain" and not cues.words and not cues.names:
         return f"そうです{'ね' if polite else 'だな'}…{said}。" if ctx.ja else f"Well... {said}."
     if ctx.ja:
