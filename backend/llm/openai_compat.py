@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 import openai
 
-from backend.config import Settings, temperature_of
+from backend.config import Settings
 from backend.errors import LLMError, LLMTimeout, LLMUnavailable
 from backend.llm.base import (
     LLM,
@@ -138,7 +138,7 @@ class OpenAILLM(LLM):
             base_url=settings.openai_base_url,
             role_models=models_by_role(settings, settings.openai_model),
             timeout_s=settings.llm_timeout_s,
-            temperature=temperature_of(settings),
+            temperature=settings.llm_temperature,
             seed=settings.llm_seed,
         )
 
@@ -266,7 +266,7 @@ class VLLMLLM(OpenAILLM):
             base_url=settings.vllm_base_url,
             role_models=models_by_role(settings, settings.vllm_model),
             timeout_s=settings.llm_timeout_s,
-            temperature=temperature_of(settings),
+            temperature=settings.llm_temperature,
             seed=settings.llm_seed,
         )
 

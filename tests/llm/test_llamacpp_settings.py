@@ -9,14 +9,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from backend.config import (
-    DEFAULT_TEMPERATURE,
-    PACKAGED_MODELS,
-    Settings,
-    describe_settings_error,
-    packaged_of,
-    temperature_of,
-)
+from backend.config import Settings, describe_settings_error
 from backend.errors import MissingDependency
 from backend.llm.registry import build_embedder, build_provider
 
@@ -98,28 +91,3 @@ def test_a_postgres_url_without_its_driver_names_the_extra(
     settings = Settings(_env_file=None, database_url="postgresql+psycopg://machi@127.0.0.1/machi")  # type: ignore[call-arg]
     with pytest.raises(MissingDependency, match=r"DATABASE_URL names postgresql .*'\.\[postgres\]'"):
         create_app(settings)
-
-
-def test_a_packaged_model_is_sampled_as_its_makers_recommend_unless_told_otherwise(tmp_path: Path) -> None:
-    """SmolLM2-135M at 0.7 drifts into word salad; its model card recommends temperature 0.2, top_p 0.9."""
-    values: dict[str, Any] = {"llm_provider": "llamacpp", "llamacpp_model_path": "package:smollm2"}
-    smollm2 = Settings.model_construct(**values)  # unvalidated: the smollm2 extra need not be installed
-    assert temperature_of(smollm2) == 0.2 and packaged_of(smollm2) == PACKAGED_MODELS["smollm2"]
-    assert temperature_of(Settings.model_construct(**values, llm_temperature=0.9)) == 0.9
-    assert temperature_of(Settings(_env_file=None)) == DEFAULT_TEMPERATURE  # type: ignore[call-arg]
-    model = tmp_path / "own.gguf"
-    model.write_bytes(b"x")
-    assert packaged_of(llamacpp_settings(tmp_path, model)) is None  # a file of one's own: the default
-    assert temperature_of(llamacpp_settings(tmp_path, model)) == DEFAULT_TEMPERATURE
-
-
-def test_the_llamacpp_request_carries_the_sampling(tmp_path: Path) -> None:
-    pytest.importorskip("llama_cpp")
-    from backend.llm.base import GenerateOptions
-    from backend.llm.llamacpp import LlamaCppLLM
-
-    llm = LlamaCppLLM(object(), model_name="m.gguf", temperature=0.2, top_p=0.9)
-    request = llm.request([{"role": "user", "content": "hi"}], GenerateOptions(purpose="dialogue"), None)
-    assert (request["temperature"], request["top_p"]) == (0.2, 0.9) and "top_k" not in request
-    hotter = llm.request([], GenerateOptions(purpose="dialogue", temperature=0.5), None)
-    assert hotter["temperature"] == 0.5 and hotter["top_p"] == 0.9
