@@ -102,8 +102,9 @@ def goodbye(ctx: WriterContext, partner: str, leaving: bool) -> str:
         if leaving and activity:
             head = ctx.pick([f"あ、{name}、そろそろ「{activity}」の時間だから、", f"いけない{name}、このあと「{activity}」なんだった、",
                              f"もうこんな時間だ、{name}、「{activity}」に向かわなきゃ、", f"{name}、ごめん、「{activity}」があるから、"])  # fmt: skip
+            # Half the time without a goodbye phrase: the talk then ends by the model's own choice ("model").
             return head + ctx.pick(
-                ["またね！", "そろそろ行くね、またね！", "今日はこれで、またね！", "じゃあ、またね！"]
+                ["またね！", "もう行かなくちゃ！", "今日はこれで、またね！", "ごめん、もう行くね。"]
             )
         return str(ctx.pick([f"話せて楽しかった、またね、{name}！", f"じゃあ{name}、またね！", f"うん、{name}、また明日ね。",
                              f"今日はありがとう、{name}、またね！", f"{name}、また話そうね、じゃあね！",
