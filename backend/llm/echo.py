@@ -31,7 +31,7 @@ from pydantic import BaseModel
 
 from backend.llm.base import Message, T, annotated_schema_for
 from backend.llm.label import label_problem, unlabelled
-from backend.llm.loops import has_words, unlooped
+from backend.llm.loops import unlooped
 from backend.llm.reask import leaks_instruction
 
 #: A string whose maxLength is at most this is a word from a vocabulary, not free text.
@@ -311,8 +311,6 @@ def _value_problem(value: str, norm: str, spec: _Text, rules: _Rules) -> str | N
         return None if spec.allow_empty else "is empty"
     if len(norm) <= 1:
         return f"has at most one character ({stripped!r})"
-    if not has_words(stripped):
-        return f"holds no words ({stripped[:40]!r}), only numbers or signs"
     # "意見（2〜4文、あなたの口調で）": an old template's slot with its hint in brackets.
     bare = _ASIDE.sub("", norm).strip(_EDGE) if norm.endswith(")") or "(" in norm else norm
     if norm in PLACEHOLDER_WORDS or bare in PLACEHOLDER_WORDS:

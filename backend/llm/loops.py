@@ -4,8 +4,8 @@ A small model sampled cool falls into loops until its token limit: "I'm going to
 I'm going to spend time at Oak Bakery. ...", "08:28, 08:28, 08:28, ...", 「明日ね。明日ね。明日ね。」. The text
 is cut where it first says again a piece it already said (a piece: what lies between sentence ends, commas
 and 、), so the words before the loop are the reply; short pieces ("yes, yes", "うん、うん") are speech, not
-loops, and stay. What is left with no word in it ("08:28,") is no reply: `has_words` tells the echo check
-(llm/echo.py) to refuse it, and the model is asked again.
+loops, and stay. The cut never refuses a reply (a refusal costs a small model a re-ask, and its background
+jobs their retries): what is left is checked like any reply.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from backend.text import normalise
 #: 1, a kana or kanji 2: 明日ね weighs 6, うん 4, "yes" 3).
 MIN_PIECE_WEIGHT = 5
 _PIECES = re.compile(r"[^,、，;；.!?。！？…]+[,、，;；.!?。！？…]*\s*")
-_WORD = re.compile(r"[^\W\d_]{2,}|[\u3040-\u30ff\u4e00-\u9fff々ー]{2,}")
 
 
 def unlooped(text: str) -> str:
@@ -36,8 +35,3 @@ def unlooped(text: str) -> str:
 
 def _weight(piece: str) -> int:
     return sum(2 if ord(ch) >= 0x3040 else 1 for ch in piece if not ch.isspace())
-
-
-def has_words(text: str) -> bool:
-    """Whether `text` holds a word (two letters, or two kana/kanji): "08:28," and "1." hold none."""
-    return _WORD.search(text) is not None

@@ -1,4 +1,4 @@
-"""Loops cut out of a small model's free text, and a reply of numbers only refused (llm/loops.py)."""
+"""Loops cut out of a small model's free text (llm/loops.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ import json
 import pytest
 
 from backend.conversation.schemas import turn_reply_for
-from backend.errors import LLMReplyError
 from backend.llm.base import GenerateOptions
-from backend.llm.loops import has_words, unlooped
+from backend.llm.loops import unlooped
 from backend.llm.retry import checked_reply
 
 
@@ -35,20 +34,14 @@ def test_a_loop_is_cut_where_it_starts(text: str, kept: str) -> None:
     assert unlooped(text) == kept
 
 
-def test_words_are_letters_or_kana_and_kanji() -> None:
-    assert has_words("Hi!") and has_words("来てね") and has_words("パーティー")
-    assert not has_words("08:28") and not has_words("1.") and not has_words("…!?")
-
-
 def _reply(dialogue: str) -> str:
     return json.dumps({"dialogue": dialogue, "emotion": "happy", "is_conversation_end": False})
 
 
-def test_a_looping_line_is_repaired_and_a_line_of_numbers_refused() -> None:
+def test_a_looping_line_is_repaired() -> None:
     schema = turn_reply_for(None, actions=False)
     messages = [{"role": "user", "content": "Now: day 1, 08:28, at Oak Bakery. Greet Ben."}]
     options = GenerateOptions(purpose="dialogue")
     looped = _reply("Good morning, Ben. Good morning, Ben. Good morning, Ben. Good")
     assert checked_reply(looped, schema, messages, options).dialogue == "Good morning, Ben."
-    with pytest.raises(LLMReplyError, match="holds no words"):
-        checked_reply(_reply("08:28, 08:28, 08:28, 08:28"), schema, messages, options)
+    assert checked_reply(_reply("08:28, 08:28, 08:28, 08:28"), schema, messages, options).dialogue == "08:28"
