@@ -34,8 +34,9 @@ def partial(ctx: TurnContext, line: str) -> tuple[str, ...]:
     """The slots `line` left out when it began to tell the turn's news (carried at least one of them);
     empty otherwise: a line that says none of it (a greeting first) leaves the news to the next line."""
     left = missing(ctx, line)
-    assert not left or (ctx.tell is not None and ctx.tell.slots is not None)
-    return left if left and len(left) < len(ctx.tell.slots.present()) else ()  # type: ignore[union-attr]
+    if not left or ctx.tell is None or ctx.tell.slots is None:
+        return ()
+    return left if len(left) < len(ctx.tell.slots.present()) else ()
 
 
 def ask(ctx: TurnContext, left: tuple[str, ...]) -> dict[str, str]:

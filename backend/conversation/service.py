@@ -479,12 +479,13 @@ class ConversationService:
                 prepared.request.session_id, prepared.turn_index, self.settings.turn_deadline_s,
             )  # fmt: skip
             return None
-        schema = self.reply_schema(prepared)
-        call = self.llm.generate_json(self.messages(prepared), schema, options=self.options(prepared))
+        asked = (self.messages(prepared), self.reply_schema(prepared), self.options(prepared))
+        call = self.llm.generate_json(asked[0], asked[1], options=asked[2])
         started = asyncio.get_running_loop().time()
         try:
             reply = await asyncio.wait_for(call, timeout=budget)
-            return await self._complete_telling(prepared, reply, asyncio.get_running_loop().time() - started)
+            took = asyncio.get_running_loop().time() - started
+            return await self._complete_telling(prepared, reply, took, asked)
         except (LLMError, TimeoutError) as exc:
             log.warning(
                 "turn %s/%d falls back: %s", prepared.request.session_id, prepared.turn_index, reason(exc)
@@ -495,17 +496,24 @@ class ConversationService:
             )
         return None
 
-    async def _complete_telling(self, prepared: PreparedTurn, reply: TurnReply, took: float) -> TurnReply:
+    async def _complete_telling(
+        self,
+        prepared: PreparedTurn,
+        reply: TurnReply,
+        took: float,
+        asked: tuple[list[dict[str, str]], type[TurnReply], GenerateOptions],
+    ) -> TurnReply:
         """`reply`, or the model's second try when the line left a slot of its news out and the deadline
-        has room: the one that carries more slots (conversation/completing.py)."""
+        has room: the one that carries more slots (conversation/completing.py). `asked`: the first call's
+        prompt, schema and options, asked again with one more message."""
         ctx = prepared.ctx
         assert ctx is not None
         left = completing.partial(ctx, reply.dialogue)
         if not left or not completing.room_for_another(self.remaining(prepared), took):
             return reply
         prepared.asked_again = list(left)
-        messages = [*self.messages(prepared), completing.ask(ctx, left)]
-        call = self.llm.generate_json(messages, self.reply_schema(prepared), options=self.options(prepared))
+        messages, schema, options = asked
+        call = self.llm.generate_json([*messages, completing.ask(ctx, left)], schema, options=options)
         try:
             again = await asyncio.wait_for(call, timeout=self.remaining(prepared))
         except (LLMError, TimeoutError) as exc:

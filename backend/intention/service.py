@@ -177,10 +177,7 @@ def appointments(row: Intention | None, pois: Sequence[PointOfInterest], day: in
     places = [appt.Place(p.id, p.name) for p in pois]
     found: dict[tuple[int, float, str], appt.Appointment] = {}
     for line in row.lines if row else []:
-        hour_of = float(line.get("time_of_day") or 0.0)
-        made = appt.find_appointment(
-            str(line["text"]), places, written_day=int(line["day"]), written_hour=hour_of
-        )
+        made = _appointment_of(line, places)
         if made is not None and made.day == day:
             found.setdefault(made.key(), made)
     return sorted(found.values(), key=lambda a: a.start)

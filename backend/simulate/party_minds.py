@@ -32,14 +32,12 @@ def plan_sources(client: Any, agent_ids: list[str], days: list[int]) -> dict[str
     return {"by_agent": found, "counts": dict(sorted(counts.items()))}
 
 
-def farewell_endings(client: Any, limit: int = 500) -> dict[str, Any]:
-    """Conversations ended by a farewell phrase (`end_reason` farewell), and those among them whose ending
-    line invited someone ("I'm really excited to see you soon. Come to my party!"): the end rule must not
-    let an invitation end a talk."""
-    listing = client._send("GET", "/v1/conversations", params={"limit": limit})["conversations"]
+def farewell_endings(talks: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> dict[str, Any]:
+    """Of `talks` (variety.read_talks: each conversation's summary and turns), those ended by a farewell
+    phrase (`end_reason` farewell), and those among them whose ending line invited someone ("I'm really
+    excited to see you soon. Come to my party!"): the end rule must not let an invitation end a talk."""
     ended, inviting = 0, []
-    for summary in listing:
-        turns = client.conversation(summary["session_id"]).get("turns") or []
+    for summary, turns in talks:
         last = turns[-1] if turns else {}
         if last.get("end_reason") != "farewell":
             continue

@@ -290,14 +290,15 @@ def _closing(
     stored = party_news.wait_for_memories(client, min(timeout_s, 300.0))
     tellings = party_news.tellings(client, news)
     days = list(range(1, max(1, math.ceil(played)) + 1))  # every scenario starts on game day 1
+    talks = variety.read_talks(client)  # read once: the farewell endings and the variety measures
     return {
         "plans": party_minds.plan_sources(client, [a["id"] for a in agents], days),
-        "farewells": party_minds.farewell_endings(client),
+        "farewells": party_minds.farewell_endings(talks),
         "council": _council(client, agents, news, timeout_s),
         "memories_stored": stored,
         "density": {"start": start_density, "end": density(client, agents)},
         "model": model_use(client, len(agents), played),
-        "variety": variety.measure(client, agents, news.places),
+        "variety": variety.measure(client, agents, news.places, talks),
         "turns": world.report.turns,
         "fallbacks": world.report.fallbacks,
         "tellings": tellings,

@@ -135,17 +135,24 @@ def small_talk_passed_on(
     return out
 
 
-def measure(
-    client: Any, agents: list[dict[str, Any]], places: Sequence[Place], limit: int = 500
-) -> dict[str, Any]:
-    """All of the above for the conversations and tellings the server holds (the scenario's report)."""
+def read_talks(client: Any, limit: int = 500) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """The server's conversations, each (its summary, its turns): read once for every measure of a report."""
     listing = client._send("GET", "/v1/conversations", params={"limit": limit})["conversations"]
+    return [(summary, client.conversation(summary["session_id"]).get("turns") or []) for summary in listing]
+
+
+def measure(
+    client: Any,
+    agents: list[dict[str, Any]],
+    places: Sequence[Place],
+    talks: list[tuple[dict[str, Any], list[dict[str, Any]]]] | None = None,
+) -> dict[str, Any]:
+    """All of the above for the conversations (`talks`, else read now) and tellings the server holds."""
+    talks = read_talks(client) if talks is None else talks
     names = {a["id"]: a.get("name") or a["id"] for a in agents}
     conversations: list[tuple[int, list[str]]] = []
     turns: list[dict[str, Any]] = []
-    for summary in listing:
-        detail = client.conversation(summary["session_id"])
-        said = detail.get("turns") or []
+    for summary, said in talks:
         day = int((said or [{}])[0].get("day") or summary.get("day") or 1)
         conversations.append((day, [t["dialogue"] for t in said]))
         turns.extend(t for t in said if "speaker_id" in t)
@@ -156,7 +163,7 @@ def measure(
     selves = self_references(turns, names)
     small_talk = small_talk_passed_on(rows.values(), places, names)
     return {
-        "conversations": len(listing),
+        "conversations": len(talks),
         **line_figures(conversations),
         "sentences": sentence_figures(conversations),
         "self_reference": {"lines": len(selves), "examples": selves[:3]},
