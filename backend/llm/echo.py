@@ -15,7 +15,9 @@ Which strings are checked is decided by the reply's JSON Schema, once per reply 
   structural placeholder ("<...>", dots) is refused; a one-character word such as 愛 is an answer;
 - free text (every other string): all the rules. Items of a string list (concerns, notes) may quote the
   prompt, since extracting what was said is their job; scalar text (a line, an opinion) may not.
-A property can opt out (`"echo_check": false`) or in (`true`) through `json_schema_extra`.
+A property can opt out (`"echo_check": false`) or in (`true`) through `json_schema_extra`, or keep every rule
+but the whole-line copy (`"echo_check": "may_repeat"`): a running summary rewritten to include a conversation
+that taught nothing new is the old summary again, an answer, not an echo.
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ class _Text:
     vocabulary: bool
     in_list: bool
     allow_empty: bool
+    may_repeat: bool = False  # a whole line of the prompt is an answer here (a running summary kept)
 
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: one per reply class (see _rules)
@@ -136,7 +139,8 @@ def _compile(node: dict[str, Any], key: str, names: set[str], *, in_list: bool) 
     description = str(node.get("description") or "")
     phrases = {normalise(p) for p in _PHRASE_SPLIT.split(description)} | {normalise(description)}
     words = frozenset(p for p in phrases if p) | {normalise(key)}
-    return _Text(key, words, vocabulary, in_list, node.get("default") == "")
+    may_repeat = node.get("echo_check") == "may_repeat"
+    return _Text(key, words, vocabulary, in_list, node.get("default") == "", may_repeat)
 
 
 def _walk(value: Any, tree: Any, path: str) -> Iterator[tuple[str, str, _Text]]:
@@ -241,7 +245,7 @@ def _copy_problem(
         return f"is only a name ({value.strip()[:40]!r}), not what was asked"
     if any(norm in _described(content, rules) for content in contents):
         return f"repeats the prompt's description of a field ({value.strip()[:60]!r})"
-    if not spec.in_list and _copies_a_line(norm, value, contents):
+    if not spec.in_list and not spec.may_repeat and _copies_a_line(norm, value, contents):
         return f"repeats a line of the prompt word for word ({value.strip()[:60]!r})"
     return None
 

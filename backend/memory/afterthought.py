@@ -28,7 +28,7 @@ from backend.llm.base import LLM, PRIORITY_BACKGROUND, GenerateOptions, Message
 from backend.memory import person
 from backend.memory.models import AgentLookup, Key, Memory, PersonMemory
 from backend.memory.person import PersonBook
-from backend.memory.prompts import PersonItem, PersonTrait
+from backend.memory.prompts import KEPT_SUMMARY, PersonItem, PersonTrait
 from backend.memory.reflection import Reflector
 from backend.memory.settings import MemorySettings
 from backend.text import clean_text
@@ -49,7 +49,7 @@ class Afterthought(BaseModel):
     importance: int = Field(ge=1, le=10)
     traits_noticed: list[PersonTrait] = Field(default_factory=list, max_length=3)
     notes: list[PersonItem] = Field(default_factory=list, max_length=3)
-    person_summary: str = Field(min_length=1, max_length=2000)
+    person_summary: str = Field(min_length=1, max_length=2000, json_schema_extra=KEPT_SUMMARY)
     feeling: str | None = Field(None, max_length=LABEL_MAX_CHARS)
 
 
@@ -63,7 +63,11 @@ def afterthought_for(language: str | None, max_chars: int) -> type[Afterthought]
             str,
             # Validation takes what the schema asks for (PERSON_SUMMARY_CHARS goes up to 4000) and, below
             # 2000, a little more: a model without a grammar may overshoot its limit.
-            Field(min_length=1, max_length=max(2000, max_chars), json_schema_extra={"maxLength": max_chars}),
+            Field(
+                min_length=1,
+                max_length=max(2000, max_chars),
+                json_schema_extra={"maxLength": max_chars, **KEPT_SUMMARY},
+            ),
         )
     }
     if language is not None:

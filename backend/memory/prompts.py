@@ -155,6 +155,8 @@ def insight_messages(facts: dict[str, Any]) -> list[Message]:
 
 
 # --- person memory (purpose `person`; see person.py) ---
+#: A running summary may come back unchanged when a conversation taught nothing new (llm/echo.py).
+KEPT_SUMMARY: dict[str, Any] = {"echo_check": "may_repeat"}
 PersonItem = Annotated[str, Field(min_length=1, max_length=100)]
 #: A trait is a few words ("cheerful", "好奇心旺盛").
 PersonTrait = Annotated[str, Field(min_length=1, max_length=40)]
@@ -166,14 +168,16 @@ class PersonUpdate(BaseModel):
     model_config = ConfigDict(extra="ignore")
     traits_noticed: list[PersonTrait] = Field(default_factory=list, max_length=5)
     notes: list[PersonItem] = Field(default_factory=list, max_length=5)
-    summary: str = Field(min_length=1, max_length=2000)
+    #: Rewritten from the summary in the prompt: the same summary again is an answer (llm/echo.py).
+    summary: str = Field(min_length=1, max_length=2000, json_schema_extra=KEPT_SUMMARY)
 
 
 class PersonSummary(BaseModel):
     """A shorter running summary about a person (the recompression step)."""
 
     model_config = ConfigDict(extra="ignore")
-    summary: str = Field(min_length=1, max_length=2000)
+    #: Rewritten from the summary in the prompt: the same summary again is an answer (llm/echo.py).
+    summary: str = Field(min_length=1, max_length=2000, json_schema_extra=KEPT_SUMMARY)
 
 
 def _known(facts: dict[str, Any]) -> str:

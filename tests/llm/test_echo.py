@@ -16,7 +16,8 @@ from backend.errors import LLMReplyError
 from backend.llm.base import GenerateOptions, Message
 from backend.llm.echo import echo_problem, fact_names, normalise, prompt_lines
 from backend.llm.retry import REASK_HEAT, RepairingLLM, checked_reply
-from backend.memory.prompts import PersonUpdate
+from backend.memory.afterthought import afterthought_for
+from backend.memory.prompts import PersonSummary, PersonUpdate
 from backend.planning.schemas import PlanReply
 from backend.scripted import ScriptedLLM
 
@@ -175,6 +176,28 @@ def test_a_schema_field_can_opt_out_or_in() -> None:
 
     assert echo_problem(Reply(code="x", word="ok"), Reply, [], {}) is None
     assert "word has at most one character" in (echo_problem(Reply(code="x", word="x"), Reply, [], {}) or "")
+
+
+def test_a_running_summary_may_come_back_unchanged_but_not_as_a_placeholder() -> None:
+    """A conversation that taught nothing new leaves the person summary as it was: the old summary, copied
+    from the prompt, is the answer (CI saw a job retry to failure on it); the other rules still hold."""
+    known = "1日目にひかりとバリスタ、図書館について話した。"
+    prompt: list[Message] = [{"role": "user", "content": f"Summary: {known}\nひかり: またね！"}]
+    afterthought = afterthought_for("ja", 400)
+    kept = afterthought.model_validate(
+        {"reflection": "ひかりとまた図書館の話をした。", "importance": 3, "person_summary": known}
+    )
+    assert echo_problem(kept, afterthought, prompt, {}) is None
+    assert echo_problem(PersonUpdate(summary=known), PersonUpdate, prompt, {}) is None
+    assert echo_problem(PersonSummary(summary=known), PersonSummary, prompt, {}) is None
+    copied = kept.model_copy(update={"reflection": known})  # the reflection is new text: still checked
+    assert "reflection repeats a line" in (echo_problem(copied, afterthought, prompt, {}) or "")
+    dots = kept.model_copy(update={"person_summary": "..."})
+    assert "person_summary is a placeholder" in (echo_problem(dots, afterthought, prompt, {}) or "")
+    named = PersonUpdate(summary="ひかり")
+    assert "summary is only a name" in (
+        echo_problem(named, PersonUpdate, prompt, {"other_name": "ひかり"}) or ""
+    )
 
 
 def test_names_come_from_the_facts_and_lines_are_normalised() -> None:

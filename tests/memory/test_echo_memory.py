@@ -160,9 +160,12 @@ def test_a_person_update_echo_is_re_asked_then_kept_as_it_was(
         "summary is only a name" in scripted.calls("person")[1].messages[-1]["content"]
         and "ヒカリ" not in scripted.calls("person")[1].messages[-1]["content"]
     )  # the echo is not quoted back
-    scripted.enqueue(
-        {**GOOD_PERSON, "summary": "明るい友だち。"}, {**GOOD_PERSON, "summary": "..."}, purpose="person"
-    )
+    scripted.enqueue({**GOOD_PERSON, "summary": "..."}, {**GOOD_PERSON, "summary": "…"}, purpose="person")
     kept = update_person(client, "s2")
     assert kept.summary == "明るい友だち。" and "summary" in (kept.last_error or "")
     assert "echoes the prompt" in (kept.last_error or "") and len(scripted.calls("person")) == 4
+    # The summary in the prompt given back unchanged is an answer (nothing new was learned), not an echo.
+    scripted.enqueue({**GOOD_PERSON, "summary": "明るい友だち。"}, purpose="person")
+    unchanged = update_person(client, "s3")
+    assert unchanged.summary == "明るい友だち。" and unchanged.last_error is None
+    assert len(scripted.calls("person")) == 5

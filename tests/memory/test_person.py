@@ -163,6 +163,17 @@ def test_folding_the_same_conversation_twice_counts_once(pair: TestClient, scrip
     assert again.interaction_count == 1 and len(scripted.calls("person")) == 1
 
 
+def test_the_same_talk_again_keeps_the_summary_without_a_re_ask(
+    pair: TestClient, scripted: ScriptedLLM
+) -> None:
+    """A second talk that teaches nothing new leaves the summary as it was: not the sentence twice, and not a
+    refusal of the kept summary as a copy of the prompt (the CI kill -9 test saw a reflection job fail on it)."""
+    first = update(pair, FIRST, session="s1", day=1)
+    again = update(pair, FIRST, session="s2", day=1)
+    assert again.interaction_count == 2 and again.summary == first.summary and again.last_error is None
+    assert len(scripted.calls("person")) == 2  # one call each: nothing was re-asked
+
+
 def test_person_context_for_the_next_turn(pair: TestClient, scripted: ScriptedLLM) -> None:
     memory = service(pair)
     assert memory.person_context("default", "aoi", "hikari") is None

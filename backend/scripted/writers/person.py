@@ -49,7 +49,8 @@ def person_update(ctx: WriterContext) -> dict[str, Any]:
         topic = ", ".join(topics) or "all sorts of things"
         sentence = f"On day {ctx.facts.get('day', 1)} I talked with {other} about {topic}."
     previous = str(ctx.facts.get("summary") or "").strip()
-    summary = f"{previous} {sentence}".strip() if previous else sentence
+    # The same talk again (same day, partner, topics) adds nothing: the summary is kept as it was.
+    summary = previous if sentence in previous else f"{previous} {sentence}".strip()
     return {"traits_noticed": list(dict.fromkeys(traits)), "notes": notes, "summary": summary[-2000:]}
 
 
