@@ -46,7 +46,8 @@ log = logging.getLogger(__name__)
 RETRIEVAL_SHARE = 0.25
 #: People the question names whose person memory goes into the prompt.
 MAX_PEOPLE = 3
-#: Someone waits for the answer, but the game does not: after live turns, with councils.
+#: Someone waits for the answer, but the game does not: after live turns, with councils; on a one-slot engine
+#: it stops a running plan or background call rather than wait for it (llm/scheduler.py).
 PRIORITY = PRIORITY_COUNCIL
 
 

@@ -40,6 +40,11 @@ from backend.llm.reask import leaks_instruction
 VOCABULARY_MAX_LENGTH = 64
 #: A value shorter than this (normalised) is not compared with the prompt's lines ("はい" may repeat).
 MIN_LINE_ECHO_CHARS = 4
+#: A field description's phrase of this many words (or, without spaces, characters) may not open a value.
+MIN_OPENING_WORDS = 4
+MIN_OPENING_CHARS = 8
+#: A sentence end: a value's first sentence is what `without_described` compares.
+_SENTENCE_END = re.compile(r"[.。!?！？]+\s*")
 #: Words prompts used to show as sample values, and schema words: never an answer on their own.
 PLACEHOLDER_WORDS = frozenset(
     {
@@ -170,15 +175,41 @@ def prompt_lines(content: str) -> frozenset[str]:
 
 
 @functools.lru_cache(maxsize=512)
+def _field_texts(content: str, rules: _Rules) -> tuple[str, ...]:
+    """The texts with which `content` describes the reply's fields, as written ("心配な点（なければ空）")."""
+    if rules.field_line is None:
+        return ()
+    return tuple(found.group(1) for found in rules.field_line.finditer(content))
+
+
+@functools.lru_cache(maxsize=512)
 def _described(content: str, rules: _Rules) -> frozenset[str]:
     """The phrases with which `content` describes the reply's fields ("- concerns: 心配な点（なければ空）")."""
-    if rules.field_line is None:
-        return frozenset()
     phrases: set[str] = set()
-    for found in rules.field_line.finditer(content):
-        text = found.group(1)
+    for text in _field_texts(content, rules):
         phrases.update(normalise(part) for part in (text, *_PHRASE_SPLIT.split(text)))
     return frozenset(p for p in phrases if len(p) >= 2)
+
+
+@functools.lru_cache(maxsize=512)
+def _openings(content: str, rules: _Rules) -> tuple[str, ...]:
+    """The description phrases long enough that a value opening with one copies the prompt ("your position
+    on the proposal is against": SmolLM2's council opinion), longest first."""
+    phrases = [p for p in _described(content, rules) if _long_phrase(p)]
+    return tuple(sorted(phrases, key=len, reverse=True))
+
+
+def _long_phrase(phrase: str) -> bool:
+    words = phrase.split()
+    return len(words) >= MIN_OPENING_WORDS if len(words) > 1 else len(phrase) >= MIN_OPENING_CHARS
+
+
+def _opens_with(norm: str, phrase: str) -> bool:
+    """Whether `norm` starts with `phrase` as whole words (Japanese has no spaces: 言葉です opens with 言葉)."""
+    if not norm.startswith(phrase):
+        return False
+    after = norm[len(phrase) : len(phrase) + 1]
+    return not (after.isascii() and after.isalnum())
 
 
 @functools.lru_cache(maxsize=512)
@@ -245,6 +276,10 @@ def _copy_problem(
         return f"is only a name ({value.strip()[:40]!r}), not what was asked"
     if any(norm in _described(content, rules) for content in contents):
         return f"repeats the prompt's description of a field ({value.strip()[:60]!r})"
+    for content in contents:
+        opening = next((p for p in _openings(content, rules) if _opens_with(norm, p)), None)
+        if opening is not None:
+            return f"opens with the prompt's description of a field ({opening[:60]!r})"
     if not spec.in_list and not spec.may_repeat and _copies_a_line(norm, value, contents):
         return f"repeats a line of the prompt word for word ({value.strip()[:60]!r})"
     return None
@@ -283,6 +318,32 @@ def without_loops(reply: T, schema: type[T]) -> T:
     dumped = reply.model_dump(mode="json")
     cut = _on_text(dumped, tree, lambda text, _spec: unlooped(text))
     return reply if cut == dumped else schema.model_validate(cut)
+
+
+def without_described(reply: T, schema: type[T], messages: Sequence[Message]) -> T:
+    """`reply` with a first sentence cut off a free-text value when that sentence is a whole field
+    description of the prompt and a proper answer follows: SmolLM2 answered an interview with "Ben's spoken
+    reply to the interviewer, in English, in Ben's own words. You remember that Mia ran the Corner Cafe..."
+    (the rest is the answer). A value that is only a description is left for `echo_problem` to refuse."""
+    tree = _rules(schema).tree
+    if tree is None:
+        return reply
+    rules = _rules(schema)
+    contents = [m.get("content", "") for m in messages if m.get("role") != "assistant"]
+    texts = {normalise(text) for content in contents for text in _field_texts(content, rules)}
+    if not texts:
+        return reply
+
+    def cut(value: str, spec: _Text) -> str:
+        end = _SENTENCE_END.search(value)
+        if spec.in_list or end is None or normalise(value[: end.start()]) not in texts:
+            return value
+        rest = value[end.end() :]
+        return rest if len(rest.strip(_EDGE)) >= 2 else value
+
+    dumped = reply.model_dump(mode="json")
+    trimmed = _on_text(dumped, tree, cut)
+    return reply if trimmed == dumped else schema.model_validate(trimmed)
 
 
 def _unlabel(value: Any, tree: Any) -> Any:

@@ -14,10 +14,13 @@ cancelling a waiter removes it from the queue.
 
 Preemption, on a one-slot engine (a provider that is `preemptible`: llama.cpp in process, Ollama): the queue
 alone orders only calls that wait; a reflection already generating would hold the model until it ends. So
-a live turn (PREEMPTING_PRIORITY) that must wait stops the least urgent running `complete` call below its
-priority: the call is cancelled (the provider stops at the next token), its slot goes to the turn, and the
-call is queued again, first of its priority, to run from the start; its caller only waits longer. Each
-waiting turn stops at most one call. Streams (streamed turns) are never preempted.
+a call someone waits for (PREEMPTING_PRIORITY: a live turn, a council's member or clerk, an interview) that
+must wait stops the least urgent running `complete` call below its priority: the call is cancelled (the
+provider stops at the next token), its slot goes to the waiter, and the call is queued again, first of its
+priority, to run from the start; its caller only waits longer. Each waiting call stops at most one call.
+Streams (streamed turns) are never preempted. Plans and background work (ratings, reflections) never stop
+another call: on SmolLM2 a reflection holds the model 15-22 s, and an interview queued behind one ran out of
+INTERVIEW_DEADLINE_S.
 
 Reading ahead (`SchedulingLLM.prefill`, llama.cpp in process): the prompt of a turn that is about to come
 (the partner's next line, an opening line once Unity reports two agents `talking`) is read into the model's
@@ -66,10 +69,11 @@ PRIORITY_NAMES = {
 RECENT_WAITS = 512
 #: Grant records kept for inspection (tests, the stats endpoint's `recent`).
 RECORDS = 256
-#: Waiters this urgent (or more) preempt a less urgent running call on a preemptible provider.
-PREEMPTING_PRIORITY = PRIORITY_TURN
+#: Waiters this urgent (or more) preempt a less urgent running call on a preemptible provider: those a person
+#: waits for (turns; councils and interviews, PRIORITY_COUNCIL).
+PREEMPTING_PRIORITY = PRIORITY_COUNCIL
 #: The cancel message of a preempted call (the trace records it).
-PREEMPTED = "preempted by a live turn; run again"
+PREEMPTED = "preempted by a call someone waits for (a turn, a council, an interview); run again"
 
 R = TypeVar("R")
 

@@ -13,6 +13,7 @@ from backend.conversation.schemas import TurnReply
 from backend.council.schemas import Aggregation, MemberOpinion, judge_reply_for
 from backend.emotion.schemas import EmotionEvaluation
 from backend.errors import LLMReplyError
+from backend.interview.schemas import InterviewReply
 from backend.llm.base import GenerateOptions, Message
 from backend.llm.echo import echo_problem, fact_names, normalise, prompt_lines
 from backend.llm.retry import REASK_HEAT, RepairingLLM, checked_reply
@@ -176,6 +177,35 @@ def test_a_schema_field_can_opt_out_or_in() -> None:
 
     assert echo_problem(Reply(code="x", word="ok"), Reply, [], {}) is None
     assert "word has at most one character" in (echo_problem(Reply(code="x", word="x"), Reply, [], {}) or "")
+
+
+def test_a_field_description_opening_a_value_is_cut_or_refused() -> None:
+    """SmolLM2 opened an interview answer with the field's description, then answered; and opened a council
+    opinion with a phrase of the stance's description. The first is cut off, the second refused."""
+    interview: list[Message] = [
+        {
+            "role": "system",
+            "content": "- answer: Ben's spoken reply to the interviewer, in English, in Ben's own words",
+        },
+        {"role": "user", "content": "Have you heard about a party?"},
+    ]
+    said = "Ben's spoken reply to the interviewer, in English, in Ben's own words. Mia's party is tomorrow at 7pm."
+    reply = checked_reply(f'{{"answer": "{said}"}}', InterviewReply, interview, GenerateOptions())
+    assert reply.answer == "Mia's party is tomorrow at 7pm."
+    only = "Ben's spoken reply to the interviewer, in English, in Ben's own words."
+    with pytest.raises(LLMReplyError, match="description of"):
+        checked_reply(f'{{"answer": "{only}"}}', InterviewReply, interview, GenerateOptions())
+    council: list[Message] = [
+        {"role": "user", "content": "- stance: your position on the proposal, one of for, conditional, against\n"
+                                    "- opinion: what you yourself think of this proposal, two to four sentences"},
+    ]  # fmt: skip
+    copied = MemberOpinion(stance="against", opinion="your position on the proposal is against, conditional")
+    assert "opens with the prompt's description" in (echo_problem(copied, MemberOpinion, council, {}) or "")
+    own = MemberOpinion(stance="for", opinion="Your position on this is brave. I would hold it every month.")
+    assert echo_problem(own, MemberOpinion, council, {}) is None  # three words of it are not a copy
+    ja: list[Message] = [{"role": "user", "content": "- answer: 葵がインタビューに口で答える言葉"}]
+    copied_ja = InterviewReply(answer="葵がインタビューに口で答える言葉です。パーティーは明日です。")
+    assert "opens with the prompt's description" in (echo_problem(copied_ja, InterviewReply, ja, {}) or "")
 
 
 def test_a_running_summary_may_come_back_unchanged_but_not_as_a_placeholder() -> None:
