@@ -25,10 +25,11 @@ from backend.council import prompts, repo
 from backend.council.memories import remember_council
 from backend.council.models import CouncilRecord
 from backend.council.schemas import Aggregation, Consensus, MemberOpinion
-from backend.errors import LLMError
+from backend.errors import LLMError, LLMReplyError
 from backend.gametime import utcnow
 from backend.llm.base import LLM, PRIORITY_COUNCIL, GenerateOptions
 from backend.memory.models import VISITOR_TAG
+from backend.text import is_japanese
 
 if TYPE_CHECKING:
     from backend.storage.db import Engine
@@ -37,6 +38,23 @@ log = logging.getLogger(__name__)
 
 #: Memories recalled per member for round 1.
 DEFAULT_MEMORY_K = 5
+#: An opinion in a spaced language has at least this many words: SmolLM2 answered "good" and "Agreed".
+MIN_OPINION_WORDS = 3
+
+
+def check_opinion(reply: MemberOpinion) -> None:
+    """Refuse an opinion that is not a sentence someone could say (re-asked once with the reason): in text
+    with spaces, fewer than MIN_OPINION_WORDS words ("good"); Japanese has no spaces, and 「やろう」 is a
+    whole opinion (one character is refused by the echo check already)."""
+    text = reply.opinion.strip()
+    if not is_japanese(text):
+        words = [w for w in text.split() if any(c.isalnum() for c in w)]
+        if len(words) < MIN_OPINION_WORDS:
+            raise LLMReplyError(
+                f"opinion is {len(words)} word(s), not what you think: say it in a full sentence or two",
+                raw=reply.model_dump_json(),
+            )
+
 
 OnUpdate = Callable[[dict[str, Any]], Any]
 
@@ -155,7 +173,10 @@ class CouncilRun:
         answer: dict[str, Any] = {"agent_id": member["id"], "name": member["name"]}
         try:
             reply = await self.llm.generate_json(
-                messages, MemberOpinion, options=self.options(stage, round_no, member["id"], facts)
+                messages,
+                MemberOpinion,
+                options=self.options(stage, round_no, member["id"], facts),
+                check=check_opinion,
             )
             answer.update(reply.model_dump())
         except LLMError as exc:

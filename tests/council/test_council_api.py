@@ -163,6 +163,22 @@ def test_a_failing_member_abstains_and_the_council_completes(
     assert "棄権" in markdown
 
 
+def test_an_opinion_of_one_word_is_re_asked_and_a_japanese_one_is_not(
+    sisters: TestClient, scripted: ScriptedLLM
+) -> None:
+    """SmolLM2 answered a council "good": an English opinion under three words is re-asked with the reason;
+    「やろう」 is a whole Japanese opinion (no spaces to count words by)."""
+    scripted.enqueue(
+        opinion("for", "good"), opinion("for", "I think it would bring the square to life."),
+        opinion("for", "やろう"), opinion("against", "まだ早い"), purpose="opinion",
+    )  # fmt: skip
+    council = hold(sisters, rounds=1)
+    said = [o["opinion"] for o in council["record"]["rounds"][0]["opinions"]]
+    assert "good" not in said and "I think it would bring the square to life." in said and "やろう" in said
+    reasked = [c for c in scripted.calls("opinion") if "not what you think" in c.messages[-1]["content"]]
+    assert len(reasked) == 1 and "good" not in reasked[0].messages[-1]["content"]  # the reason, not the reply
+
+
 def test_every_member_failing_still_completes(sisters: TestClient, scripted: ScriptedLLM) -> None:
     scripted.enqueue(*(LLMReplyError("down") for _ in range(3)), purpose="opinion")
     council = hold(sisters, rounds=1)
