@@ -73,7 +73,8 @@ class Turn(SQLModel, table=True):
     dropped_actions: list[dict[str, Any]] | None = Field(default=None, sa_type=JSON)
     #: The item the turn was to tell (intention/telling.py): `{key, told, missing}`, `missing` the slots
     #: (what, when, where) the line left out; a partial telling is not recorded as told; `asked_again`: the
-    #: slots the first line left out when the model was asked once more. None: nothing to tell.
+    #: slots the first line left out when the model was asked again (TELLING_TRIES), `tries`: the calls
+    #: made then. None: nothing to tell.
     telling: dict[str, Any] | None = Field(default=None, sa_type=JSON)
     day: int = 1
     time_of_day: float = 0.0

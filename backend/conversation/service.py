@@ -131,8 +131,10 @@ class PreparedTurn:
     #: What an action of the reply may name; the actions dropped for naming something else (kept on the row).
     facts: WorldFacts | None = None
     dropped: list[dict[str, Any]] = field(default_factory=list)
-    #: The slots of its news the model's first line left out, when it was asked once more (completing.py).
+    #: The slots of its news the model's first line left out, when it was asked again (completing.py), and
+    #: the model calls the line took then.
     asked_again: list[str] | None = None
+    tries: int = 1
 
     @property
     def turn_index(self) -> int:
@@ -503,24 +505,22 @@ class ConversationService:
         took: float,
         asked: tuple[list[dict[str, str]], type[TurnReply], GenerateOptions],
     ) -> TurnReply:
-        """`reply`, or the model's second try when the line left a slot of its news out and the deadline
-        has room: the one that carries more slots (conversation/completing.py). `asked`: the first call's
-        prompt, schema and options, asked again with one more message."""
+        """`reply`, or a later try of the model's when the line left a slot of its news out and the deadline
+        has room: the one that carries the most slots (conversation/completing.py). `asked`: the first
+        call's prompt, schema and options."""
         ctx = prepared.ctx
         assert ctx is not None
-        left = completing.partial(ctx, reply.dialogue)
-        if not left or not completing.room_for_another(self.remaining(prepared), took):
-            return reply
-        prepared.asked_again = list(left)
-        messages, schema, options = asked
-        call = self.llm.generate_json([*messages, completing.ask(ctx, left)], schema, options=options)
-        try:
-            again = await asyncio.wait_for(call, timeout=self.remaining(prepared))
-        except (LLMError, TimeoutError) as exc:
-            log.info("turn %s/%d keeps its partial telling: %s", prepared.request.session_id,
-                     prepared.turn_index, reason(exc))  # fmt: skip
-            return reply
-        return again if len(completing.missing(ctx, again.dialogue)) < len(left) else reply
+        loop = asyncio.get_running_loop()
+        done = await completing.complete(
+            self.llm, ctx, reply, asked=asked, took_s=took, remaining_s=lambda: self.remaining(prepared),
+            tries=self.settings.telling_tries, clock=loop.time,
+        )  # fmt: skip
+        if done.asked_again is not None:
+            prepared.asked_again, prepared.tries = done.asked_again, done.tries
+            log.info("turn %s/%d: telling asked again (%d calls; first line left out %s)",
+                     prepared.request.session_id, prepared.turn_index, done.tries,
+                     ", ".join(done.asked_again))  # fmt: skip
+        return done.reply
 
     def compose(self, prepared: PreparedTurn, reply: TurnReply | None) -> dict[str, Any]:
         """Apply the server's rules to the model's reply (or its absence): the reply JSON for Unity."""
@@ -764,7 +764,7 @@ class ConversationService:
             session_id=req.session_id, day=req.day, time_of_day=req.time_of_day,
         )  # fmt: skip
         if prepared.asked_again is not None:
-            trace["asked_again"] = prepared.asked_again
+            trace["asked_again"], trace["tries"] = prepared.asked_again, prepared.tries
         return told, trace
 
     def _count_fallback(self) -> None:

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
+from backend.config import Settings
 from backend.scripted import ScriptedLLM
 from tests.conftest import drain
 from tests.intention.helpers import talk, town, whisper
+
+#: The calls a turn makes for a line that leaves out a slot of its news (TELLING_TRIES, its default).
+TRIES = Settings.model_fields["telling_tries"].default
 
 
 def _dialogue_prompts(scripted: ScriptedLLM, speaker: str) -> list[str]:
@@ -101,10 +105,13 @@ def test_a_real_model_line_that_does_not_say_it_is_not_recorded(
 ) -> None:
     town(client)
     whisper(client)
-    scripted.enqueue({"dialogue": "こんにちは、ひかりさん。いい天気ですね。", "emotion": "happy",
-                      "is_conversation_end": False, "feeling": "喜び"}, purpose="dialogue")  # fmt: skip
+    greeting = {"dialogue": "こんにちは、ひかりさん。いい天気ですね。", "emotion": "happy",
+                "is_conversation_end": False, "feeling": "喜び"}  # fmt: skip
+    scripted.enqueue(*[greeting] * TRIES, purpose="dialogue")  # asked again, it still greets
     talk(client, "aoi", "hikari", "s1", 1)
     assert client.get("/v1/agents/aoi/told").json()["told"] == []
+    turn = client.get("/v1/conversations/s1").json()["turns"][0]
+    assert turn["telling"]["asked_again"] == ["what", "when", "where"] and turn["telling"]["tries"] == TRIES
 
 
 def test_a_telling_that_drops_the_time_is_not_told_and_is_offered_again(
@@ -112,12 +119,14 @@ def test_a_telling_that_drops_the_time_is_not_told_and_is_offered_again(
 ) -> None:
     town(client)
     whisper(client)  # 明日の19時に公園で花火大会を開く。町のみんなに来てほしい
-    # The model says what and where but not when, twice (asked once more within the turn): no appointment
+    # The model says what and where but not when, every time it is asked within the turn: no appointment
     # could form from it.
     partial = {"dialogue": "ひかり、公園で花火大会をやるんだ。みんなに来てほしいな！", "emotion": "happy",
                "is_conversation_end": False, "feeling": "喜び"}  # fmt: skip
     scripted.enqueue(partial, purpose="dialogue")
-    scripted.enqueue({**partial, "dialogue": "公園で花火大会があるよ、ひかり！"}, purpose="dialogue")
+    scripted.enqueue(
+        *[{**partial, "dialogue": "公園で花火大会があるよ、ひかり！"}] * (TRIES - 1), purpose="dialogue"
+    )
     lines = talk(client, "aoi", "hikari", "s1", 3)
     drain(client)
     turns = client.get("/v1/conversations/s1").json()["turns"]
@@ -126,7 +135,7 @@ def test_a_telling_that_drops_the_time_is_not_told_and_is_offered_again(
     assert turns[1]["telling"] is None  # ひかり had nothing to tell
     # Offered again on the next line, said in full (by the scripted writer) and only then told.
     assert all("News ひかり has not heard from you yet" in p for p in _dialogue_prompts(scripted, "aoi"))
-    first = {k: v for k, v in turns[0]["telling"].items() if k != "asked_again"}
+    first = {k: v for k, v in turns[0]["telling"].items() if k not in ("asked_again", "tries")}
     assert "19時" in lines[2] and turns[2]["telling"] == {**first, "told": True, "missing": []}
     told = client.get("/v1/agents/aoi/told").json()["told"]
     assert [(t["listener_id"], t["session_id"]) for t in told] == [("hikari", "s1")]
@@ -141,8 +150,8 @@ def test_a_partial_telling_is_retried_in_the_next_talk(client: TestClient, scrip
     whisper(
         client, agent="emma", text="Tomorrow at 7pm I am throwing a party at the park. Everyone is welcome!"
     )
-    # Time and place, but a party is never named, twice (asked once more within the turn): not told.
-    for _ in range(2):
+    # Time and place, but a party is never named, however often it is asked within the turn: not told.
+    for _ in range(TRIES):
         scripted.enqueue({"dialogue": "Hi Aoi! Come to the park tomorrow at 7pm, okay?", "emotion": "happy",
                           "is_conversation_end": False, "feeling": "joy"}, purpose="dialogue")  # fmt: skip
     talk(client, "emma", "aoi", "s1", 1)
