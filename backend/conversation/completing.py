@@ -5,7 +5,8 @@ the place and drops the time, or greets and says nothing of it, and a telling wi
 appointment. When the turn's line leaves out any slot of the news the prompt asked it to tell
 (intention/telling.check), the model is asked again, up to TELLING_TRIES calls in all, each while the
 deadline leaves room for one more call as long as the longest so far: the prompt plus one short sentence
-naming what the line must also say, with those slots' values as people say them ("when (tomorrow at 7pm)"),
+naming what the line must also say, with those slots' values as people say them ("when (tomorrow at 7pm)";
+a line naming someone else as the host lacks "who": "whose it is (Mia's)"),
 sampled with a seed of its own (the same prompt and seed would give the same line). The line that carries
 the most slots is kept (the earliest among equals); a call that fails keeps what there was. The turn row's
 `telling` trace records `asked_again` (the slots the first line left out) and `tries` (calls made). The
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from backend.conversation.prompts import TurnContext
 from backend.conversation.schemas import TurnReply
 from backend.errors import LLMError
-from backend.intention import telling
+from backend.intention import telling, who
 from backend.intention.fact import slot_words
 from backend.llm.base import LLM, GenerateOptions
 
@@ -34,6 +35,23 @@ from backend.llm.base import LLM, GenerateOptions
 TIME_MARGIN = 1.25
 
 _SLOT_JA = {"what": "何を", "when": "いつ", "where": "どこで"}
+
+
+def lacks(ctx: TurnContext, line: str) -> tuple[str, ...]:
+    """What `line` gets wrong of the turn's news: the slots it leaves out (`missing`), and "who" when it
+    names someone else as the host (SmolLM2: "Lily is having a party", told to Lily of Mia's party)."""
+    left = missing(ctx, line)
+    if ctx.tell is None or ctx.tell.slots is None or not line.strip() or ctx.partner_said_farewell:
+        return left
+    people = {person.id: person.name for person in (ctx.speaker, ctx.partner, *ctx.others)}
+    people.setdefault(ctx.tell.origin_id, ctx.tell.origin_name)
+    named = who.host(line, people)
+    return (*left, "who") if named is not None and named != _host_id(ctx) else left
+
+
+def _host_id(ctx: TurnContext) -> str:
+    assert ctx.tell is not None and ctx.tell.slots is not None
+    return ctx.tell.slots.host or ctx.tell.origin_id
 
 
 def missing(ctx: TurnContext, line: str) -> tuple[str, ...]:
@@ -47,13 +65,21 @@ def missing(ctx: TurnContext, line: str) -> tuple[str, ...]:
 
 
 def ask(ctx: TurnContext, left: tuple[str, ...]) -> dict[str, str]:
-    """The one-sentence request for the slots the line left out, with their values."""
+    """The one-sentence request for what the line left out or got wrong (`lacks`), with the values."""
     assert ctx.tell is not None and ctx.tell.slots is not None
     slots, partner = ctx.tell.slots, ctx.partner.name
+    host_id = _host_id(ctx)
+    own = host_id == ctx.speaker.id
+    names = {person.id: person.name for person in (ctx.speaker, ctx.partner, *ctx.others)}
+    host = names.get(host_id) or ctx.tell.origin_name
     if ctx.language == "ja":
-        parts = "と".join(f"{_SLOT_JA[s]}（{slot_words(slots, s, 'ja', ctx.day)}）" for s in left)
+        whose = "自分が開くこと" if own else f"誰が開くか（{host}）"
+        parts = "と".join(
+            whose if s == "who" else f"{_SLOT_JA[s]}（{slot_words(slots, s, 'ja', ctx.day)}）" for s in left
+        )
         return {"role": "user", "content": f"{partner}へのセリフに{parts}も入れて、もう一度言うこと。"}
-    named = [f"{s} ({slot_words(slots, s, 'en', ctx.day)})" for s in left]
+    whose = "that you are hosting it" if own else f"whose it is ({host}'s)"
+    named = [whose if s == "who" else f"{s} ({slot_words(slots, s, 'en', ctx.day)})" for s in left]
     parts = f"{', '.join(named[:-1])} and {named[-1]}" if len(named) > 1 else named[0]
     return {"role": "user", "content": f"Say the line to {partner} again so that it also tells {parts}."}
 
@@ -92,7 +118,7 @@ async def complete(
         tries: TELLING_TRIES, the most calls in all (1: never ask again).
         clock: monotonic seconds (the event loop's time).
     """
-    left = missing(ctx, reply.dialogue)
+    left = lacks(ctx, reply.dialogue)
     if not left:
         return Completed(reply, None, 1)
     first_left, (prompt, schema, options) = list(left), asked
@@ -107,7 +133,7 @@ async def complete(
             break
         finally:
             longest = max(longest, clock() - started)
-        still = missing(ctx, again.dialogue)
+        still = lacks(ctx, again.dialogue)
         if len(still) < len(left):
             best, left = again, still
     return Completed(best, first_left, made)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from dataclasses import replace
 
 from backend.conversation import completing
 from backend.conversation.prompts import TurnContext, build_facts, build_messages
@@ -21,6 +22,7 @@ from backend.world.models import Agent
 PARTY = "Tomorrow at 7pm I am throwing a party at the Corner Cafe. Everyone is welcome!"
 PLACES = [Place("cafe", "Corner Cafe")]
 MIA, BEN = Agent(id="mia", name="Mia", language="en"), Agent(id="ben", name="Ben", language="en")
+LILY = Agent(id="lily", name="Lily", language="en")
 
 
 def _ctx(**changes: object) -> TurnContext:
@@ -69,6 +71,23 @@ def test_a_greeting_is_asked_again_until_a_line_carries_the_news() -> None:
     assert all(GREETING not in ask and PARTIAL not in ask for ask in asks)
     seeds = [c.options.seed for c in llm.calls("dialogue")]
     assert len(set(seeds)) == 3 and 7 not in seeds  # each try its own seed, none the first call's
+
+
+def test_a_line_naming_someone_else_as_the_host_is_asked_again() -> None:
+    """SmolLM2 passed on Mia's party to Lily as "Lily is having a party ...": whose it is, asked again."""
+    wrong = "Ben is hosting a party at the Corner Cafe tomorrow at 7pm!"
+    llm = ScriptedLLM()
+    llm.enqueue(_line(FULL), purpose="dialogue")
+    done = _complete(llm, _ctx(), wrong)
+    assert done.reply.dialogue == FULL and done.asked_again == ["who"] and done.tries == 2
+    assert llm.calls("dialogue")[0].messages[-1]["content"] == (
+        "Say the line to Ben again so that it also tells that you are hosting it."
+    )
+    heard = _ctx(speaker=BEN, partner=LILY, tell=replace(_ctx().tell, heard_from="Mia"))  # type: ignore[arg-type]
+    llm.enqueue(_line("Lily, Mia's party is at the Corner Cafe tomorrow at 7pm."), purpose="dialogue")
+    again = _complete(llm, heard, "Lily is having a party at the Corner Cafe tomorrow at 7pm.")
+    assert again.asked_again == ["who"] and "Mia's party" in again.reply.dialogue
+    assert llm.calls("dialogue")[-1].messages[-1]["content"].endswith("whose it is (Mia's).")
 
 
 def test_the_best_line_is_kept_and_a_failing_call_keeps_it() -> None:
