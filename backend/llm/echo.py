@@ -346,6 +346,34 @@ def without_described(reply: T, schema: type[T], messages: Sequence[Message]) ->
     return reply if trimmed == dumped else schema.model_validate(trimmed)
 
 
+def without_empty_items(reply: T, schema: type[T]) -> T:
+    """`reply` with empty items dropped from its lists of free text (SmolLM2 wrote a council opinion with
+    `"concerns": [""]`: no concern, not a wrong answer); a list the schema needs items in is left as it is."""
+    tree = _rules(schema).tree
+    if tree is None:
+        return reply
+    dumped = reply.model_dump(mode="json")
+    kept = _drop_empty(dumped, tree)
+    if kept == dumped:
+        return reply
+    try:
+        return schema.model_validate(kept)
+    except ValueError:  # a minimum of items: the echo check names the empty one
+        return reply
+
+
+def _drop_empty(value: Any, tree: Any) -> Any:
+    if isinstance(tree, _Text):
+        return value
+    if tree[0] == "object" and isinstance(value, dict):
+        return {k: _drop_empty(v, tree[1][k]) if k in tree[1] else v for k, v in value.items()}
+    if tree[0] == "array" and isinstance(value, list):
+        if isinstance(tree[1], _Text) and not tree[1].vocabulary:
+            return [item for item in value if not (isinstance(item, str) and not item.strip(_EDGE))]
+        return [_drop_empty(item, tree[1]) for item in value]
+    return value
+
+
 def _unlabel(value: Any, tree: Any) -> Any:
     return _on_text(value, tree, _unlabel_one)
 

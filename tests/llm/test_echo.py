@@ -208,6 +208,16 @@ def test_a_field_description_opening_a_value_is_cut_or_refused() -> None:
     assert "opens with the prompt's description" in (echo_problem(copied_ja, InterviewReply, ja, {}) or "")
 
 
+def test_an_empty_item_of_a_list_is_dropped_not_refused() -> None:
+    """SmolLM2's council opinion had `"concerns": [""]`: no concern. The opinion stands; an empty opinion
+    (scalar text) is still refused."""
+    raw = '{"stance": "for", "opinion": "I think it would bring people together.", "concerns": ["", " "]}'
+    reply = checked_reply(raw, MemberOpinion, PROMPT, GenerateOptions())
+    assert reply.concerns == [] and reply.opinion.startswith("I think")
+    with pytest.raises(LLMReplyError):
+        checked_reply('{"stance": "for", "opinion": " "}', MemberOpinion, PROMPT, GenerateOptions())
+
+
 def test_a_running_summary_may_come_back_unchanged_but_not_as_a_placeholder() -> None:
     """A conversation that taught nothing new leaves the person summary as it was: the old summary, copied
     from the prompt, is the answer (CI saw a job retry to failure on it); the other rules still hold."""
