@@ -167,7 +167,12 @@ def test_a_small_models_durations_are_laid_out_clipped_and_zero_ones_dropped() -
     assert any("ends before it starts: dropped" in r for r in repairs)  # the 0-hour item
     assert any("clipped to the window" in r for r in repairs)  # library 16:00 + 8 hours
     assert len([r for r in repairs if "dropped" in r]) == 2  # and park, after the day was full
-    # Durations that cover too little of the day: not worth repairing.
+    # A few activities covering under half the day (SmolLM2's plans): kept, the rest of the day at home.
+    few = [{"poi_id": "cafe", "activity": "a", "hours": 3}, {"poi_id": "park", "activity": "b", "hours": 4}]
+    items, repairs = repair(few)
+    assert spans(items) == [(7, 10, "cafe"), (10, 14, "park"), (14, 22, "home")]
+    assert any("home" in r for r in repairs)
+    # Durations that cover too little of the day (3 of 15 hours): not worth repairing.
     with pytest.raises(PlanUnrepairable):
         repair(
             [{"poi_id": "cafe", "activity": "a", "hours": 1}, {"poi_id": "park", "activity": "b", "hours": 2}]
