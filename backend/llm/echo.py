@@ -369,7 +369,7 @@ def _drop_empty(value: Any, tree: Any) -> Any:
         return {k: _drop_empty(v, tree[1][k]) if k in tree[1] else v for k, v in value.items()}
     if tree[0] == "array" and isinstance(value, list):
         if isinstance(tree[1], _Text) and not tree[1].vocabulary:
-            return [item for item in value if not (isinstance(item, str) and not item.strip(_EDGE))]
+            return [item for item in value if not (isinstance(item, str) and not item.strip())]
         return [_drop_empty(item, tree[1]) for item in value]
     return value
 

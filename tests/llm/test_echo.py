@@ -216,6 +216,9 @@ def test_an_empty_item_of_a_list_is_dropped_not_refused() -> None:
     assert reply.concerns == [] and reply.opinion.startswith("I think")
     with pytest.raises(LLMReplyError):
         checked_reply('{"stance": "for", "opinion": " "}', MemberOpinion, PROMPT, GenerateOptions())
+    dots = '{"stance": "for", "opinion": "I think it would bring people together.", "concerns": ["..."]}'
+    with pytest.raises(LLMReplyError, match="placeholder"):  # a template's dots are not "no concern"
+        checked_reply(dots, MemberOpinion, PROMPT, GenerateOptions())
 
 
 def test_a_running_summary_may_come_back_unchanged_but_not_as_a_placeholder() -> None:
