@@ -503,8 +503,9 @@ namespace Machi.Protocol
 
         /// <summary>
         /// The news the line was to tell: its key, whether it was told, the slots (what, when,
-        /// where) the line left out (a partial telling is offered again), and `asked_again`: the
-        /// slots the model's first line left out when it was asked once more within the turn.
+        /// where) the line left out (a partial telling is offered again), `asked_again`: the slots
+        /// the model's first line left out when it was asked again within the turn (TELLING_TRIES),
+        /// and `tries`: the model calls the line took then.
         /// </summary>
         [JsonProperty("telling")]
         public Dictionary<string, object> Telling { get; set; }
