@@ -348,7 +348,8 @@ def without_described(reply: T, schema: type[T], messages: Sequence[Message]) ->
 
 def without_empty_items(reply: T, schema: type[T]) -> T:
     """`reply` with empty items dropped from its lists of free text (SmolLM2 wrote a council opinion with
-    `"concerns": [""]`: no concern, not a wrong answer); a list the schema needs items in is left as it is."""
+    `"concerns": [""]`: no concern, not a wrong answer), and items of debris with no letter or digit ("} ,");
+    a list the schema needs items in is left as it is."""
     tree = _rules(schema).tree
     if tree is None:
         return reply
@@ -362,6 +363,15 @@ def without_empty_items(reply: T, schema: type[T]) -> T:
         return reply
 
 
+def _debris(item: str) -> bool:
+    """A list item with no letter or digit that is not a template's placeholder: blank, or JSON debris
+    ("} ," in SmolLM2's council conditions). "..." and "<...>" stay, for the echo check to refuse."""
+    stripped = item.strip()
+    if any(c.isalnum() for c in stripped):
+        return False
+    return not stripped or not (_DOTS.match(stripped) or _WRAPPED.match(stripped))
+
+
 def _drop_empty(value: Any, tree: Any) -> Any:
     if isinstance(tree, _Text):
         return value
@@ -369,7 +379,7 @@ def _drop_empty(value: Any, tree: Any) -> Any:
         return {k: _drop_empty(v, tree[1][k]) if k in tree[1] else v for k, v in value.items()}
     if tree[0] == "array" and isinstance(value, list):
         if isinstance(tree[1], _Text) and not tree[1].vocabulary:
-            return [item for item in value if not (isinstance(item, str) and not item.strip())]
+            return [item for item in value if not (isinstance(item, str) and _debris(item))]
         return [_drop_empty(item, tree[1]) for item in value]
     return value
 

@@ -211,9 +211,13 @@ def test_a_field_description_opening_a_value_is_cut_or_refused() -> None:
 def test_an_empty_item_of_a_list_is_dropped_not_refused() -> None:
     """SmolLM2's council opinion had `"concerns": [""]`: no concern. The opinion stands; an empty opinion
     (scalar text) is still refused."""
-    raw = '{"stance": "for", "opinion": "I think it would bring people together.", "concerns": ["", " "]}'
+    raw = (
+        '{"stance": "for", "opinion": "I think it would bring people together.", "concerns": ["", " "], '
+        '"conditions": ["Enough helpers.", "} ,"]}'
+    )
     reply = checked_reply(raw, MemberOpinion, PROMPT, GenerateOptions())
     assert reply.concerns == [] and reply.opinion.startswith("I think")
+    assert reply.conditions == ["Enough helpers."]  # JSON debris is no condition either
     with pytest.raises(LLMReplyError):
         checked_reply('{"stance": "for", "opinion": " "}', MemberOpinion, PROMPT, GenerateOptions())
     dots = '{"stance": "for", "opinion": "I think it would bring people together.", "concerns": ["..."]}'
