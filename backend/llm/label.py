@@ -33,7 +33,9 @@ _BRACKETED = rf"(?:[（(【\[]\s*(?:{_EN}|{_JA})\s*[）)】\]])"
 #: A whole value that is a label without its colon: a possessive or "〜の" description, or a bare reply word.
 _WHOLE = (
     rf"(?:{_BRACKETED}|{_EN_WHO}{_EN_ADJ}*{_EN_NOUN}{_EN_TAIL}|{_EN_ADJ}*{_EN_NOUN}"
-    rf"|[^\s:：「」『』（）()【】\[\]。、]{{1,30}}の{_JA_NOUN}|{_JA_NOUN})"
+    rf"|[^\s:：「」『』（）()【】\[\]。、]{{1,30}}の{_JA_NOUN}|{_JA_NOUN}"
+    # Only who speaks, with nothing said: "Ben says:" (SmolLM2's whole interview answer).
+    rf"|[\w\-]+(?:\s+[\w\-]+)?\s+(?:says|said|asks|asked|replies|replied|answers|answered))"
 )
 _COLON = r"\s*(?:[:：]|[-–—]{1,2}(?=\s))"
 

@@ -62,6 +62,8 @@ ONLY_LABELS = [
     "葵の返事:",
     "葵の返事",
     "インタビュアーの質問への葵の答え：",
+    "Ben says:",  # SmolLM2's whole interview answer: who speaks, nothing said
+    "Sam replied.",
 ]
 
 
@@ -103,6 +105,9 @@ def test_a_label_after_a_sentence_is_refused(said: str) -> None:
         "ひかりの返事が楽しみだな。",
         "明日の夜7時にパーティーするの、来ない？",
         "返事はあとでいいよ：ゆっくり考えて。",
+        "Mia says the party is at 7pm.",
+        "Tom said: come at seven!",
+        "I said yes!",
     ],
 )
 def test_lines_about_answers_are_kept_as_said(said: str) -> None:
