@@ -5,7 +5,9 @@ The rule, for a free-text value (llm/echo.py applies it to every scalar string i
 - a label at the start is cut off when a proper line follows it ("Answer: I went to the party." -> "I went
   to the party."), and the value is refused when nothing follows ("Sam's spoken reply to the question:");
 - a label after a sentence of the reply ("Sure. Sam's reply: ...") is refused: the model is writing about
-  the reply instead of writing it.
+  the reply instead of writing it;
+- a value that only says who speaks ("Ben says:", "Sam replied.") is refused; with words after it ("Tom
+  said: come at seven!") it is a line, kept as said (passing on a quote names its source).
 
 A label is, in English, "<field name>:", or a reply word ("reply", "answer", "line", "response", "words",
 "dialogue", "speech") after an optional possessive ("Sam's", "the character's") and a few adjectives
