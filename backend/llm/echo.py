@@ -299,68 +299,46 @@ def free_texts(reply: BaseModel, schema: type[BaseModel]) -> list[str]:
     return [value for _, value, spec in walked if not spec.vocabulary and not spec.in_list and value.strip()]
 
 
-def without_labels(reply: T, schema: type[T]) -> T:
-    """`reply` with a field label cut off the start of each free-text value ("Sam's line: Hi!" -> "Hi!";
-    llm/label.py); a value that is only a label is left for `echo_problem` to refuse."""
-    tree = _rules(schema).tree
-    if tree is None:
-        return reply
-    dumped = reply.model_dump(mode="json")
-    relabelled = _unlabel(dumped, tree)
-    return reply if relabelled == dumped else schema.model_validate(relabelled)
-
-
-def without_loops(reply: T, schema: type[T]) -> T:
-    """`reply` with each free-text value cut before the loop it fell into ("08:28, 08:28, ..."; llm/loops.py)."""
-    tree = _rules(schema).tree
-    if tree is None:
-        return reply
-    dumped = reply.model_dump(mode="json")
-    cut = _on_text(dumped, tree, lambda text, _spec: unlooped(text))
-    return reply if cut == dumped else schema.model_validate(cut)
-
-
-def without_described(reply: T, schema: type[T], messages: Sequence[Message]) -> T:
-    """`reply` with a first sentence cut off a free-text value when that sentence is a whole field
-    description of the prompt and a proper answer follows: SmolLM2 answered an interview with "Ben's spoken
-    reply to the interviewer, in English, in Ben's own words. You remember that Mia ran the Corner Cafe..."
-    (the rest is the answer). A value that is only a description is left for `echo_problem` to refuse."""
-    tree = _rules(schema).tree
-    if tree is None:
-        return reply
+def mended(reply: T, schema: type[T], messages: Sequence[Message]) -> T:
+    """`reply` with its free text mended before the echo check, from one dump and validated once:
+    - a field label cut off the start of each value ("Sam's line: Hi!" -> "Hi!"; llm/label.py);
+    - the loop a value fell into cut off ("08:28, 08:28, ..."; llm/loops.py);
+    - a first sentence that is a whole field description of the prompt cut off when a proper answer follows
+      (SmolLM2 answered an interview with "Ben's spoken reply to the interviewer, in English, in Ben's own
+      words. You remember that Mia ran the Corner Cafe...": the rest is the answer);
+    - blank items and items of debris with no letter or digit ("} ,") dropped from lists of free text
+      (SmolLM2 wrote a council opinion with `"concerns": [""]`: no concern, not a wrong answer), unless the
+      schema needs the items (a minimum count): then the echo check names the empty one.
+    A value that is only a label or a description is left for `echo_problem` to refuse."""
     rules = _rules(schema)
-    contents = [m.get("content", "") for m in messages if m.get("role") != "assistant"]
-    texts = {normalise(text) for content in contents for text in _field_texts(content, rules)}
-    if not texts:
+    if rules.tree is None:
         return reply
+    described: set[str] | None = None
 
-    def cut(value: str, spec: _Text) -> str:
-        end = _SENTENCE_END.search(value)
-        if spec.in_list or end is None or normalise(value[: end.start()]) not in texts:
+    def mend(value: str, spec: _Text) -> str:
+        nonlocal described
+        value = unlooped(_unlabel_one(value, spec))
+        if spec.in_list or (end := _SENTENCE_END.search(value)) is None:
+            return value
+        if described is None:
+            contents = [m.get("content", "") for m in messages if m.get("role") != "assistant"]
+            described = {normalise(text) for content in contents for text in _field_texts(content, rules)}
+        if normalise(value[: end.start()]) not in described:
             return value
         rest = value[end.end() :]
         return rest if len(rest.strip(_EDGE)) >= 2 else value
 
     dumped = reply.model_dump(mode="json")
-    trimmed = _on_text(dumped, tree, cut)
-    return reply if trimmed == dumped else schema.model_validate(trimmed)
-
-
-def without_empty_items(reply: T, schema: type[T]) -> T:
-    """`reply` with empty items dropped from its lists of free text (SmolLM2 wrote a council opinion with
-    `"concerns": [""]`: no concern, not a wrong answer), and items of debris with no letter or digit ("} ,");
-    a list the schema needs items in is left as it is."""
-    tree = _rules(schema).tree
-    if tree is None:
-        return reply
-    dumped = reply.model_dump(mode="json")
-    kept = _drop_empty(dumped, tree)
+    mended = _on_text(dumped, rules.tree, mend)
+    kept = _drop_empty(mended, rules.tree)
     if kept == dumped:
         return reply
-    try:
-        return schema.model_validate(kept)
-    except ValueError:  # a minimum of items: the echo check names the empty one
-        return reply
+    if kept != mended:
+        try:
+            return schema.model_validate(kept)
+        except ValueError:  # a minimum of items: the echo check names the empty one
+            pass
+    return reply if mended == dumped else schema.model_validate(mended)
 
 
 def _debris(item: str) -> bool:
@@ -382,10 +360,6 @@ def _drop_empty(value: Any, tree: Any) -> Any:
             return [item for item in value if not (isinstance(item, str) and _debris(item))]
         return [_drop_empty(item, tree[1]) for item in value]
     return value
-
-
-def _unlabel(value: Any, tree: Any) -> Any:
-    return _on_text(value, tree, _unlabel_one)
 
 
 def _unlabel_one(value: str, spec: _Text) -> str:

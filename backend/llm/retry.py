@@ -19,14 +19,7 @@ from backend.llm.base import (
     json_schema_for,
     parse_reply,
 )
-from backend.llm.echo import (
-    echo_problem,
-    free_texts,
-    without_described,
-    without_empty_items,
-    without_labels,
-    without_loops,
-)
+from backend.llm.echo import echo_problem, free_texts, mended
 from backend.llm.reask import ECHO_PREFIX, REASK, REASK_HEAT, reask
 from backend.llm.trace import mark_invalid_reply
 
@@ -127,15 +120,14 @@ class RetryingLLM(LLMWrapper):
 def checked_reply(text: str, schema: type[T], messages: Sequence[Message], options: GenerateOptions) -> T:
     """Repair and validate a reply, cut a field label off its free text ("Sam's line: ..."; llm/label.py), a
     loop out of it ("08:28, 08:28, ..."; llm/loops.py), a field description it opens with before its
-    answer (echo.without_described) and empty items of its lists, then refuse one that echoes its prompt (see echo.py).
+    answer and blank items of its lists (echo.mended), then refuse one that echoes its prompt (see echo.py).
 
     Raises:
         LLMReplyError: the reply is not valid, or it copies a placeholder, a field's description, a line
             of the prompt, the re-ask's instruction or a name instead of answering, or is only a field
             label; the message says which field and why.
     """
-    reply = without_loops(without_labels(parse_reply(text, schema), schema), schema)
-    reply = without_empty_items(without_described(reply, schema, messages), schema)
+    reply = mended(parse_reply(text, schema), schema, messages)
     problem = echo_problem(reply, schema, messages, options.facts)
     if problem is not None:
         raise LLMReplyError(f"{ECHO_PREFIX}{problem}", raw=text)
