@@ -24,7 +24,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from backend.conversation.prompts import TurnContext
+from backend.conversation.prompts import TurnContext, news_host, people
 from backend.conversation.schemas import TurnReply
 from backend.errors import LLMError
 from backend.intention import telling, who
@@ -43,15 +43,8 @@ def lacks(ctx: TurnContext, line: str) -> tuple[str, ...]:
     left = missing(ctx, line)
     if ctx.tell is None or ctx.tell.slots is None or not line.strip() or ctx.partner_said_farewell:
         return left
-    people = {person.id: person.name for person in (ctx.speaker, ctx.partner, *ctx.others)}
-    people.setdefault(ctx.tell.origin_id, ctx.tell.origin_name)
-    named = who.host(line, people)
-    return (*left, "who") if named is not None and named != _host_id(ctx) else left
-
-
-def _host_id(ctx: TurnContext) -> str:
-    assert ctx.tell is not None and ctx.tell.slots is not None
-    return ctx.tell.slots.host or ctx.tell.origin_id
+    named = who.host(line, {ctx.tell.origin_id: ctx.tell.origin_name, **people(ctx)})
+    return (*left, "who") if named is not None and named != news_host(ctx)[0] else left
 
 
 def missing(ctx: TurnContext, line: str) -> tuple[str, ...]:
@@ -68,10 +61,8 @@ def ask(ctx: TurnContext, left: tuple[str, ...]) -> dict[str, str]:
     """The one-sentence request for what the line left out or got wrong (`lacks`), with the values."""
     assert ctx.tell is not None and ctx.tell.slots is not None
     slots, partner = ctx.tell.slots, ctx.partner.name
-    host_id = _host_id(ctx)
+    host_id, host = news_host(ctx)
     own = host_id == ctx.speaker.id
-    names = {person.id: person.name for person in (ctx.speaker, ctx.partner, *ctx.others)}
-    host = names.get(host_id) or ctx.tell.origin_name
     if ctx.language == "ja":
         whose = "自分が開くこと" if own else f"誰が開くか（{host}）"
         parts = "と".join(

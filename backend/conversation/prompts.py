@@ -255,12 +255,24 @@ def tell_line(ctx: TurnContext) -> str:
     )
 
 
+def people(ctx: TurnContext) -> dict[str, str]:
+    """The names of the talk's participants by id (speaker, partner, the others of a group)."""
+    return {person.id: person.name for person in (ctx.speaker, ctx.partner, *ctx.others)}
+
+
+def news_host(ctx: TurnContext) -> tuple[str, str]:
+    """Who hosts the turn's news (its slots' host, else whose news it is): id and the name to say."""
+    assert ctx.tell is not None
+    tell = ctx.tell
+    host_id = (tell.slots.host if tell.slots else None) or tell.origin_id
+    host = people(ctx).get(host_id) or (tell.origin_name if host_id == tell.origin_id else host_id)
+    return host_id, host
+
+
 def _tell_facts(ctx: TurnContext, slots: Slots) -> str:
     assert ctx.tell is not None
-    tell, partner = ctx.tell, ctx.partner.name
-    names = {person.id: person.name for person in (ctx.speaker, ctx.partner, *ctx.others)}
-    host_id = slots.host or tell.origin_id
-    host = names.get(host_id) or (tell.origin_name if host_id == tell.origin_id else host_id)
+    tell, partner, names = ctx.tell, ctx.partner.name, people(ctx)
+    host_id, host = news_host(ctx)
     stance: Literal["host", "heard"] = "host" if host_id == ctx.speaker.id else "heard"
     source = tell.heard_from or tell.origin_name
     facts = slots.describe(
