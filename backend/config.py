@@ -283,7 +283,9 @@ class Settings(BaseSettings):
     turn_deadline_s: float = Field(20.0, gt=0, le=600)
     #: Model calls a turn may make for a line that leaves out a slot (what, when, where) of the news the
     #: prompt asked it to tell, each while TURN_DEADLINE_S has room for one more (conversation/completing.py);
-    #: 1 never asks again. SmolLM2-135M told 66% of tellings in full with 2, 88% with 4 (bench/telling.py).
+    #: 1 never asks again. SmolLM2-135M told 31% of tellings in full with 1, 72% with 4 (bench/telling.py).
+    #: An interview answer about news a memory holds that leaves out who hosts it, what, when or where is
+    #: asked for again the same way, within INTERVIEW_DEADLINE_S (interview/grounding.py).
     telling_tries: int = Field(4, ge=1, le=8)
     #: Phrases that say goodbye; one ends a talk only where it closes the line, and not in an invitation or a
     #: question (backend/conversation/farewell.py).

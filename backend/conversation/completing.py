@@ -3,8 +3,8 @@
 A small model told "Mia is hosting a party at Corner Cafe, tomorrow (day 2) at 7pm" often says the party and
 the place and drops the time, or greets and says nothing of it, and a telling without its time forms no
 appointment. When the turn's line leaves out any slot of the news the prompt asked it to tell
-(intention/telling.check), the model is asked again, up to TELLING_TRIES calls in all, each while the
-deadline leaves room for one more call as long as the longest so far: the prompt plus one short sentence
+(intention/telling.check), the model is asked again (llm/again.py), up to TELLING_TRIES calls in all, each
+while the deadline leaves room for one more call as long as the longest so far: the prompt plus one short sentence
 naming what the line must also say, with those slots' values as people say them ("when (tomorrow at 7pm)";
 a line naming someone else as the host lacks "who": "whose it is (Mia's)"),
 sampled with a seed of its own (the same prompt and seed would give the same line). The line that carries
@@ -19,20 +19,16 @@ of tellings in full, three more 75%, three more also after a line that said none
 
 from __future__ import annotations
 
-import asyncio
-import zlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from backend.conversation.prompts import TurnContext, news_host, people
 from backend.conversation.schemas import TurnReply
-from backend.errors import LLMError
 from backend.intention import telling, who
 from backend.intention.fact import slot_words
+from backend.llm.again import Completed, until_complete
 from backend.llm.base import LLM, GenerateOptions
 
-#: Another call is made only when the turn has this many times its longest call's duration left.
-TIME_MARGIN = 1.25
+__all__ = ["Completed", "ask", "complete", "lacks", "missing"]
 
 _SLOT_JA = {"what": "何を", "when": "いつ", "where": "どこで"}
 
@@ -75,20 +71,6 @@ def ask(ctx: TurnContext, left: tuple[str, ...]) -> dict[str, str]:
     return {"role": "user", "content": f"Say the line to {partner} again so that it also tells {parts}."}
 
 
-def room_for_another(remaining_s: float, longest_call_s: float) -> bool:
-    """Whether the turn's deadline leaves room for a call as long as the longest so far (with TIME_MARGIN)."""
-    return remaining_s > longest_call_s * TIME_MARGIN
-
-
-@dataclass(frozen=True)
-class Completed:
-    """The line kept, the slots the first line left out (None when it was not asked again), calls made."""
-
-    reply: TurnReply
-    asked_again: list[str] | None
-    tries: int
-
-
 async def complete(
     llm: LLM,
     ctx: TurnContext,
@@ -99,8 +81,8 @@ async def complete(
     remaining_s: Callable[[], float],
     tries: int,
     clock: Callable[[], float],
-) -> Completed:
-    """`reply`, or a later try that carries more of the news's slots (module docstring).
+) -> Completed[TurnReply]:
+    """`reply`, or a later try that carries more of the news's slots (module docstring; llm/again.py).
 
     Args:
         asked: the first call's prompt, schema and options (each try adds one message and its own seed).
@@ -109,31 +91,7 @@ async def complete(
         tries: TELLING_TRIES, the most calls in all (1: never ask again).
         clock: monotonic seconds (the event loop's time).
     """
-    left = lacks(ctx, reply.dialogue)
-    if not left:
-        return Completed(reply, None, 1)
-    first_left, (prompt, schema, options) = list(left), asked
-    made, longest, best = 1, took_s, reply
-    while left and made < tries and room_for_another(remaining_s(), longest):
-        made += 1
-        call = llm.generate_json([*prompt, ask(ctx, left)], schema, options=_reseeded(options, made))
-        started = clock()
-        try:
-            again = await asyncio.wait_for(call, timeout=max(remaining_s(), 0.0))
-        except (LLMError, TimeoutError):
-            break
-        finally:
-            longest = max(longest, clock() - started)
-        still = lacks(ctx, again.dialogue)
-        if len(still) < len(left):
-            best, left = again, still
-    return Completed(best, first_left, made)
-
-
-def _reseeded(options: GenerateOptions, attempt: int) -> GenerateOptions:
-    """`options` with a seed for this try: the turn's own seed (or one from its session and agent) plus the
-    try's number, so that a fixed LLM_SEED still gives each try its own line, reproducibly."""
-    base = options.seed
-    if base is None:
-        base = zlib.crc32(f"{options.session_id}:{options.agent_id}".encode())
-    return options.model_copy(update={"seed": (base + attempt) % 2**31})
+    return await until_complete(
+        llm, reply, asked=asked, lacks=lambda r: lacks(ctx, r.dialogue), ask=lambda left: ask(ctx, left),
+        took_s=took_s, remaining_s=remaining_s, tries=tries, clock=clock,
+    )  # fmt: skip

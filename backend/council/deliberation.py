@@ -27,6 +27,7 @@ from backend.council.models import CouncilRecord
 from backend.council.schemas import Aggregation, Consensus, MemberOpinion
 from backend.errors import LLMError, LLMReplyError
 from backend.gametime import utcnow
+from backend.llm.again import reseeded
 from backend.llm.base import LLM, PRIORITY_COUNCIL, GenerateOptions
 from backend.memory.models import VISITOR_TAG
 from backend.text import is_japanese
@@ -40,6 +41,9 @@ log = logging.getLogger(__name__)
 DEFAULT_MEMORY_K = 5
 #: An opinion in a spaced language has at least this many words: SmolLM2 answered "good" and "Agreed".
 MIN_OPINION_WORDS = 3
+#: Calls (each with the stack's one re-ask) for a member's opinion whose replies are refused, before the
+#: member abstains. SmolLM2 wrote one-word opinions twice in a row in two of six council seats.
+OPINION_ATTEMPTS = 2
 
 
 def check_opinion(reply: MemberOpinion) -> None:
@@ -171,13 +175,9 @@ class CouncilRun:
             "language": self.language,
         }
         answer: dict[str, Any] = {"agent_id": member["id"], "name": member["name"]}
+        options = self.options(stage, round_no, member["id"], facts)
         try:
-            reply = await self.llm.generate_json(
-                messages,
-                MemberOpinion,
-                options=self.options(stage, round_no, member["id"], facts),
-                check=check_opinion,
-            )
+            reply = await self.opinion(messages, options)
             answer.update(reply.model_dump())
         except LLMError as exc:
             log.warning("council %s: %s abstains in round %d (%s)", self.row.id, member["id"], round_no, exc)
@@ -192,6 +192,24 @@ class CouncilRun:
         entry["opinions"].append(answer)
         await self.save()
         return answer
+
+    async def opinion(self, messages: list[dict[str, str]], options: GenerateOptions) -> MemberOpinion:
+        """The member's opinion: a call (re-asked once by the stack when the reply is refused), and when that
+        still gives no usable opinion, OPINION_ATTEMPTS calls in all, each with a seed of its own (a small
+        model that wrote "good" twice often writes a sentence on a fresh sample). A model that is down or
+        late is not called again: the member abstains."""
+        for attempt in range(1, OPINION_ATTEMPTS + 1):
+            try:
+                return await self.llm.generate_json(
+                    messages,
+                    MemberOpinion,
+                    options=options if attempt == 1 else reseeded(options, attempt),
+                    check=check_opinion,
+                )
+            except LLMReplyError:
+                if attempt == OPINION_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def recall(self, member: dict[str, Any]) -> list[str]:
         """The member's own memories relevant to the proposal (only its own: isolation starts here)."""

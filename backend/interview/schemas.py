@@ -56,6 +56,17 @@ class InterviewResult(BaseModel):
     fallback: bool = Field(
         description="True when the model failed or was late and the answer is the stock 'I don't remember'."
     )
+    asked_again: list[str] | None = Field(
+        None,
+        description=(
+            "When the question asked about news a memory holds and the model's first answer left some of it "
+            "out: what it left out ('who', 'what', 'when', 'where'), after which the model was asked again "
+            "(TELLING_TRIES); null when it was not."
+        ),
+    )
+    tries: int = Field(
+        1, ge=0, description="Model calls made for the answer (0: memory could not be read; the fallback)."
+    )
 
 
 # As with TurnReply, the schema asks for a bounded answer (`maxLength`) and validation is kinder: a longer

@@ -3,7 +3,9 @@
 One interview is: load the agent -> retrieve the memories the question calls up (the memory service's
 scoring, relevance counting double) without marking them accessed -> what the agent knows of anyone the
 question names (person memory) ->
-one model call (purpose `interview`, traced like every call) within INTERVIEW_DEADLINE_S -> the answer, or
+one model call (purpose `interview`, traced like every call) within INTERVIEW_DEADLINE_S -> when the
+question asks about news a memory holds, the answer asked for again until it tells who hosts it, what, when
+and where (interview/grounding.py, up to TELLING_TRIES calls while the deadline has room) -> the answer, or
 an in-character "I don't remember" on any failure. Nothing the agent remembers changes: no memory is
 written, no access time moves, no emotion, person memory or plan is touched, no event is published (the
 trace row and its `llm.call` event are the only records an interview leaves).
@@ -17,9 +19,13 @@ import unicodedata
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from sqlmodel import Session
+
 from backend.config import Settings
 from backend.conversation.rules import lang_key
 from backend.errors import LLMError
+from backend.intention.appointment import Place
+from backend.interview import grounding
 from backend.interview.prompts import (
     InterviewContext,
     Known,
@@ -29,11 +35,13 @@ from backend.interview.prompts import (
     fallback_answer,
 )
 from backend.interview.schemas import InterviewMemory, InterviewReply, InterviewRequest, InterviewResult
+from backend.llm.again import Completed, until_complete
 from backend.llm.base import LLM, PRIORITY_COUNCIL, GenerateOptions, find_layer
 from backend.llm.budget import PromptBudgetLLM, count_messages
 from backend.logs import reason
 from backend.memory import person, triggers
 from backend.memory.models import VISITOR_TAG, Search
+from backend.world import repo as world_repo
 from backend.world.models import Agent
 
 if TYPE_CHECKING:
@@ -67,7 +75,7 @@ class InterviewService:
             NotFound: the world has no such agent.
         """
         deadline = asyncio.get_running_loop().time() + self.settings.interview_deadline_s
-        agent, people = await asyncio.to_thread(self._read, world_id, agent_id, req.question)
+        agent, people, world = await asyncio.to_thread(self._read, world_id, agent_id, req.question)
         day, time_of_day = _when(agent, req)
         ctx = InterviewContext(
             agent=agent,
@@ -78,11 +86,14 @@ class InterviewService:
             people=people,
         )
         found = await self._memories(world_id, ctx)
-        reply = None
+        reply, done = None, None
         if found is not None:  # a mind that could not be read answers "I don't remember" (fallback), not "no"
             ctx.memories = found
             messages, ctx = self._fit(ctx)
-            reply = await self._ask(world_id, ctx, messages, deadline)
+            reply, took = await self._ask(world_id, ctx, messages, deadline)
+            if reply is not None and reply.answer.strip():
+                done = await self._grounded(world_id, ctx, (messages, reply, took), world, deadline)
+                reply = done.reply
         answer = reply.answer.strip() if reply is not None else ""
         return InterviewResult(
             agent_id=agent.id,
@@ -90,10 +101,42 @@ class InterviewService:
             answer=answer or fallback_answer(ctx.language),
             memories_used=[InterviewMemory.model_validate(vars(m)) for m in ctx.memories],
             fallback=not answer,
+            asked_again=done.asked_again if done is not None else None,
+            tries=done.tries if done is not None else 1 if found is not None else 0,
         )
 
-    def _read(self, world_id: str, agent_id: str, question: str) -> tuple[Agent, list[Known]]:
-        """The agent (NotFound if none) and its person memory of the people the question names."""
+    async def _grounded(
+        self,
+        world_id: str,
+        ctx: InterviewContext,
+        first: tuple[list[dict[str, str]], InterviewReply, float],
+        world: tuple[list[Place], dict[str, str]],
+        deadline: float,
+    ) -> Completed[InterviewReply]:
+        """The first answer, or a later one that tells more of the news the question asks about and a memory
+        holds (interview/grounding.py)."""
+        messages, reply, took = first
+        places, names = world
+        asked = grounding.news_asked(ctx, places, names)
+        if asked is None:
+            return Completed(reply, None, 1)
+        loop = asyncio.get_running_loop()
+        done = await until_complete(
+            self.llm, reply, asked=(messages, InterviewReply, self.options(world_id, ctx)),
+            lacks=lambda r: grounding.lacks(r.answer, asked, ctx, places, names),
+            ask=lambda left: grounding.ask(asked, left, ctx), took_s=took,
+            remaining_s=lambda: deadline - loop.time(), tries=self.settings.telling_tries, clock=loop.time,
+        )  # fmt: skip
+        if done.asked_again is not None:
+            log.info("interview of %s asked again (%d calls; the first answer left out %s of memory %d)",
+                     ctx.agent.id, done.tries, ", ".join(done.asked_again), asked.memory_id)  # fmt: skip
+        return done
+
+    def _read(
+        self, world_id: str, agent_id: str, question: str
+    ) -> tuple[Agent, list[Known], tuple[list[Place], dict[str, str]]]:
+        """The agent (NotFound if none), its person memory of the people the question names, and the world's
+        places and people's names (what news in a memory is read against)."""
         agent = self.memory.require_agent(world_id, agent_id)
         asked = _folded(question)
         named = [
@@ -106,7 +149,10 @@ class InterviewService:
             text = person.context(row)
             if text:
                 known.append(Known(row.other_id, row.other_name, text))
-        return agent, known
+        with Session(self.engine) as session:
+            places = [Place(p.id, p.name) for p in world_repo.pois(session, world_id)]
+            names = world_repo.name_map(session, world_id)
+        return agent, known, (places, names)
 
     async def _memories(self, world_id: str, ctx: InterviewContext) -> list[Remembered] | None:
         """What the question calls up, not marked accessed; None if retrieval fails or is slow.
@@ -178,20 +224,23 @@ class InterviewService:
 
     async def _ask(
         self, world_id: str, ctx: InterviewContext, messages: list[dict[str, str]], deadline: float
-    ) -> InterviewReply | None:
-        """The one model call; None (-> the fallback answer) on error, invalid reply or deadline."""
-        budget = deadline - asyncio.get_running_loop().time()
+    ) -> tuple[InterviewReply | None, float]:
+        """The first model call and its seconds; None (-> the fallback answer) on error, invalid reply or
+        deadline."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        budget = deadline - started
         if budget <= 0:
             log.warning("interview of %s falls back: INTERVIEW_DEADLINE_S passed", ctx.agent.id)
-            return None
+            return None, 0.0
         call = self.llm.generate_json(messages, InterviewReply, options=self.options(world_id, ctx))
         try:
-            return await asyncio.wait_for(call, timeout=budget)
+            return await asyncio.wait_for(call, timeout=budget), loop.time() - started
         except (LLMError, TimeoutError) as exc:
             log.warning("interview of %s falls back: %s", ctx.agent.id, reason(exc))
         except Exception:  # noqa: BLE001 - a provider bug must still give an answer, never a 500
             log.exception("interview of %s: unexpected model failure", ctx.agent.id)
-        return None
+        return None, loop.time() - started
 
 
 def _when(agent: Agent, req: InterviewRequest) -> tuple[int | None, float | None]:

@@ -306,22 +306,26 @@ def mended(reply: T, schema: type[T], messages: Sequence[Message]) -> T:
     - a first sentence that is a whole field description of the prompt cut off when a proper answer follows
       (SmolLM2 answered an interview with "Ben's spoken reply to the interviewer, in English, in Ben's own
       words. You remember that Mia ran the Corner Cafe...": the rest is the answer);
-    - blank items and items of debris with no letter or digit ("} ,") dropped from lists of free text
-      (SmolLM2 wrote a council opinion with `"concerns": [""]`: no concern, not a wrong answer), unless the
-      schema needs the items (a minimum count): then the echo check names the empty one.
+    - blank items, items of debris with no letter or digit ("} ,") and items that copy a field's description
+      or name ("each thing that worries you") dropped from lists of free text (SmolLM2 wrote council opinions
+      with `"concerns": [""]` and a concern copied from the prompt: no concern, not a wrong answer), unless
+      the schema needs the items (a minimum count): then the echo check names the empty one.
     A value that is only a label or a description is left for `echo_problem` to refuse."""
     rules = _rules(schema)
     if rules.tree is None:
         return reply
     described: set[str] | None = None
 
+    contents = [m.get("content", "") for m in messages if m.get("role") != "assistant"]
+
     def mend(value: str, spec: _Text) -> str:
         nonlocal described
         value = unlooped(_unlabel_one(value, spec))
-        if spec.in_list or (end := _SENTENCE_END.search(value)) is None:
+        if spec.in_list:
+            return "" if _describes_a_field(value, rules, contents) else value
+        if (end := _SENTENCE_END.search(value)) is None:
             return value
         if described is None:
-            contents = [m.get("content", "") for m in messages if m.get("role") != "assistant"]
             described = {normalise(text) for content in contents for text in _field_texts(content, rules)}
         if normalise(value[: end.start()]) not in described:
             return value
@@ -339,6 +343,22 @@ def mended(reply: T, schema: type[T], messages: Sequence[Message]) -> T:
         except ValueError:  # a minimum of items: the echo check names the empty one
             pass
     return reply if mended == dumped else schema.model_validate(mended)
+
+
+def _describes_a_field(item: str, rules: _Rules, contents: Sequence[str]) -> bool:
+    """Whether a list item is a field's description in the prompt, or opens with a long phrase of one: an
+    item the model copied instead of writing one. (An item that is only a field's name, "agreements", is
+    left for the echo check to refuse: a whole list of those is an echo, not an empty answer.)"""
+    norm = normalise(item)
+    if len(norm) < 2:
+        return False
+    bare = norm.strip(_EDGE)
+    for content in contents:
+        if norm in _described(content, rules) or bare in _described(content, rules):
+            return True
+        if any(_opens_with(norm, phrase) for phrase in _openings(content, rules)):
+            return True
+    return False
 
 
 def _debris(item: str) -> bool:

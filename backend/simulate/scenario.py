@@ -152,7 +152,8 @@ def _knows_by_interview(
     state = client.agent(agent["id"])  # the interview is at the agent's last report, as the server takes it
     day, hour = int(state.get("state_day") or party.day), float(state.get("state_time_of_day") or 0.0)
     checked = party_news.interview_check(answer, news, day=day, hour=hour)
-    snap.answers[agent["id"]] = {"answer": answer, "fallback": fallback, **checked}
+    snap.answers[agent["id"]] = {"answer": answer, "fallback": fallback, "tries": int(reply.get("tries") or 1),
+                                 **checked}  # fmt: skip
     return not fallback and bool(party_news.arrived(answer, news, day=day, hour=hour).get("what"))
 
 

@@ -106,11 +106,13 @@ def _answers(report: dict[str, Any]) -> list[str]:
             continue
         both = sum(a["host"] and a["time"] for a in answers.values())
         fell = sum(a["fallback"] for a in answers.values())
+        again = sum(a.get("tries", 1) > 1 for a in answers.values())
         out.append(f"interviews after day {snap[-1]}: name the host and the time {_pct(both, len(answers))}; "
                    f"host {sum(a['host'] for a in answers.values())}, time {sum(a['time'] for a in answers.values())}"
-                   f", fell back {fell}")  # fmt: skip
+                   f", fell back {fell}, asked again {again}")  # fmt: skip
         for agent_id, a in sorted(answers.items()):
             marks = f"host {'ok' if a['host'] else 'no'}, time {'ok' if a['time'] else 'no'}"
+            marks += f", {a['tries']} calls" if a.get("tries", 1) > 1 else ""
             said = " ".join(a["answer"].split())[:160]
             out.append(f"  {agent_id} ({marks}{', fallback' if a['fallback'] else ''}): {said}")
     return out

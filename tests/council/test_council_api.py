@@ -6,8 +6,9 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
+from backend.council.deliberation import OPINION_ATTEMPTS
 from backend.council.outcome import OUTCOMES, decide_outcome, supporting_conditions, tally
-from backend.errors import LLMReplyError
+from backend.errors import LLMReplyError, LLMUnavailable
 from backend.scripted import ScriptedLLM
 from tests.conftest import drain
 from tests.council.helpers import SISTERS, opinion, prompt_text, traced
@@ -147,7 +148,8 @@ def test_a_split_council_runs_every_round_and_then_revises(
 def test_a_failing_member_abstains_and_the_council_completes(
     sisters: TestClient, scripted: ScriptedLLM
 ) -> None:
-    scripted.enqueue(LLMReplyError("the model answered nonsense"), purpose="opinion")
+    # Refused on both of its calls (OPINION_ATTEMPTS): the member abstains.
+    scripted.enqueue(*[LLMReplyError("the model answered nonsense")] * OPINION_ATTEMPTS, purpose="opinion")
     council = hold(sisters, rounds=1)
     opinions = council["record"]["rounds"][0]["opinions"]
     abstained = [o for o in opinions if o["stance"] == "abstain"]
@@ -179,8 +181,37 @@ def test_an_opinion_of_one_word_is_re_asked_and_a_japanese_one_is_not(
     assert len(reasked) == 1 and "good" not in reasked[0].messages[-1]["content"]  # the reason, not the reply
 
 
+def test_a_member_refused_twice_is_asked_once_more_with_a_seed_of_its_own(
+    sisters: TestClient, scripted: ScriptedLLM
+) -> None:
+    """SmolLM2 wrote "good" on a call and on its re-ask: the member is called again (a fresh sample) before
+    it abstains; a model that is down is not called again."""
+    scripted.enqueue(
+        opinion("for", "good"), opinion("for", "Agreed"), opinion("for", "It would bring the square to life."),
+        purpose="opinion",
+    )  # fmt: skip
+    council = hold(sisters, rounds=1)
+    said = [o["opinion"] for o in council["record"]["rounds"][0]["opinions"]]
+    assert "It would bring the square to life." in said and council["record"]["tally"]["abstain"] == 0
+    seeds = [c.options.seed for c in scripted.calls("opinion")[:3]]
+    assert seeds[2] is not None and seeds[2] != seeds[0]
+
+
+def test_a_member_whose_model_is_down_abstains_without_another_call(
+    sisters: TestClient, scripted: ScriptedLLM
+) -> None:
+    tries = sisters.app.state.settings.llm_max_retries + 1  # type: ignore[attr-defined]
+    scripted.enqueue(*[LLMUnavailable("connection refused")] * tries, purpose="opinion")
+    council = hold(sisters, rounds=1)
+    abstained = [o for o in council["record"]["rounds"][0]["opinions"] if o["stance"] == "abstain"]
+    assert len(abstained) == 1 and "connection refused" in abstained[0]["error"]
+    # Another attempt would have found the queue empty and got the scripted writer's opinion: abstaining on
+    # exactly the retries' errors is the proof that a model that is down is not called again.
+    assert len(scripted.calls("opinion")) == 2  # the other two members' answers
+
+
 def test_every_member_failing_still_completes(sisters: TestClient, scripted: ScriptedLLM) -> None:
-    scripted.enqueue(*(LLMReplyError("down") for _ in range(3)), purpose="opinion")
+    scripted.enqueue(*(LLMReplyError("down") for _ in range(3 * OPINION_ATTEMPTS)), purpose="opinion")
     council = hold(sisters, rounds=1)
     assert council["record"]["tally"]["abstain"] == 3
     assert council["outcome"] == "revise"

@@ -8,6 +8,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from backend.council import prompts
+from backend.council.deliberation import OPINION_ATTEMPTS
 from backend.scripted import ScriptedLLM
 from tests.council.helpers import SISTERS, opinion, traced
 from tests.council.test_council_api import hold
@@ -86,10 +87,11 @@ def test_an_opinion_copying_the_template_is_re_asked_once(sisters: TestClient, s
 
 
 def test_members_echoing_twice_abstain_with_the_reason(sisters: TestClient, scripted: ScriptedLLM) -> None:
-    scripted.enqueue(*[OLD_TEMPLATE] * 6, purpose="opinion")
+    calls = 3 * 2 * OPINION_ATTEMPTS  # three members, two calls (the re-ask) per attempt
+    scripted.enqueue(*[OLD_TEMPLATE] * calls, purpose="opinion")
     council = hold(sisters, rounds=1)
     opinions = council["record"]["rounds"][0]["opinions"]
-    assert {o["stance"] for o in opinions} == {"abstain"} and len(scripted.calls("opinion")) == 6
+    assert {o["stance"] for o in opinions} == {"abstain"} and len(scripted.calls("opinion")) == calls
     assert all("echoes the prompt: opinion is a placeholder" in o["error"] for o in opinions)
 
 

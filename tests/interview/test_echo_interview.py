@@ -14,7 +14,7 @@ from tests.interview.helpers import AOI, EMMA, HIKARI, PARTY_JA, add_agents, ask
 from tests.llm.test_echo import assert_no_template
 
 QUESTION = "パーティーのこと、何か知ってる？"
-GOOD = {"answer": "うん、葵から明日の夜に公園でパーティーがあるって聞いたよ。"}
+GOOD = {"answer": "うん、明日の19時に葵が公園でパーティーを開くって聞いたよ。"}
 
 
 def traces(client: TestClient) -> list[LLMCall]:

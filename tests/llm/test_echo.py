@@ -225,6 +225,29 @@ def test_an_empty_item_of_a_list_is_dropped_not_refused() -> None:
         checked_reply(dots, MemberOpinion, PROMPT, GenerateOptions())
 
 
+def test_a_list_item_copying_a_field_description_is_dropped_not_refused() -> None:
+    """SmolLM2 wrote a council concern "each thing that worries you" (the prompt's description of the field):
+    it is no concern, and the member's own opinion stands instead of the whole reply being refused. English
+    and Japanese; a concern of the member's own is kept."""
+    council: list[Message] = [
+        {"role": "user", "content": "- opinion: what you yourself think of this proposal, two to four sentences\n"
+                                    "- concerns: each thing that worries you, as a short sentence\n"
+                                    "- conditions: what must be true for you to agree, as short sentences"},
+    ]  # fmt: skip
+    raw = (
+        '{"stance": "for", "opinion": "A monthly party would bring the town together.", '
+        '"concerns": ["each thing that worries you, as a short sentence", "The cafe is small."], '
+        '"conditions": ["what must be true for you to agree"]}'
+    )
+    reply = checked_reply(raw, MemberOpinion, council, GenerateOptions())
+    assert reply.concerns == ["The cafe is small."] and reply.conditions == []
+    assert reply.opinion == "A monthly party would bring the town together."
+    ja: list[Message] = [{"role": "user", "content": "- opinion: この提案についての自分の考え\n"
+                                                     "- concerns: あなたが心配している点。一つずつ短い文で"}]  # fmt: skip
+    raw_ja = '{"stance": "for", "opinion": "毎月やるのは楽しそう。", "concerns": ["あなたが心配している点", "雨の日が心配。"]}'
+    assert checked_reply(raw_ja, MemberOpinion, ja, GenerateOptions()).concerns == ["雨の日が心配。"]
+
+
 def test_a_running_summary_may_come_back_unchanged_but_not_as_a_placeholder() -> None:
     """A conversation that taught nothing new leaves the person summary as it was: the old summary, copied
     from the prompt, is the answer (CI saw a job retry to failure on it); the other rules still hold."""

@@ -995,6 +995,14 @@ namespace Machi.Protocol
         public string Answer { get; set; }
 
         /// <summary>
+        /// When the question asked about news a memory holds and the model's first answer left some
+        /// of it out: what it left out ('who', 'what', 'when', 'where'), after which the model was
+        /// asked again (TELLING_TRIES); null when it was not.
+        /// </summary>
+        [JsonProperty("asked_again")]
+        public List<string> AskedAgain { get; set; }
+
+        /// <summary>
         /// True when the model failed or was late and the answer is the stock 'I don't remember'.
         /// </summary>
         [JsonProperty("fallback")]
@@ -1008,6 +1016,12 @@ namespace Machi.Protocol
 
         [JsonProperty("question")]
         public string Question { get; set; }
+
+        /// <summary>
+        /// Model calls made for the answer (0: memory could not be read; the fallback).
+        /// </summary>
+        [JsonProperty("tries", NullValueHandling = NullValueHandling.Ignore)]
+        public long? Tries { get; set; }
     }
 
     /// <summary>
