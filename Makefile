@@ -41,8 +41,11 @@ $(VENV)/.installed-local: pyproject.toml | $(BIN)/python
 	@touch $@ $(VENV)/.installed
 
 # The packaged models are under ACTIONS_MIN_MODEL_B: their turns carry no actions (a start-up line says so).
+# On CPU a call takes 5-10 s: the deadlines leave room for the re-asks a small model needs (a telling, an
+# interview answer asked for again until it carries the news); set either in the environment to change it.
 serve-local: $(VENV)/.installed-local
 	LLM_PROVIDER=llamacpp LLAMACPP_MODEL_PATH=package:$(MODEL) LLAMACPP_N_GPU_LAYERS=0 \
+		TURN_DEADLINE_S=$${TURN_DEADLINE_S:-60} INTERVIEW_DEADLINE_S=$${INTERVIEW_DEADLINE_S:-60} \
 		$(BIN)/machi serve --host $(HOST) --port $(PORT)
 
 test: $(VENV)/.installed-dev

@@ -408,6 +408,8 @@ def _value_problem(value: str, norm: str, spec: _Text, rules: _Rules) -> str | N
         return None if spec.allow_empty else "is empty"
     if len(norm) <= 1:
         return f"has at most one character ({stripped!r})"
+    if not any(ch.isalpha() for ch in stripped):  # "}{", "2014-01-07 07:33:22": JSON debris, a copied clock
+        return f"has no words ({stripped[:40]!r})"
     # "意見（2〜4文、あなたの口調で）": an old template's slot with its hint in brackets.
     bare = _ASIDE.sub("", norm).strip(_EDGE) if norm.endswith(")") or "(" in norm else norm
     if norm in PLACEHOLDER_WORDS or bare in PLACEHOLDER_WORDS:

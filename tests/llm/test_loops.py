@@ -7,6 +7,7 @@ import json
 import pytest
 
 from backend.conversation.schemas import turn_reply_for
+from backend.errors import LLMReplyError
 from backend.llm.base import GenerateOptions
 from backend.llm.loops import unlooped
 from backend.llm.retry import checked_reply
@@ -22,7 +23,11 @@ from backend.llm.retry import checked_reply
         ("I'm so glad you're here, I'm so glad you're here, I'm so", "I'm so glad you're here"),
         ("明日ね。明日ね。明日ね。", "明日ね。"),
         ("パーティーに来てね、パーティーに来てね、パーティーに", "パーティーに来てね"),
+        # A short piece said on and on (SmolLM2's interview answer): cut after its third time.
+        ("no, no, no, no, no, no, no, no, no, no, no, no,", "no, no, no"),
+        ("うん、うん、うん、うん、うん、うん", "うん、うん、うん"),
         # Speech, not loops: short repeats and lines that say nothing twice stay whole.
+        ("No, no, no! I said seven.", "No, no, no! I said seven."),
         ("Yes, yes, I know.", "Yes, yes, I know."),
         ("うん、うん、そうだね。", "うん、うん、そうだね。"),
         ("Hi Ben! Mia is hosting a party at the Corner Cafe tomorrow at 7pm. Want to come?",
@@ -44,4 +49,9 @@ def test_a_looping_line_is_repaired() -> None:
     options = GenerateOptions(purpose="dialogue")
     looped = _reply("Good morning, Ben. Good morning, Ben. Good morning, Ben. Good")
     assert checked_reply(looped, schema, messages, options).dialogue == "Good morning, Ben."
-    assert checked_reply(_reply("08:28, 08:28, 08:28, 08:28"), schema, messages, options).dialogue == "08:28"
+    # A clock said on and on is cut to one clock, which is no line: refused (re-asked by the stack).
+    with pytest.raises(LLMReplyError, match="has no words"):
+        checked_reply(_reply("08:28, 08:28, 08:28, 08:28"), schema, messages, options)
+    for debris in ("}{", "2014-01-07 07:33:22"):  # what SmolLM2 said as lines in the party scenario
+        with pytest.raises(LLMReplyError, match="has no words"):
+            checked_reply(_reply(debris), schema, messages, options)
