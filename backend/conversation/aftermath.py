@@ -341,7 +341,8 @@ def _observation(
 
 def _with_facts(content: str, line: dict[str, Any], listener: Agent, people: dict[str, Agent]) -> str:
     """A listener's memory of a line that told it news, with the news's facts after the words (`facts`:
-    the told item's slots and host): when, where and who hosts survive however the teller worded them."""
+    the told item's slots and host): when, where and who hosts survive however the teller worded them. In
+    the listener's own voice ("I heard it from Ben."): a small model copies a memory's words into its lines."""
     facts = line.get("facts")
     if not facts:
         return content
@@ -350,7 +351,7 @@ def _with_facts(content: str, line: dict[str, Any], listener: Agent, people: dic
     names = {person.id: person.name for person in people.values()}
     language = lang_key(listener.language)
     fact_line = slots.describe(
-        language, host_name=str(facts["host_name"]), stance="heard",
+        language, host_name=str(facts["host_name"]), stance="remembered",
         today=int(line["day"]), heard_from=teller.name if teller else None, names=names,
     )  # fmt: skip
     return f"{content}{'。' if language == 'ja' else ' '}{fact_line}"

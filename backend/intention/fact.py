@@ -63,7 +63,7 @@ class Slots:
         language: str,
         *,
         host_name: str,
-        stance: Literal["host", "heard"] | None = None,
+        stance: Literal["host", "heard", "remembered"] | None = None,
         today: int | None = None,
         heard_from: str | None = None,
         names: Mapping[str, str] | None = None,
@@ -71,7 +71,9 @@ class Slots:
         """The news as a third-person fact line for a prompt, its day said from `today` (default: the day it
         was written): "Mia is hosting a party at Corner Cafe, tomorrow (day 2) at 7pm; everyone is invited."
         / 「ミアが中央カフェでパーティーを開く。明日（2日目）の19時。みんな招待されている。」. `stance`: the reader is
-        the host, or heard it (from `heard_from`). Never first person; not a sentence to say as it is."""
+        the host, or heard it (from `heard_from`): for a prompt, in the second person ("You heard it from
+        Ben."); `remembered`: the listener's own memory of hearing it, in the first ("I heard it from Ben.",
+        "I am invited"). Never the host's first person; not a sentence to say as it is."""
         return line(
             self, language, host_name=host_name, stance=stance, today=today, heard_from=heard_from,
             names=names or {},
@@ -166,6 +168,8 @@ def _invited(
     if "you" in slots.invited:
         if stance == "heard":
             said.append("あなたも招待されている" if ja else "you are invited")
+        elif stance == "remembered":
+            said.append("自分も招待されている" if ja else "I am invited")
         else:
             said.append(
                 f"{host_name}が話す相手を誘っている" if ja else f"whoever {host_name} tells is invited"
@@ -201,7 +205,7 @@ def line(
     language: str,
     *,
     host_name: str,
-    stance: Literal["host", "heard"] | None,
+    stance: Literal["host", "heard", "remembered"] | None,
     today: int | None,
     heard_from: str | None,
     names: Mapping[str, str],
@@ -214,7 +218,7 @@ def line(
                  stance, names)]  # fmt: skip
         if stance == "host":
             parts.append("あなたが主催者")
-        elif stance == "heard" and heard_from:
+        elif stance in ("heard", "remembered") and heard_from:
             parts.append(f"{heard_from}から聞いた")
         return "".join(f"{part}。" for part in parts if part)
     head = _what_en(slots, host_name, where)
@@ -225,4 +229,6 @@ def line(
         text += " You are the host."
     elif stance == "heard" and heard_from:
         text += f" You heard it from {heard_from}."
+    elif stance == "remembered" and heard_from:
+        text += f" I heard it from {heard_from}."
     return text

@@ -225,6 +225,12 @@ def test_the_fact_line_is_third_person_in_either_language() -> None:
     assert "you are invited" in own.describe("en", host_name="Mia", stance="heard", heard_from="Ben")
     for line in (ja, en, host):
         assert not any(word in f" {line.lower()} " for word in (" i ", " i'm ", " my ", "私", "僕"))
+    # The listener's own memory of hearing it is in its own voice, never "you" (a small model copies it).
+    kept = own.describe("en", host_name="Mia", stance="remembered", heard_from="Ben")
+    assert kept.endswith("; I am invited. I heard it from Ben.") and "you" not in kept.lower()
+    assert found.describe("ja", host_name="ミア", stance="remembered", heard_from="ベン").endswith(
+        "みんな招待されている。ベンから聞いた。"
+    )
 
 
 def test_slots_round_trip_through_json() -> None:

@@ -52,6 +52,8 @@ def test_the_listener_remembers_it_as_important_news(client: TestClient) -> None
     memories = client.get("/v1/agents/hikari/memories", params={"q": "花火"}).json()["memories"]
     news = [m for m in memories if "news" in m["tags"]]
     assert len(news) == 1 and news[0]["content"].startswith("葵が「")
+    # The news's facts follow the words, in the listener's own voice (no あなた for a small model to copy).
+    assert news[0]["content"].endswith("葵から聞いた。") and "あなた" not in news[0]["content"]
     # An invitation to the listener: important by rule when stored (INVITATION_IMPORTANCE).
     assert news[0]["importance"] >= 8 and news[0]["importance_source"] == "caller"
     # Its rating is its own: the conversation's small talk did not overwrite it.
