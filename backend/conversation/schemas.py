@@ -207,7 +207,7 @@ class TurnReply(BaseModel):
 
     dialogue: str = Field(
         description="The speaker's next line, in character, one to three sentences.",
-        json_schema_extra={"maxLength": MAX_REPLY_CHARS},
+        json_schema_extra={"maxLength": MAX_REPLY_CHARS, "echo_check": "spoken"},
     )
     emotion: str = Field(
         description="The speaker's expression while saying it: one of " + ", ".join(EMOTIONS) + ".",

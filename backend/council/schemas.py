@@ -105,7 +105,9 @@ class MemberOpinion(BaseModel):
     """One member's answer in one round."""
 
     stance: Stance
-    opinion: ModelText = Field(min_length=1, max_length=MAX_PARAGRAPH_CHARS)
+    opinion: ModelText = Field(
+        min_length=1, max_length=MAX_PARAGRAPH_CHARS, json_schema_extra={"echo_check": "spoken"}
+    )
     concerns: list[ShortText] = Field(default_factory=list, max_length=8)
     conditions: list[ShortText] = Field(default_factory=list, max_length=8)
 

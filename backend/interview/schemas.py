@@ -77,7 +77,7 @@ class InterviewReply(BaseModel):
 
     answer: str = Field(
         description="The character's spoken answer to the question, from what it remembers.",
-        json_schema_extra={"maxLength": MAX_ANSWER_CHARS},
+        json_schema_extra={"maxLength": MAX_ANSWER_CHARS, "echo_check": "spoken"},
     )
 
     @field_validator("answer")

@@ -17,7 +17,9 @@ Which strings are checked is decided by the reply's JSON Schema, once per reply 
   prompt, since extracting what was said is their job; scalar text (a line, an opinion) may not.
 A property can opt out (`"echo_check": false`) or in (`true`) through `json_schema_extra`, or keep every rule
 but the whole-line copy (`"echo_check": "may_repeat"`): a running summary rewritten to include a conversation
-that taught nothing new is the old summary again, an answer, not an echo.
+that taught nothing new is the old summary again, an answer, not an echo. A field a character says aloud
+(`"echo_check": "spoken"`: a turn's line, an interview answer, a council opinion) must also hold a letter:
+"}{" or a copied clock is no line.
 """
 
 from __future__ import annotations
@@ -40,6 +42,10 @@ from backend.llm.reask import leaks_instruction
 VOCABULARY_MAX_LENGTH = 64
 #: A value shorter than this (normalised) is not compared with the prompt's lines ("はい" may repeat).
 MIN_LINE_ECHO_CHARS = 4
+#: The `echo_check` of a field a character says aloud (TurnReply.dialogue, an interview answer, a council
+#: opinion): a value with no letter in it ("}{", a copied clock "2014-01-07 07:33:22") is refused there.
+#: Only there: a background reflection of numbers is refused nowhere (its job would retry to failure).
+SPOKEN = "spoken"
 #: A field description's phrase of this many words (or, without spaces, characters) may not open a value.
 MIN_OPENING_WORDS = 4
 MIN_OPENING_CHARS = 8
@@ -82,6 +88,7 @@ class _Text:
     in_list: bool
     allow_empty: bool
     may_repeat: bool = False  # a whole line of the prompt is an answer here (a running summary kept)
+    spoken: bool = False  # said aloud by a character (a line, an answer, an opinion): it must hold words
 
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: one per reply class (see _rules)
@@ -144,8 +151,8 @@ def _compile(node: dict[str, Any], key: str, names: set[str], *, in_list: bool) 
     description = str(node.get("description") or "")
     phrases = {normalise(p) for p in _PHRASE_SPLIT.split(description)} | {normalise(description)}
     words = frozenset(p for p in phrases if p) | {normalise(key)}
-    may_repeat = node.get("echo_check") == "may_repeat"
-    return _Text(key, words, vocabulary, in_list, node.get("default") == "", may_repeat)
+    may_repeat, spoken = node.get("echo_check") == "may_repeat", node.get("echo_check") == SPOKEN
+    return _Text(key, words, vocabulary, in_list, node.get("default") == "", may_repeat, spoken)
 
 
 def _walk(value: Any, tree: Any, path: str) -> Iterator[tuple[str, str, _Text]]:
@@ -408,7 +415,7 @@ def _value_problem(value: str, norm: str, spec: _Text, rules: _Rules) -> str | N
         return None if spec.allow_empty else "is empty"
     if len(norm) <= 1:
         return f"has at most one character ({stripped!r})"
-    if not any(ch.isalpha() for ch in stripped):  # "}{", "2014-01-07 07:33:22": JSON debris, a copied clock
+    if spec.spoken and not any(ch.isalpha() for ch in stripped):  # "}{", "2014-01-07 07:33:22"
         return f"has no words ({stripped[:40]!r})"
     # "意見（2〜4文、あなたの口調で）": an old template's slot with its hint in brackets.
     bare = _ASIDE.sub("", norm).strip(_EDGE) if norm.endswith(")") or "(" in norm else norm

@@ -7,10 +7,13 @@ import json
 import pytest
 
 from backend.conversation.schemas import turn_reply_for
+from backend.council.schemas import MemberOpinion
 from backend.errors import LLMReplyError
+from backend.interview.schemas import InterviewReply
 from backend.llm.base import GenerateOptions
 from backend.llm.loops import unlooped
 from backend.llm.retry import checked_reply
+from backend.memory.prompts import InsightList
 
 
 @pytest.mark.parametrize(
@@ -55,3 +58,17 @@ def test_a_looping_line_is_repaired() -> None:
     for debris in ("}{", "2014-01-07 07:33:22"):  # what SmolLM2 said as lines in the party scenario
         with pytest.raises(LLMReplyError, match="has no words"):
             checked_reply(_reply(debris), schema, messages, options)
+
+
+def test_only_what_is_said_aloud_must_hold_words() -> None:
+    """A background reflection of numbers is not refused (its job would retry to failure, as SmolLM2's did
+    in CI); a council opinion or an interview answer of numbers is."""
+    messages = [{"role": "user", "content": "Reflect on these memories: 1. went to the cafe"}]
+    options = GenerateOptions(purpose="reflection")
+    insight = '{"insights": [{"content": "1, 2, 3", "evidence_ids": [1], "importance": 4}]}'
+    assert checked_reply(insight, InsightList, messages, options).insights[0].content == "1, 2, 3"
+    with pytest.raises(LLMReplyError, match="has no words"):
+        checked_reply('{"answer": "19:00"}', InterviewReply, messages, options)
+    with pytest.raises(LLMReplyError, match="has no words"):
+        checked_reply('{"stance": "for", "opinion": "1, 2, 3"}', MemberOpinion, messages, options)
+    assert checked_reply('{"answer": "19時から！"}', InterviewReply, messages, options).answer == "19時から！"
