@@ -161,6 +161,7 @@ def _build_minds(state: Any, settings: Settings, engine: Any) -> None:
         intentions=state.intentions,
         emotion=state.emotion,
         flights=state.flights,
+        places_max=settings.prompt_places_max,
     )
     state.councils = Councils(
         engine=engine,

@@ -287,6 +287,10 @@ class Settings(BaseSettings):
     #: An interview answer about news a memory holds that leaves out who hosts it, what, when or where is
     #: asked for again the same way, within INTERVIEW_DEADLINE_S (interview/grounding.py).
     telling_tries: int = Field(4, ge=1, le=8)
+    #: Places a prompt offers at most (a turn's go_to targets, a plan's places): where the agent is, its
+    #: home, its plan's and news's places, those its memories name, then the nearest (world/nearby.py), so
+    #: a prompt does not grow with the town. Any place of the world is still accepted in a reply.
+    prompt_places_max: int = Field(12, ge=1, le=200)
     #: Phrases that say goodbye; one ends a talk only where it closes the line, and not in an invitation or a
     #: question (backend/conversation/farewell.py).
     farewell_phrases: list[str] = Field(default_factory=lambda: list(DEFAULT_FAREWELLS))

@@ -42,9 +42,13 @@ class ActionTargets:
     gestures: tuple[str, ...]
 
 
-def offered_targets(facts: WorldFacts, people: Iterable[str]) -> ActionTargets:
-    """The world's places and gestures, and `people` (the others in the conversation, not the speaker)."""
-    return ActionTargets(tuple(facts.pois), tuple(people), tuple(facts.gestures))
+def offered_targets(
+    facts: WorldFacts, people: Iterable[str], places: Iterable[str] | None = None
+) -> ActionTargets:
+    """`places` (those the prompt offers: world/nearby.py; default every place of the world), the world's
+    gestures, and `people` (the others in the conversation, not the speaker)."""
+    offered = tuple(places) if places is not None else tuple(facts.pois)
+    return ActionTargets(offered, tuple(people), tuple(facts.gestures))
 
 
 def _enum(schema: JsonDict) -> None:

@@ -17,6 +17,7 @@ from backend.action.schemas import ACTION_TYPES, MAX_ACTIONS, MAX_ITEM_CHARS, Ac
 from backend.text import one_line
 from backend.world import repo as world_repo
 from backend.world import service as world_service
+from backend.world.nearby import Spot
 
 if TYPE_CHECKING:
     from backend.storage.db import Session
@@ -33,6 +34,8 @@ class WorldFacts:
     agents: frozenset[str]
     gestures: tuple[str, ...]
     participants: frozenset[str] = field(default_factory=frozenset)
+    #: Each place as the prompt's offer reads it (id, name, position on the ground): world/nearby.py.
+    spots: tuple[Spot, ...] = ()
 
     def with_participants(self, ids: Iterable[str]) -> WorldFacts:
         """These facts, with the participants of a conversation added."""
@@ -52,7 +55,8 @@ def read_world_facts(session: Session, world_id: str, *, participants: Iterable[
     """The world's places, agents and gestures (the default list when it declared none), in `session`."""
     pois, agents, declared = world_repo.action_targets(session, world_id)
     return WorldFacts(
-        pois=dict(pois),
+        pois={poi_id: name for poi_id, name, _x, _z in pois},
+        spots=tuple(Spot(poi_id, name, x, z) for poi_id, name, x, z in pois),
         agents=frozenset(agents),
         gestures=tuple(world_service.gestures(declared)),
         participants=frozenset(participants),

@@ -50,6 +50,7 @@ from backend.memory.timewords import WEEKDAYS_EN
 from backend.memory.triggers import TurnAsk
 from backend.player import repo as players
 from backend.tasks import TaskRunner
+from backend.world import nearby
 from backend.world.models import Agent
 from backend.world.schemas import StateReport
 from backend.world.service import agent_not_found
@@ -91,6 +92,8 @@ class TurnState:
     partner: Agent
     stored: repo.StoredTurn
     plan_activity: str | None = None
+    #: The place of the speaker's planned activity now (a place the prompt offers first).
+    plan_place: str | None = None
     #: Every participant by id (agents, and players as visitor records: conversation/people.py).
     people: dict[str, Agent] = field(default_factory=dict)
     #: What an action of the reply may name (ACTIONS_IN_TURNS), None when replies carry no actions.
@@ -130,6 +133,8 @@ class PreparedTurn:
     moderation: dict[str, Any] | None = None
     #: What an action of the reply may name; the actions dropped for naming something else (kept on the row).
     facts: WorldFacts | None = None
+    #: The places the prompt offers as `go_to` targets (world/nearby.py: at most PROMPT_PLACES_MAX).
+    places: tuple[str, ...] = ()
     dropped: list[dict[str, Any]] = field(default_factory=list)
     #: The slots of its news the model's first line left out, when it was asked again (completing.py), and
     #: the model calls the line took then.
@@ -213,6 +218,8 @@ class ConversationService:
         standing, brought_up = await self._memories(prepared, state, partner_last)
         recalled = await self._heard(prepared, standing, brought_up, language)
         prepared.marks = recalled.marks(prepared.members or req.members())
+        if state.facts is not None:
+            prepared.places = self._offered_places(state, req, recalled, mind)
         prepared.ctx = TurnContext(
             speaker=state.speaker,
             partner=state.partner,
@@ -265,6 +272,28 @@ class ConversationService:
             for member in group.active(prepared.members, prepared.left)
             if member in state.people and member not in (req.agent_id, req.target_id)
         ]
+
+    def _offered_places(
+        self,
+        state: TurnState,
+        req: TurnRequest,
+        recalled: heard.Split,
+        mind: intentions.TurnIntentions | None,
+    ) -> tuple[str, ...]:
+        """The places the turn's actions offer (world/nearby.py): where the speaker is, its home, its plan's
+        place and the place of the news it is to tell, the places its memories and intentions name, then
+        the nearest; at most PROMPT_PLACES_MAX however big the town."""
+        assert state.facts is not None
+        speaker = state.speaker
+        told = mind.tell.slots.where if mind and mind.tell and mind.tell.slots else None
+        text = "\n".join([*(m.content for m in recalled.standing), *(m.content for m in recalled.brought_up),
+                          *(mind.lines if mind else [])])  # fmt: skip
+        chosen = nearby.offered(
+            state.facts.spots, cap=self.settings.prompt_places_max,
+            here=req.location_name or speaker.location_name, home=speaker.home_poi,
+            named=[state.plan_place, told], text=text, position=nearby.position_of(speaker.position),
+        )  # fmt: skip
+        return tuple(spot.id for spot in chosen)
 
     @staticmethod
     def _actions_text(prepared: PreparedTurn, state: TurnState) -> str | None:
@@ -348,12 +377,13 @@ class ConversationService:
             _agent(session, people, world_id, joiner, "participants")
         item = self.plan_item(session, world_id, req.agent_id, req.day, req.time_of_day)
         activity = str(item["activity"]) if item and item.get("activity") else None
+        plan_place = str(item["poi_id"]) if item and item.get("poi_id") else None
         facts = (
             read_world_facts(session, world_id, participants=stored.members)
             if self.settings.actions_in_turns and not self.strikes.off(req.session_id)
             else None
         )
-        return TurnState(speaker, partner, stored, activity, people, facts)
+        return TurnState(speaker, partner, stored, activity, plan_place, people, facts)
 
     async def _memories(
         self, prepared: PreparedTurn, state: TurnState, partner_last: str | None
@@ -833,4 +863,4 @@ def _targets(prepared: PreparedTurn) -> ActionTargets | None:
         for member in group.active(prepared.members, prepared.left)
         if member != speaker and member in prepared.names
     ]
-    return offered_targets(prepared.facts, people)
+    return offered_targets(prepared.facts, people, prepared.places)

@@ -60,8 +60,10 @@ class Planner:
         intentions: IntentionService | None = None,
         emotion: EmotionService | None = None,
         flights: Flights | None = None,
+        places_max: int = 12,
     ) -> None:
         self.engine = engine
+        self.places_max = places_max  # places a plan prompt lists at most (PROMPT_PLACES_MAX)
         self.llm = llm
         self.memory = memory
         self.tasks = tasks
@@ -171,6 +173,7 @@ class Planner:
             plan = await service.make_plan(
                 session, self.llm, self.memory, world_id, agent_id, request,
                 events=self.events, emotion=self.emotion, intentions=self.intentions,
+                places_max=self.places_max,
             )  # fmt: skip
         log.info(
             "plan of %s for day %d stored (version %d, %s)", agent_id, plan.day, plan.version, plan.source

@@ -77,7 +77,8 @@ class PlanReply(BaseModel):
 def plan_reply_for(poi_ids: tuple[str, ...]) -> type[PlanReply]:
     """The PlanReply sent for a world with these places: its schema lists them as the only `poi_id` values.
 
-    Cached per set of places (one entry per world, in practice). Validation still takes any id: an unknown
+    Cached per set of places (the places a plan prompt offers one agent: world/nearby.py), a bounded number.
+    Validation still takes any id of the world, offered or not; an unknown
     place is repaired onto the agent's home (backend/planning/validation.py), as for a model that ignores
     the schema.
     """

@@ -23,6 +23,7 @@ from backend.planning.validation import (
     plan_problems,
     repair_plan,
 )
+from backend.world import nearby
 from backend.world.models import Agent, PointOfInterest
 from backend.world.service import get_agent, list_pois
 
@@ -83,6 +84,7 @@ async def make_plan(
     events: EventBus | None = None,
     emotion: EmotionService | None = None,
     intentions: IntentionService | None = None,
+    places_max: int = 12,
 ) -> Plan:
     """Generate the day's plan, or with `time_of_day` and an existing plan, replan the rest of the day.
 
@@ -110,10 +112,12 @@ async def make_plan(
     yesterday = stored_plan(session, world_id, agent_id, request.day - 1)
     facts = prompts.build_facts(yesterday, memory, agent, pois, day=request.day, window=window, home=home,
                                 reason=request.reason, kept=kept, intentions=mind)  # fmt: skip
+    offered = offered_pois(facts, pois, agent, home, places_max)
+    facts["pois"] = [p for p in facts["pois"] if p["id"] in {o.id for o in offered}]
     # The model may take many seconds on a busy GPU: give the connection back to the pool meanwhile (what
     # was read stays usable, detached; storing the plan opens a new transaction).
     session.close()
-    items, source, repairs = await _ask(llm, agent, pois, home, facts, window)
+    items, source, repairs = await _ask(llm, agent, pois, home, facts, window, offered=offered)
     full = [PlanItem.model_validate(it) for it in kept] + items
     known = {p.id for p in pois}
     if plan_problems(full, known_pois=known, home=home, start=agent.wake_hour, end=agent.sleep_hour):
@@ -176,6 +180,23 @@ async def _keep_appointments(
     return keep_appointments(items, wanted, start=agent.wake_hour, end=agent.sleep_hour)
 
 
+def offered_pois(
+    facts: dict[str, Any], pois: list[PointOfInterest], agent: Agent, home: str | None, cap: int
+) -> list[PointOfInterest]:
+    """The places the plan prompt lists (world/nearby.py), at most `cap` however big the town: where the
+    agent is, its home, the places of yesterday's plan and of what it keeps of today's, those its
+    intentions and memories name ("the party at the Corner Cafe"), then the nearest."""
+    by_id = {p.id: p for p in pois}
+    named = [it.get("poi_id") for it in [*facts["kept_items"], *facts["yesterday_plan"]]]
+    text = "\n".join([*(facts.get("intentions") or []), *facts["important_memories"],
+                      *facts["yesterday_reflections"]])  # fmt: skip
+    chosen = nearby.offered(
+        [nearby.Spot(p.id, p.name, p.x, p.z) for p in pois], cap=cap, here=agent.location_name, home=home,
+        named=named, text=text, position=nearby.position_of(agent.position),
+    )  # fmt: skip
+    return [by_id[spot.id] for spot in chosen]
+
+
 def _items_before(items: list[dict[str, Any]], cut: float) -> list[dict[str, Any]]:
     kept = []
     for item in items:
@@ -192,8 +213,11 @@ async def _ask(
     home: str | None,
     facts: dict[str, Any],
     window: tuple[float, float],
+    *,
+    offered: list[PointOfInterest] | None = None,
 ) -> tuple[list[PlanItem], str, list[str]]:
-    """Ask, repair, re-ask once if the plan is beyond repair; fall back when the model fails."""
+    """Ask, repair, re-ask once if the plan is beyond repair; fall back when the model fails. The schema
+    names the `offered` places (default all); a reply naming any place of the world (`pois`) is accepted."""
     options = GenerateOptions(
         purpose="plan",
         agent_id=agent.id,
@@ -204,7 +228,7 @@ async def _ask(
     )
     messages = prompts.build_messages(facts)
     known = {p.id: p.name for p in pois}  # names: an activity that only names a place is repaired in words
-    schema = plan_reply_for(tuple(sorted(known)))  # the schema names the world's places
+    schema = plan_reply_for(tuple(sorted(p.id for p in (offered or pois))))  # the schema names the offered
 
     def repaired(reply: PlanReply) -> tuple[list[PlanItem], list[str]]:
         return repair_plan(

@@ -68,13 +68,15 @@ def agent_names(session: Session, world_id: str) -> list[str]:
 
 def action_targets(
     session: Session, world_id: str
-) -> tuple[list[tuple[str, str]], list[str], list[str] | None]:
-    """What an action may name in the world: (id, name) of each point of interest, the agents' ids, and the
-    declared gestures (None: the world declared none). Narrow reads (no persona, no description)."""
-    pois = select(PointOfInterest.id, PointOfInterest.name).where(PointOfInterest.world_id == world_id)
+) -> tuple[list[tuple[str, str, float, float]], list[str], list[str] | None]:
+    """What an action may name in the world: (id, name, x, z) of each point of interest, the agents' ids,
+    and the declared gestures (None: the world declared none). Narrow reads (no persona, no description)."""
+    pois = select(PointOfInterest.id, PointOfInterest.name, PointOfInterest.x, PointOfInterest.z).where(
+        PointOfInterest.world_id == world_id
+    )
     agent_ids = select(Agent.id).where(Agent.world_id == world_id)
     return (
-        [(poi_id, name) for poi_id, name in session.exec(pois.order_by(col(PointOfInterest.id)))],
+        [(poi_id, name, x, z) for poi_id, name, x, z in session.exec(pois.order_by(col(PointOfInterest.id)))],
         list(session.exec(agent_ids.order_by(col(Agent.id)))),
         gestures(session, world_id),
     )
