@@ -58,6 +58,7 @@ from backend.storage.flights import Flights
 from backend.storage.lock import hold_database
 from backend.tasks import TaskRunner
 from backend.world.cache import AgentCache
+from backend.world.facts import WorldFactsCache
 
 log = logging.getLogger("machi")
 
@@ -177,7 +178,9 @@ def _build_minds(state: Any, settings: Settings, engine: Any) -> None:
     state.visitors = VisitorTurns(service=state.conversation, settings=settings, moderator=state.moderator)
     state.conversation.guard = state.visitors.guard_reply  # every model line a visitor hears is checked
     state.conversation.stream_check = state.visitors.may_show
-    state.interview = InterviewService(engine=engine, llm=state.llm, memory=state.memory, settings=settings)
+    state.interview = InterviewService(
+        engine=engine, llm=state.llm, memory=state.memory, settings=settings, world_facts=state.world_facts
+    )
 
 
 @asynccontextmanager
@@ -208,6 +211,7 @@ async def _running(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
     runs_jobs = settings.process_role != "api"
     app.state.jobs = JobRunner(engine=engine, settings=settings, tasks=app.state.tasks, local=runs_jobs)
     app.state.agents = AgentCache()  # agent rows read by every turn and memory write (see world/cache.py)
+    app.state.world_facts = WorldFactsCache()  # places, names, gestures read by every turn (world/facts.py)
     app.state.memory = build_memory(
         MemoryRepo(engine), app.state.embedder, app.state.llm, settings, app.state.tasks,
         events=app.state.events, jobs=app.state.jobs, agents=app.state.agents,
@@ -271,6 +275,7 @@ def _conversation(state: Any, settings: Settings) -> ConversationService:
         jobs=state.jobs,
         plan_item=current_item_of_stored_plan,
         emotion=state.emotion,
+        world_facts=state.world_facts,
     )
 
 

@@ -36,6 +36,8 @@ class WorldFacts:
     participants: frozenset[str] = field(default_factory=frozenset)
     #: Each place as the prompt's offer reads it (id, name, position on the ground): world/nearby.py.
     spots: tuple[Spot, ...] = ()
+    #: Every agent's display name by id (who a line of news names).
+    names: Mapping[str, str] = field(default_factory=dict)
 
     def with_participants(self, ids: Iterable[str]) -> WorldFacts:
         """These facts, with the participants of a conversation added."""
@@ -52,7 +54,8 @@ class WorldFacts:
 
 
 def read_world_facts(session: Session, world_id: str, *, participants: Iterable[str] = ()) -> WorldFacts:
-    """The world's places, agents and gestures (the default list when it declared none), in `session`."""
+    """The world's places, agents (ids and names) and gestures (the default list when it declared none),
+    read now in `session` (a turn reads them through the cache, world/facts.py)."""
     pois, agents, declared = world_repo.action_targets(session, world_id)
     return WorldFacts(
         pois={poi_id: name for poi_id, name, _x, _z in pois},
@@ -60,6 +63,7 @@ def read_world_facts(session: Session, world_id: str, *, participants: Iterable[
         agents=frozenset(agents),
         gestures=tuple(world_service.gestures(declared)),
         participants=frozenset(participants),
+        names=world_repo.name_map(session, world_id),
     )
 
 

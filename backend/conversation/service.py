@@ -20,7 +20,7 @@ from backend.action.prompts import describe_actions
 from backend.action.schemas import AgentAction
 from backend.action.strikes import ActionStrikes
 from backend.action.targets import ActionTargets, offered_targets
-from backend.action.validate import WorldFacts, read_world_facts, validate_actions
+from backend.action.validate import WorldFacts, validate_actions
 from backend.config import Settings
 from backend.conversation import completing, group, heard, repo, rules
 from backend.conversation import jobs as turn_jobs
@@ -51,6 +51,7 @@ from backend.memory.triggers import TurnAsk
 from backend.player import repo as players
 from backend.tasks import TaskRunner
 from backend.world import nearby
+from backend.world.facts import WorldFactsCache
 from backend.world.models import Agent
 from backend.world.schemas import StateReport
 from backend.world.service import agent_not_found
@@ -161,8 +162,11 @@ class ConversationService:
         jobs: JobRunner,
         plan_item: PlanItemAt,
         emotion: EmotionService | None = None,
+        world_facts: WorldFactsCache | None = None,
     ) -> None:
         self.engine = engine
+        # The world's places, names and gestures, checked against its revision on each read (world/facts.py).
+        self.world_facts = world_facts if world_facts is not None else WorldFactsCache()
         # Observations and reflections are persisted jobs committed with the turn (conversation/jobs.py).
         self.jobs = jobs
         self.llm = llm
@@ -336,7 +340,8 @@ class ConversationService:
         newest emotional state decayed to now (fire-and-forget evaluations land between turns), and its
         intentions with the first thing it has not yet told the partner."""
         with repo.read_session(self.engine) as session:
-            state = self._turn_state(session, world_id, req)
+            world = self.world_facts.read(session, world_id)
+            state = self._turn_state(session, world_id, req, world)
             if state.stored.reply is not None:
                 return state, None, None, None
             speaker, partner = state.speaker, state.partner
@@ -355,10 +360,11 @@ class ConversationService:
                 fresh_days=self.settings.tell_fresh_days,
                 pass_on_importance=self.settings.pass_on_importance,
                 day_one_weekday=WEEKDAYS_EN.index(self.settings.retrieval_day_one_weekday),
+                world=world,
             )
         return state, summary, feeling, mind
 
-    def _turn_state(self, session: Any, world_id: str, req: TurnRequest) -> TurnState:
+    def _turn_state(self, session: Any, world_id: str, req: TurnRequest, world: WorldFacts) -> TurnState:
         """The agents (kept rows, checked against `updated_at`), the stored turn or conversation, and the
         speaker's planned activity at this time of day.
 
@@ -379,7 +385,7 @@ class ConversationService:
         activity = str(item["activity"]) if item and item.get("activity") else None
         plan_place = str(item["poi_id"]) if item and item.get("poi_id") else None
         facts = (
-            read_world_facts(session, world_id, participants=stored.members)
+            world.with_participants(stored.members)
             if self.settings.actions_in_turns and not self.strikes.off(req.session_id)
             else None
         )

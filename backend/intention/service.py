@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from backend.action.validate import WorldFacts, read_world_facts
 from backend.config import Settings, settings_subset
 from backend.errors import LLMError
 from backend.gametime import utcnow
@@ -91,10 +92,12 @@ def for_turn(
     fresh_days: int,
     pass_on_importance: int = 1,
     day_one_weekday: int = 0,
+    world: WorldFacts | None = None,
 ) -> TurnIntentions:
     """The speaker's intentions said from `day`, and the first item the partner has not heard (with its
     slots when it is an invitation or appointment: telling.with_slots). News the speaker heard is passed on
-    only when its memory of it was rated at least `pass_on_importance`."""
+    only when its memory of it was rated at least `pass_on_importance`. `world`: the world's places and names
+    as the turn already read them (world/facts.py); read here when not given."""
     row = repo.read(session, world_id, speaker.id)
     lines = list(row.lines) if row else []
     heard = repo.heard_rows(session, world_id, speaker.id)
@@ -103,10 +106,11 @@ def for_turn(
             session, world_id, speaker.id, {r.session_id for r in heard if r.session_id}
         )
         heard = [r for r in heard if rated.get(r.session_id or "", 0) >= pass_on_importance]
-    names = world_repo.names(
-        session, world_id, sorted({r.origin_id for r in heard} | {r.teller_id for r in heard})
-    )
-    places = [appt.Place(p.id, p.name) for p in world_repo.pois(session, world_id)]
+    if world is None:
+        world = read_world_facts(session, world_id)
+    wanted = {r.origin_id for r in heard} | {r.teller_id for r in heard}
+    names = {person_id: name for person_id, name in world.names.items() if person_id in wanted}
+    places = [appt.Place(spot.id, spot.name) for spot in world.spots]
     items = telling.candidates(
         speaker.id, speaker.name, lines, heard, names, places=places, today=day, fresh_days=fresh_days
     )
@@ -115,8 +119,7 @@ def for_turn(
         untold = telling.untold(items, partner.id, repo.known_keys(session, world_id, partner.id))
         tell = untold[0] if untold else None
     if tell is not None:
-        people = world_repo.name_map(session, world_id)
-        tell = telling.with_slots(tell, places, people, day_one_weekday=day_one_weekday)
+        tell = telling.with_slots(tell, places, dict(world.names), day_one_weekday=day_one_weekday)
     shown = [appt.rebase(str(line["text"]), int(line["day"]), day, speaker.language) for line in lines]
     return TurnIntentions(shown, tell)
 

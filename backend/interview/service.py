@@ -41,7 +41,7 @@ from backend.llm.budget import PromptBudgetLLM, count_messages
 from backend.logs import reason
 from backend.memory import person, triggers
 from backend.memory.models import VISITOR_TAG, Search
-from backend.world import repo as world_repo
+from backend.world.facts import WorldFactsCache
 from backend.world.models import Agent
 
 if TYPE_CHECKING:
@@ -62,8 +62,17 @@ PRIORITY = PRIORITY_COUNCIL
 class InterviewService:
     """Answers interview questions. Stateless; one instance per app is enough."""
 
-    def __init__(self, *, engine: Any, llm: LLM, memory: MemoryService, settings: Settings) -> None:
+    def __init__(
+        self,
+        *,
+        engine: Any,
+        llm: LLM,
+        memory: MemoryService,
+        settings: Settings,
+        world_facts: WorldFactsCache | None = None,
+    ) -> None:
         self.engine = engine
+        self.world_facts = world_facts if world_facts is not None else WorldFactsCache()
         self.llm = llm
         self.memory = memory
         self.settings = settings
@@ -150,9 +159,9 @@ class InterviewService:
             if text:
                 known.append(Known(row.other_id, row.other_name, text))
         with Session(self.engine) as session:
-            places = [Place(p.id, p.name) for p in world_repo.pois(session, world_id)]
-            names = world_repo.name_map(session, world_id)
-        return agent, known, (places, names)
+            world = self.world_facts.read(session, world_id)
+        places = [Place(spot.id, spot.name) for spot in world.spots]
+        return agent, known, (places, dict(world.names))
 
     async def _memories(self, world_id: str, ctx: InterviewContext) -> list[Remembered] | None:
         """What the question calls up, not marked accessed; None if retrieval fails or is slow.

@@ -16,6 +16,7 @@ from backend.council.models import CouncilRecord
 from backend.gametime import utcnow
 from backend.memory.models import PersonMemory
 from backend.transfer.models import NAMED_IDS, SECTIONS
+from backend.world import repo as world_repo
 from backend.world.models import WorldMeta
 
 
@@ -77,6 +78,7 @@ def mark(session: Session, world_id: str, *, imported: bool = False, demo: bool 
     if demo:
         meta.demo_loaded_at = utcnow()
     session.add(meta)
+    world_repo.touch_facts(session, world_id)  # every process's cache of its places and names reloads
 
 
 def advance_sequences(session: Session) -> None:

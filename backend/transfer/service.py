@@ -27,6 +27,7 @@ from backend.transfer.demo import bundled_town, load_town
 from backend.transfer.document import FORMAT, SECTIONS, VERSION, Item, Row
 from backend.transfer.models import NAMED_IDS, TableRow
 from backend.transfer.validation import MAX_INT, parse_row
+from backend.world import repo as world_repo
 from backend.world.models import DEFAULT_WORLD
 
 if TYPE_CHECKING:
@@ -65,6 +66,7 @@ def wipe_world(session: Session, world_id: str) -> dict[str, int]:
     The jobs are about rows that go: a rating job run after an import rated whatever memory then had its id.
     """
     memory_repo.replace_world(session, world_id)  # every process's memory index of the world reloads
+    world_repo.touch_facts(session, world_id)  # and every process's cache of its places and names
     return {"jobs": job_store.cancel_world(session, world_id), **repo.wipe(session, world_id)}
 
 

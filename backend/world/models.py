@@ -70,3 +70,13 @@ class WorldMeta(SQLModel, table=True):
     #: The gesture names Unity's animator knows (`PUT /v1/world/gestures`); None: the world declared none, so
     #: its characters use DEFAULT_GESTURES (world/schemas.py).
     gestures: list[str] | None = Field(default=None, sa_type=JSON)
+
+
+class WorldStamp(SQLModel, table=True):
+    """The revision of a world's facts (its places, its agents' ids and names, its gestures): raised in the
+    same transaction as every change to them (world/service.py, an import or a town loaded), read on every
+    turn by the facts cache (world/facts.py) to know whether what it keeps is current, in any process. Not
+    part of a world's export: an import replaces the facts and raises the revision, never lowers it."""
+
+    world_id: str = Field(primary_key=True, max_length=64)
+    rev: int = 0

@@ -12,10 +12,11 @@ from typing import Any
 
 from sqlalchemy import bindparam, delete, func
 from sqlalchemy import select as core_select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from backend.world.models import Agent, AgentStateEvent, PointOfInterest, WorldMeta
+from backend.world.models import Agent, AgentStateEvent, PointOfInterest, WorldMeta, WorldStamp
 
 _AGENTS = Agent.__table__  # type: ignore[attr-defined]
 _STAMPS = core_select(_AGENTS.c.id, _AGENTS.c.updated_at).where(
@@ -80,6 +81,24 @@ def action_targets(
         list(session.exec(agent_ids.order_by(col(Agent.id)))),
         gestures(session, world_id),
     )
+
+
+def facts_rev(session: Session, world_id: str) -> int:
+    """The revision of the world's facts (0: never changed through the API, an import or a town)."""
+    found = session.exec(select(WorldStamp.rev).where(WorldStamp.world_id == world_id)).first()
+    return int(found or 0)
+
+
+def touch_facts(session: Session, world_id: str) -> None:
+    """Raise the revision of the world's facts in the caller's transaction (every process's cache of them
+    reloads on its next read). One upsert: concurrent writers each raise it."""
+    table = WorldStamp.__table__  # type: ignore[attr-defined]
+    dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
+    statement = dialect.insert(table).values(world_id=world_id, rev=1)
+    statement = statement.on_conflict_do_update(
+        index_elements=[table.c.world_id], set_={"rev": table.c.rev + 1}
+    )
+    session.execute(statement)
 
 
 def gestures(session: Session, world_id: str) -> list[str] | None:

@@ -90,6 +90,7 @@ def upsert_agent(session: Session, world_id: str, agent_id: str, body: AgentUpse
     for key, value in body.model_dump().items():
         setattr(agent, key, value)
     agent.updated_at = utcnow()
+    repo.touch_facts(session, world_id)  # its name and id are world facts (world/facts.py)
     repo.save(session, agent)
     return agent, created
 
@@ -99,6 +100,7 @@ def delete_agent(session: Session, agent: Agent) -> int:
     of the agent is deleted in it first (api/agents.py), so all of it goes at once or none does. Returns how
     many state events went."""
     removed = repo.forget_state_events(session, agent.world_id, agent.id)
+    repo.touch_facts(session, agent.world_id)
     repo.remove(session, agent)
     return removed
 
@@ -110,12 +112,15 @@ def upsert_poi(session: Session, world_id: str, poi_id: str, body: PoiUpsert) ->
         poi = PointOfInterest(world_id=world_id, id=poi_id, name=body.name)
     poi.name, poi.kind, poi.description = body.name, body.kind, body.description
     poi.x, poi.y, poi.z = body.position.x, body.position.y, body.position.z
+    repo.touch_facts(session, world_id)
     repo.save(session, poi)
     return poi, created
 
 
 def delete_poi(session: Session, world_id: str, poi_id: str) -> None:
-    repo.remove(session, get_poi(session, world_id, poi_id))
+    poi = get_poi(session, world_id, poi_id)
+    repo.touch_facts(session, world_id)
+    repo.remove(session, poi)
 
 
 def poi_public(poi: PointOfInterest) -> PoiPublic:
@@ -199,5 +204,6 @@ def declare_gestures(session: Session, world_id: str, names: list[str] | None) -
     """Replace the world's gestures (None: back to the default) and commit. Returns the gestures now in use."""
     meta = repo.meta(session, world_id) or WorldMeta(world_id=world_id)
     meta.gestures = None if names is None else list(names)
+    repo.touch_facts(session, world_id)
     repo.save(session, meta)
     return gestures(meta.gestures)
