@@ -119,7 +119,7 @@ def for_turn(
         untold = telling.untold(items, partner.id, repo.known_keys(session, world_id, partner.id))
         tell = untold[0] if untold else None
     if tell is not None:
-        tell = telling.with_slots(tell, places, dict(world.names), day_one_weekday=day_one_weekday)
+        tell = telling.with_slots(tell, places, world.names, day_one_weekday=day_one_weekday)
     shown = [appt.rebase(str(line["text"]), int(line["day"]), day, speaker.language) for line in lines]
     return TurnIntentions(shown, tell)
 

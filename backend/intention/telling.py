@@ -14,7 +14,7 @@ item with no slots (other news) counts by its words: TOLD_COVERAGE of them.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -107,7 +107,7 @@ def untold(items: Sequence[Tellable], partner_id: str, known_keys: set[str]) -> 
 def with_slots(
     item: Tellable,
     places: Sequence[appt.Place],
-    people: dict[str, str],
+    people: Mapping[str, str],
     *,
     day_one_weekday: int = 0,
 ) -> Tellable:
