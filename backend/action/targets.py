@@ -27,7 +27,7 @@ from pydantic import (
 from pydantic.json_schema import JsonDict
 
 from backend.action.schemas import MAX_ACTIONS, MAX_ITEM_CHARS, ActionChoices
-from backend.action.validate import WorldFacts
+from backend.world.facts import WorldFacts
 
 #: Distinct sets of ids whose reply models are kept (a world's places and gestures times the pairs talking).
 MODELS_KEPT = 256

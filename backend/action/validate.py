@@ -7,64 +7,19 @@ as that place); each dropped one is reported `{action, reason}` for the turn's t
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from backend.action.schemas import ACTION_TYPES, MAX_ACTIONS, MAX_ITEM_CHARS, ActionChoice, AgentAction
 from backend.text import one_line
-from backend.world import repo as world_repo
-from backend.world import service as world_service
-from backend.world.nearby import Spot
+from backend.world.facts import WorldFacts
 
 if TYPE_CHECKING:
-    from backend.storage.db import Session
+    pass
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class WorldFacts:
-    """What an action may name: the world's places (id -> name), agents and gestures, and the conversation's
-    participants (players included, `player:` ids)."""
-
-    pois: Mapping[str, str]
-    agents: frozenset[str]
-    gestures: tuple[str, ...]
-    participants: frozenset[str] = field(default_factory=frozenset)
-    #: Each place as the prompt's offer reads it (id, name, position on the ground): world/nearby.py.
-    spots: tuple[Spot, ...] = ()
-    #: Every agent's display name by id (who a line of news names).
-    names: Mapping[str, str] = field(default_factory=dict)
-
-    def with_participants(self, ids: Iterable[str]) -> WorldFacts:
-        """These facts, with the participants of a conversation added."""
-        return replace(self, participants=self.participants | frozenset(ids))
-
-    def knows_person(self, person_id: str) -> bool:
-        return person_id in self.agents or person_id in self.participants
-
-    def poi_id(self, target: str) -> str | None:
-        """The place `target` names, by id or else by its exact name; None when there is none."""
-        if target in self.pois:
-            return target
-        return next((poi_id for poi_id, name in self.pois.items() if name == target), None)
-
-
-def read_world_facts(session: Session, world_id: str, *, participants: Iterable[str] = ()) -> WorldFacts:
-    """The world's places, agents (ids and names) and gestures (the default list when it declared none),
-    read now in `session` (a turn reads them through the cache, world/facts.py)."""
-    pois, agents, declared = world_repo.action_targets(session, world_id)
-    return WorldFacts(
-        pois={poi_id: name for poi_id, name, _x, _z in pois},
-        spots=tuple(Spot(poi_id, name, x, z) for poi_id, name, x, z in pois),
-        agents=frozenset(agents),
-        gestures=tuple(world_service.gestures(declared)),
-        participants=frozenset(participants),
-        names=world_repo.name_map(session, world_id),
-    )
 
 
 def validate_actions(

@@ -20,7 +20,7 @@ from backend.action.prompts import describe_actions
 from backend.action.schemas import AgentAction
 from backend.action.strikes import ActionStrikes
 from backend.action.targets import ActionTargets, offered_targets
-from backend.action.validate import WorldFacts, validate_actions
+from backend.action.validate import validate_actions
 from backend.config import Settings
 from backend.conversation import completing, group, heard, repo, rules
 from backend.conversation import jobs as turn_jobs
@@ -51,7 +51,7 @@ from backend.memory.triggers import TurnAsk
 from backend.player import repo as players
 from backend.tasks import TaskRunner
 from backend.world import nearby
-from backend.world.facts import WorldFactsCache
+from backend.world.facts import WorldFacts, WorldFactsCache
 from backend.world.models import Agent
 from backend.world.schemas import StateReport
 from backend.world.service import agent_not_found

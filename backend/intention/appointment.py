@@ -11,43 +11,21 @@ display name, its id, or another name it goes by), compared width-, case- and ac
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from backend.intention.clock import RELATIVE, find_day, find_hour
 from backend.text import normalise
+from backend.world.places import Place, find_place, fold, names_label
 
 __all__ = [
     "DEFAULT_HOURS", "Appointment", "Place", "find_appointment", "find_day", "find_hour", "find_place", "fold",
+    "names_label",
 ]  # fmt: skip
 
-_ACCENTS = re.compile("[\u0300-\u036f]")
 
 #: How long an appointment lasts in a plan (hours) when the text says nothing of its end.
 DEFAULT_HOURS = 2.0
-
-
-@dataclass(frozen=True)
-class Place:
-    id: str
-    name: str
-    #: Other names the place goes by (its name in the other language, a short name).
-    aliases: tuple[str, ...] = ()
-
-    def labels(self) -> list[str]:
-        """Its names and id as compared with a text ("corner_cafe" is also "corner cafe")."""
-        spaced = re.sub(r"[_-]+", " ", self.id)
-        return list(
-            dict.fromkeys(fold(label).strip() for label in (self.name, *self.aliases, self.id, spaced))
-        )
-
-
-def fold(text: str) -> str:
-    """`normalise` and Latin accents off ("Café" -> "cafe"); Japanese is left whole (が stays が)."""
-    decomposed = unicodedata.normalize("NFD", normalise(text))
-    return unicodedata.normalize("NFC", _ACCENTS.sub("", decomposed))
 
 
 @dataclass(frozen=True)
@@ -67,24 +45,6 @@ class Appointment:
 
     def key(self) -> tuple[int, float, str]:
         return (self.day, self.start, self.poi_id)
-
-
-def names_label(text: str, label: str) -> bool:
-    """Whether folded `text` says the folded `label` (a Latin label only as whole words: "parking" is no park)."""
-    if len(label) < 2 or label not in text:
-        return False
-    return not label.isascii() or re.search(rf"\b{re.escape(label)}\b", text) is not None
-
-
-def find_place(text: str, places: Iterable[Place]) -> Place | None:
-    """The place `text` names: the longest of the places' names (or ids) found in it."""
-    norm = fold(text)
-    best: tuple[int, Place] | None = None
-    for place in places:
-        for label in place.labels():
-            if names_label(norm, label) and (best is None or len(label) > best[0]):
-                best = (len(label), place)
-    return best[1] if best else None
 
 
 def find_appointment(

@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from backend.action.validate import WorldFacts, read_world_facts
 from backend.config import Settings, settings_subset
 from backend.errors import LLMError
 from backend.gametime import utcnow
@@ -36,6 +35,7 @@ from backend.memory.models import VISITOR_TAG, MemoryCreate
 from backend.memory.service import MemoryService
 from backend.memory.tags import memory_tags
 from backend.world import repo as world_repo
+from backend.world.facts import WorldFacts, read_world_facts
 from backend.world.models import Agent, PointOfInterest
 
 if TYPE_CHECKING:

@@ -19,8 +19,6 @@ import unicodedata
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from sqlmodel import Session
-
 from backend.config import Settings
 from backend.conversation.rules import lang_key
 from backend.errors import LLMError
@@ -41,6 +39,7 @@ from backend.llm.budget import PromptBudgetLLM, count_messages
 from backend.logs import reason
 from backend.memory import person, triggers
 from backend.memory.models import VISITOR_TAG, Search
+from backend.world import repo as world_repo
 from backend.world.facts import WorldFactsCache
 from backend.world.models import Agent
 
@@ -158,7 +157,7 @@ class InterviewService:
             text = person.context(row)
             if text:
                 known.append(Known(row.other_id, row.other_name, text))
-        with Session(self.engine) as session:
+        with world_repo.session(self.engine) as session:
             world = self.world_facts.read(session, world_id)
         places = [Place(spot.id, spot.name) for spot in world.spots]
         return agent, known, (places, dict(world.names))

@@ -16,13 +16,59 @@ The kept facts are shared between threads and never changed: callers add a conve
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from backend.action.validate import WorldFacts, read_world_facts
 from backend.world import repo
+from backend.world import service as world_service
+from backend.world.nearby import Spot
 
 if TYPE_CHECKING:
     from backend.storage.db import Session
+
+
+@dataclass(frozen=True)
+class WorldFacts:
+    """What an action may name: the world's places (id -> name), agents and gestures, and the conversation's
+    participants (players included, `player:` ids)."""
+
+    pois: Mapping[str, str]
+    agents: frozenset[str]
+    gestures: tuple[str, ...]
+    participants: frozenset[str] = field(default_factory=frozenset)
+    #: Each place as the prompt's offer reads it (id, name, position on the ground): world/nearby.py.
+    spots: tuple[Spot, ...] = ()
+    #: Every agent's display name by id (who a line of news names).
+    names: Mapping[str, str] = field(default_factory=dict)
+
+    def with_participants(self, ids: Iterable[str]) -> WorldFacts:
+        """These facts, with the participants of a conversation added."""
+        return replace(self, participants=self.participants | frozenset(ids))
+
+    def knows_person(self, person_id: str) -> bool:
+        return person_id in self.agents or person_id in self.participants
+
+    def poi_id(self, target: str) -> str | None:
+        """The place `target` names, by id or else by its exact name; None when there is none."""
+        if target in self.pois:
+            return target
+        return next((poi_id for poi_id, name in self.pois.items() if name == target), None)
+
+
+def read_world_facts(session: Session, world_id: str, *, participants: Iterable[str] = ()) -> WorldFacts:
+    """The world's places, agents (ids and names) and gestures (the default list when it declared none),
+    read now in `session` (a turn reads them through the cache, world/facts.py)."""
+    pois, agents, declared = repo.action_targets(session, world_id)
+    return WorldFacts(
+        pois={poi_id: name for poi_id, name, _x, _z in pois},
+        spots=tuple(Spot(poi_id, name, x, z) for poi_id, name, x, z in pois),
+        agents=frozenset(agents),
+        gestures=tuple(world_service.gestures(declared)),
+        participants=frozenset(participants),
+        names=repo.name_map(session, world_id),
+    )
+
 
 #: Worlds kept at most (a server hosts a few); past it the cache starts over.
 MAX_WORLDS = 64
@@ -58,5 +104,5 @@ class WorldFactsCache:
 
 
 def load(session: Session, world_id: str) -> WorldFacts:
-    """The world's facts read now (action/validate.py)."""
+    """The world's facts read now."""
     return read_world_facts(session, world_id)

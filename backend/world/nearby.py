@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from backend.intention.appointment import Place, fold, names_label
+from backend.world.places import Place, fold, names_label
 
 
 @dataclass(frozen=True)

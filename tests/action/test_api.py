@@ -8,7 +8,8 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session
 
-from backend.action.validate import read_world_facts, validate_actions
+from backend.action.validate import validate_actions
+from backend.world.facts import read_world_facts
 from backend.world.schemas import DEFAULT_GESTURES
 from tests.conftest import drain
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from sqlmodel import Session
 
-from backend.action.validate import read_world_facts
 from backend.storage.db import create_db_engine, init_db
 from backend.world import service as world_service
+from backend.world.facts import read_world_facts
 from backend.world.schemas import DEFAULT_GESTURES
 
 

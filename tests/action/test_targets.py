@@ -9,10 +9,11 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from backend.action.targets import ActionTargets, action_choice_for, offered_targets
-from backend.action.validate import WorldFacts, validate_actions
+from backend.action.validate import validate_actions
 from backend.conversation.schemas import turn_reply_for
 from backend.llm.base import json_schema_for, parse_reply
 from backend.llm.grammar import json_schema_to_gbnf
+from backend.world.facts import WorldFacts
 from tests.llm.gbnf_matcher import accepts
 
 TARGETS = ActionTargets(places=("cafe", "shrine"), people=("hikari", "player:yuki"), gestures=("wave", "bow"))

@@ -10,8 +10,9 @@ from pydantic import BaseModel, Field
 
 from backend.action.prompts import describe_actions
 from backend.action.schemas import ActionChoice, ActionChoices, AgentAction, actions_field_schema
-from backend.action.validate import WorldFacts, validate_actions
+from backend.action.validate import validate_actions
 from backend.llm.base import json_schema_for
+from backend.world.facts import WorldFacts
 
 KNOWN = WorldFacts(
     pois={"cafe": "中央カフェ", "park": "公園"},
