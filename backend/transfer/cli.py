@@ -1,4 +1,5 @@
-"""`machi world export FILE | import FILE | reset | load NAME`: save, restore, reset a world from the shell.
+"""`machi world export FILE | import FILE | reset | load NAME | generate --agents N`: save, restore, reset a
+world, or make a seeded town of any size, from the shell.
 
 Run these while the server is stopped (or restart it afterwards): a running server keeps cached memory
 matrices that an import from another process cannot invalidate.
@@ -20,6 +21,7 @@ from backend.storage.db import create_db_engine, init_db, session_scope
 from backend.storage.lock import hold_database
 from backend.transfer import demo
 from backend.transfer import service as transfer
+from backend.transfer.generate import MAX_AGENTS, generate_town
 from backend.world.models import DEFAULT_WORLD
 
 
@@ -33,7 +35,7 @@ def world_id(value: str) -> str:
 
 def register(subparsers: Any) -> None:
     """Add `machi world ...` to the CLI."""
-    world = subparsers.add_parser("world", help="export, import, reset or load a world")
+    world = subparsers.add_parser("world", help="export, import, reset, load or generate a world")
     sub = world.add_subparsers(dest="world_command", required=True)
     export = sub.add_parser("export", help="write a world to a JSON file ('-' for stdout)")
     export.add_argument("file")
@@ -50,6 +52,31 @@ def register(subparsers: Any) -> None:
     town.add_argument("name", help="the bundled town's name")
     town.add_argument("--world", type=world_id, default=DEFAULT_WORLD, help="world id (default: default)")
     town.set_defaults(func=_load)
+    _register_generate(sub)
+
+
+def _register_generate(sub: Any) -> None:
+    generate = sub.add_parser(
+        "generate", help="make a seeded town of N agents: write its JSON (a bundled-town file), or --load it"
+    )
+    generate.add_argument("--agents", type=agent_count, required=True, help=f"agents, 1-{MAX_AGENTS}")
+    generate.add_argument("--seed", type=int, default=1, help="same seed, same town (default: 1)")
+    generate.add_argument("--language", choices=("ja", "en", "mixed"), default="ja", help="default: ja")
+    where = generate.add_mutually_exclusive_group()
+    where.add_argument("--out", default="-", metavar="FILE", help="write the town here (default: -, stdout)")
+    where.add_argument("--load", type=world_id, metavar="WORLD", help="wipe WORLD and load the town instead")
+    generate.set_defaults(func=_generate)
+
+
+def agent_count(value: str) -> int:
+    """An argparse type: the number of agents of a generated town, 1 to MAX_AGENTS."""
+    try:
+        count = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if not 1 <= count <= MAX_AGENTS:
+        raise argparse.ArgumentTypeError(f"a town has 1-{MAX_AGENTS} agents, not {count}")
+    return count
 
 
 def _engine(settings: Settings) -> Any:
@@ -129,4 +156,35 @@ def _load(args: argparse.Namespace, settings: Settings) -> int:
         f"world {args.world!r} loaded with {args.name!r}: {counts['agents']} agents, {counts['pois']} places, "
         f"{counts['people']} relationships (density {density.value:.3f})"
     )
+    return 0
+
+
+def _generate(args: argparse.Namespace, settings: Settings) -> int:
+    """The town passes the bundled-town checks (`demo.Town`) and, with --load, goes through the same
+    wipe-and-load as `machi world load`; the summary goes to stderr, so stdout holds the JSON alone."""
+    doc = generate_town(args.agents, seed=args.seed, language=args.language)
+    town = demo.Town.model_validate(doc)
+    made = f"--agents {args.agents} --seed {args.seed} --language {args.language}"
+    counts = f"{len(town.agents)} agents, {len(town.pois)} places, {len(town.relationships)} relationships"
+    if args.load is None:
+        text = json.dumps(doc, ensure_ascii=False, indent=1) + "\n"
+        try:
+            if args.out == "-":
+                sys.stdout.write(text)
+            else:
+                Path(args.out).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            print(f"cannot write {args.out}: {exc}", file=sys.stderr)
+            return 2
+        written = "stdout" if args.out == "-" else args.out
+        print(f"generated town ({made}): {counts}, written to {written}", file=sys.stderr)
+        return 0
+    with (
+        hold_database(settings.database_url, role="world generate"),
+        session_scope(_engine(settings)) as session,
+    ):
+        transfer.reset_world(session, args.load, town)
+        density = relationship_density(session, args.load)
+    loaded = f"world {args.load!r} loaded with a generated town ({made})"
+    print(f"{loaded}: {counts} (density {density.value:.3f})", file=sys.stderr)
     return 0

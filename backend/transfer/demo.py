@@ -66,7 +66,8 @@ class Town(BaseModel):
     format: Literal["machi-town"]
     version: Literal[1]
     description: str = ""
-    #: Roles a scenario gives to agents ("party_host": "hikari"): for benchmarks, not loaded.
+    #: Roles a scenario gives to agents or places ("party_host": "hikari", "party_place": "cafe-1"): for
+    #: benchmarks, not loaded.
     cast: dict[str, str] = Field(default_factory=dict)
     pois: list[TownPoi]
     agents: list[TownAgent]
@@ -84,9 +85,9 @@ class Town(BaseModel):
         for a, b in pairs:
             if a not in agents or b not in agents or a == b:
                 raise ValueError(f"relationship {a!r} -> {b!r} must join two different agents of the town")
-        for role, agent_id in self.cast.items():
-            if agent_id not in agents:
-                raise ValueError(f"cast {role!r}: agent {agent_id!r} is not in the town")
+        for role, cast_id in self.cast.items():
+            if cast_id not in agents and cast_id not in pois:
+                raise ValueError(f"cast {role!r}: {cast_id!r} is neither an agent nor a place of the town")
         return self
 
 

@@ -23,7 +23,7 @@ from backend.memory.models import Memory
 from backend.transfer import document, repo
 from backend.transfer.check import Checked, check_document
 from backend.transfer.check import parse_document as parse_document  # a document in memory, as rows
-from backend.transfer.demo import bundled_town, load_town
+from backend.transfer.demo import Town, bundled_town, load_town
 from backend.transfer.document import FORMAT, SECTIONS, VERSION, Item, Row
 from backend.transfer.models import NAMED_IDS, TableRow
 from backend.transfer.validation import MAX_INT, parse_row
@@ -178,13 +178,14 @@ class Batches:
         return offset
 
 
-def reset_world(session: Session, world_id: str, town: str = "demo") -> dict[str, int]:
-    """Wipe `world_id` and load a bundled town into it (`machi world reset`, `machi world load NAME`).
+def reset_world(session: Session, world_id: str, town: str | Town = "demo") -> dict[str, int]:
+    """Wipe `world_id` and load a town into it: a bundled one by name (`machi world reset`, `machi world load
+    NAME`) or one already parsed (`machi world generate --load`).
 
     Raises:
         NotFound: no bundled town of that name (checked before anything is wiped).
     """
-    found = bundled_town(town)
+    found = bundled_town(town) if isinstance(town, str) else town
     try:
         wipe_world(session, world_id)
         counts = load_town(session, world_id, found)
