@@ -24,13 +24,11 @@ from collections.abc import Callable, Sequence
 from backend.conversation.prompts import TurnContext, news_host, people
 from backend.conversation.schemas import TurnReply
 from backend.intention import telling, who
-from backend.intention.fact import slot_words
+from backend.intention.fact import asked_for
 from backend.llm.again import Completed, until_complete
 from backend.llm.base import LLM, GenerateOptions
 
 __all__ = ["Completed", "ask", "complete", "lacks", "missing"]
-
-_SLOT_JA = {"what": "何を", "when": "いつ", "where": "どこで"}
 
 
 def lacks(ctx: TurnContext, line: str) -> tuple[str, ...]:
@@ -61,13 +59,10 @@ def ask(ctx: TurnContext, left: tuple[str, ...]) -> dict[str, str]:
     own = host_id == ctx.speaker.id
     if ctx.language == "ja":
         whose = "自分が開くこと" if own else f"誰が開くか（{host}）"
-        parts = "と".join(
-            whose if s == "who" else f"{_SLOT_JA[s]}（{slot_words(slots, s, 'ja', ctx.day)}）" for s in left
-        )
+        parts = asked_for(slots, left, "ja", ctx.day, who=whose)
         return {"role": "user", "content": f"{partner}へのセリフに{parts}も入れて、もう一度言うこと。"}
     whose = "that you are hosting it" if own else f"whose it is ({host}'s)"
-    named = [whose if s == "who" else f"{s} ({slot_words(slots, s, 'en', ctx.day)})" for s in left]
-    parts = f"{', '.join(named[:-1])} and {named[-1]}" if len(named) > 1 else named[0]
+    parts = asked_for(slots, left, "en", ctx.day, who=whose)
     return {"role": "user", "content": f"Say the line to {partner} again so that it also tells {parts}."}
 
 

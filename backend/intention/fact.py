@@ -8,7 +8,7 @@ to say in its own words, never a sentence to copy. Pure functions.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -150,10 +150,29 @@ def slot_words(slots: Slots, slot: str, language: str, today: int) -> str:
     return f"{day} at {_clock_en(slots.hour)}" if day else f"at {_clock_en(slots.hour)}"
 
 
-def _listing(names: list[str], language: str) -> str:
+def listing(names: Sequence[str], language: str) -> str:
+    """Names joined as a sentence lists them: 「AとB」, "A, B and C"."""
     if language == "ja":
         return "と".join(names)
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+#: How a request in Japanese names a slot it asks for.
+_SLOT_JA = {"what": "何を", "when": "いつ", "where": "どこで"}
+
+
+def asked_for(slots: Slots, wanted: Sequence[str], language: str, today: int, *, who: str) -> str:
+    """The slots `wanted` ("who", "what", "when", "where") as a request to say them names them, each with its
+    value said from `today`: "who (...), when (tomorrow at 7pm) and where (Corner Cafe)" / 「…といつ（明日の19時）」;
+    `who` is how the request puts the host (it differs between a teller and someone interviewed)."""
+    ja = language == "ja"
+    parts = [
+        who if name == "who"
+        else f"{_SLOT_JA[name]}（{slot_words(slots, name, 'ja', today)}）" if ja
+        else f"{name} ({slot_words(slots, name, 'en', today)})"
+        for name in wanted
+    ]  # fmt: skip
+    return listing(parts, "ja" if ja else "en")
 
 
 def _invited(
@@ -175,8 +194,8 @@ def _invited(
                 f"{host_name}が話す相手を誘っている" if ja else f"whoever {host_name} tells is invited"
             )
     if named:
-        said.append(f"{_listing(named, language)}が招待されている" if ja else
-                    f"{_listing(named, language)} {'is' if len(named) == 1 else 'are'} invited")  # fmt: skip
+        said.append(f"{listing(named, language)}が招待されている" if ja else
+                    f"{listing(named, language)} {'is' if len(named) == 1 else 'are'} invited")  # fmt: skip
     return ("。" if ja else "; ").join(said)
 
 

@@ -23,12 +23,11 @@ from dataclasses import dataclass
 from backend.intention import events, who
 from backend.intention import slots as news
 from backend.intention.appointment import Place, find_place, fold, names_label
-from backend.intention.fact import Slots, slot_words
+from backend.intention.fact import Slots, asked_for
 from backend.interview.prompts import InterviewContext, Remembered
 
 #: The order what is asked for is named in.
 ORDER = ("who", "what", "when", "where")
-_SLOT_JA = {"what": "何を", "when": "いつ", "where": "どこで"}
 
 
 @dataclass(frozen=True)
@@ -76,19 +75,9 @@ def ask(asked: Asked, left: tuple[str, ...], ctx: InterviewContext) -> dict[str,
     """The one-sentence request for what the answer left out, with the values from the memory."""
     today = ctx.day if ctx.day is not None else asked.slots.written_day
     if ctx.language == "ja":
-        parts = "と".join(
-            f"誰が開くか（{asked.host_name}）" if s == "who"
-            else f"{_SLOT_JA[s]}（{slot_words(asked.slots, s, 'ja', today)}）"
-            for s in left
-        )  # fmt: skip
+        parts = asked_for(asked.slots, left, "ja", today, who=f"誰が開くか（{asked.host_name}）")
         return {"role": "user", "content": f"覚えていることから、{parts}も入れて、もう一度答えること。"}
-    named = [
-        f"who is hosting it ({asked.host_name})"
-        if s == "who"
-        else f"{s} ({slot_words(asked.slots, s, 'en', today)})"
-        for s in left
-    ]
-    parts = f"{', '.join(named[:-1])} and {named[-1]}" if len(named) > 1 else named[0]
+    parts = asked_for(asked.slots, left, "en", today, who=f"who is hosting it ({asked.host_name})")
     return {"role": "user", "content": f"Answer again from what you remember, so that it also tells {parts}."}
 
 

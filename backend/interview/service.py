@@ -16,13 +16,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from backend.config import Settings
 from backend.conversation.rules import lang_key
 from backend.errors import LLMError
-from backend.intention.appointment import Place
 from backend.interview import grounding
 from backend.interview.prompts import (
     InterviewContext,
@@ -42,6 +42,7 @@ from backend.memory.models import VISITOR_TAG, Search
 from backend.world import repo as world_repo
 from backend.world.facts import WorldFactsCache
 from backend.world.models import Agent
+from backend.world.places import Place
 
 if TYPE_CHECKING:
     from backend.memory.service import MemoryService
@@ -118,7 +119,7 @@ class InterviewService:
         world_id: str,
         ctx: InterviewContext,
         first: tuple[list[dict[str, str]], InterviewReply, float],
-        world: tuple[list[Place], dict[str, str]],
+        world: tuple[list[Place], Mapping[str, str]],
         deadline: float,
     ) -> Completed[InterviewReply]:
         """The first answer, or a later one that tells more of the news the question asks about and a memory
@@ -142,7 +143,7 @@ class InterviewService:
 
     def _read(
         self, world_id: str, agent_id: str, question: str
-    ) -> tuple[Agent, list[Known], tuple[list[Place], dict[str, str]]]:
+    ) -> tuple[Agent, list[Known], tuple[list[Place], Mapping[str, str]]]:
         """The agent (NotFound if none), its person memory of the people the question names, and the world's
         places and people's names (what news in a memory is read against)."""
         agent = self.memory.require_agent(world_id, agent_id)
@@ -160,7 +161,7 @@ class InterviewService:
         with world_repo.session(self.engine) as session:
             world = self.world_facts.read(session, world_id)
         places = [Place(spot.id, spot.name) for spot in world.spots]
-        return agent, known, (places, dict(world.names))
+        return agent, known, (places, world.names)
 
     async def _memories(self, world_id: str, ctx: InterviewContext) -> list[Remembered] | None:
         """What the question calls up, not marked accessed; None if retrieval fails or is slow.

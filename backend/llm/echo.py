@@ -281,12 +281,8 @@ def _copy_problem(
         return labelled
     if norm in names:
         return f"is only a name ({value.strip()[:40]!r}), not what was asked"
-    if any(norm in _described(content, rules) for content in contents):
-        return f"repeats the prompt's description of a field ({value.strip()[:60]!r})"
-    for content in contents:
-        opening = next((p for p in _openings(content, rules) if _opens_with(norm, p)), None)
-        if opening is not None:
-            return f"opens with the prompt's description of a field ({opening[:60]!r})"
+    if (described := _description_copied(value, (norm,), rules, contents)) is not None:
+        return described
     if not spec.in_list and not spec.may_repeat and _copies_a_line(norm, value, contents):
         return f"repeats a line of the prompt word for word ({value.strip()[:60]!r})"
     return None
@@ -314,7 +310,7 @@ def mended(reply: T, schema: type[T], messages: Sequence[Message]) -> T:
       (SmolLM2 answered an interview with "Ben's spoken reply to the interviewer, in English, in Ben's own
       words. You remember that Mia ran the Corner Cafe...": the rest is the answer);
     - blank items, items of debris with no letter or digit ("} ,") and items that copy a field's description
-      or name ("each thing that worries you") dropped from lists of free text (SmolLM2 wrote council opinions
+      ("each thing that worries you") dropped from lists of free text (SmolLM2 wrote council opinions
       with `"concerns": [""]` and a concern copied from the prompt: no concern, not a wrong answer), unless
       the schema needs the items (a minimum count): then the echo check names the empty one.
     A value that is only a label or a description is left for `echo_problem` to refuse."""
@@ -353,19 +349,28 @@ def mended(reply: T, schema: type[T], messages: Sequence[Message]) -> T:
 
 
 def _describes_a_field(item: str, rules: _Rules, contents: Sequence[str]) -> bool:
-    """Whether a list item is a field's description in the prompt, or opens with a long phrase of one: an
-    item the model copied instead of writing one. (An item that is only a field's name, "agreements", is
-    left for the echo check to refuse: a whole list of those is an echo, not an empty answer.)"""
+    """Whether a list item is a field's description in the prompt (also without its edge punctuation), or
+    opens with a long phrase of one: an item the model copied instead of writing one. (An item that is only
+    a field's name, "agreements", is left for the echo check to refuse: a whole list of those is an echo,
+    not an empty answer.)"""
     norm = normalise(item)
     if len(norm) < 2:
         return False
-    bare = norm.strip(_EDGE)
+    return _description_copied(item, (norm, norm.strip(_EDGE)), rules, contents) is not None
+
+
+def _description_copied(
+    value: str, forms: Sequence[str], rules: _Rules, contents: Sequence[str]
+) -> str | None:
+    """Why `value` copies a field description of the prompt: one of its normalised `forms` is a description
+    phrase, or its first form opens with a long one; None when it does not."""
+    if any(form in _described(content, rules) for content in contents for form in forms):
+        return f"repeats the prompt's description of a field ({value.strip()[:60]!r})"
     for content in contents:
-        if norm in _described(content, rules) or bare in _described(content, rules):
-            return True
-        if any(_opens_with(norm, phrase) for phrase in _openings(content, rules)):
-            return True
-    return False
+        opening = next((p for p in _openings(content, rules) if _opens_with(forms[0], p)), None)
+        if opening is not None:
+            return f"opens with the prompt's description of a field ({opening[:60]!r})"
+    return None
 
 
 def _debris(item: str) -> bool:

@@ -113,7 +113,8 @@ async def make_plan(
     facts = prompts.build_facts(yesterday, memory, agent, pois, day=request.day, window=window, home=home,
                                 reason=request.reason, kept=kept, intentions=mind)  # fmt: skip
     offered = offered_pois(facts, pois, agent, home, places_max)
-    facts["pois"] = [p for p in facts["pois"] if p["id"] in {o.id for o in offered}]
+    offered_ids = {p.id for p in offered}
+    facts["pois"] = [p for p in facts["pois"] if p["id"] in offered_ids]
     # The model may take many seconds on a busy GPU: give the connection back to the pool meanwhile (what
     # was read stays usable, detached; storing the plan opens a new transaction).
     session.close()

@@ -58,7 +58,7 @@ class WorldFacts:
 
 def read_world_facts(session: Session, world_id: str, *, participants: Iterable[str] = ()) -> WorldFacts:
     """The world's places, agents (ids and names) and gestures (the default list when it declared none),
-    read now in `session` (a turn reads them through the cache, world/facts.py)."""
+    read now in `session` (a turn reads them through `WorldFactsCache`)."""
     pois, agents, declared = repo.action_targets(session, world_id)
     return WorldFacts(
         pois={poi_id: name for poi_id, name, _x, _z in pois},
@@ -80,7 +80,7 @@ class WorldFactsCache:
     def __init__(self) -> None:
         self._kept: dict[str, tuple[int, WorldFacts]] = {}
         self._lock = threading.Lock()
-        self.loads = 0  # full reads of a world's facts (a miss or a moved revision), for tests and /health
+        self.loads = 0  # full reads of a world's facts (a miss or a moved revision), for tests
 
     def read(self, session: Session, world_id: str) -> WorldFacts:
         """The world's facts as of now, read in `session` (one query when nothing changed)."""
@@ -89,20 +89,10 @@ class WorldFactsCache:
             kept = self._kept.get(world_id)
         if kept is not None and kept[0] == rev:
             return kept[1]
-        facts = load(session, world_id)
+        facts = read_world_facts(session, world_id)
         with self._lock:
             if len(self._kept) >= MAX_WORLDS and world_id not in self._kept:
                 self._kept.clear()
             self._kept[world_id] = (rev, facts)
             self.loads += 1
         return facts
-
-    def size(self) -> int:
-        """Worlds kept."""
-        with self._lock:
-            return len(self._kept)
-
-
-def load(session: Session, world_id: str) -> WorldFacts:
-    """The world's facts read now."""
-    return read_world_facts(session, world_id)
